@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# jobs/setup.sh -- install what attnsweep needs (Debian 12) and build it into build/.
+#
+#   jobs/setup.sh            packages for building and running
+#   jobs/setup.sh --tests    also the packages the tests use (PyTorch, scipy, xarray, node)
+#
+# As root it runs apt-get itself; otherwise it prints the exact line to run.
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+want_tests=0
+for a in "$@"; do
+  case "$a" in
+    --tests) want_tests=1 ;;
+    -h|--help) sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "setup.sh: unknown option '$a' (try --help)" >&2; exit 2 ;;
+  esac
+done
+
+pkgs=(build-essential cmake pkg-config libopenmpi-dev openmpi-bin libhdf5-openmpi-dev hdf5-tools
+      libopenblas-dev libconfig-dev python3-h5py python3-numpy python3-xarray python3-h5netcdf
+      python3-netcdf4 python3-matplotlib python3-scipy)
+if [ "$want_tests" = 1 ]; then
+  pkgs+=(python3-pytest python3-torch nodejs npm clang libclang-rt-14-dev)
+fi
+
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+# nodejs/npm may come from elsewhere than Debian; a working binary is enough.
+if command -v node >/dev/null && command -v npm >/dev/null; then
+  tmp=(); for p in "${missing[@]}"; do [ "$p" = nodejs ] || [ "$p" = npm ] || tmp+=("$p"); done
+  missing=("${tmp[@]+"${tmp[@]}"}")
+fi
+if [ "${#missing[@]}" -gt 0 ]; then
+  line="apt-get install -y --no-install-recommends ${missing[*]}"
+  if [ "$(id -u)" = 0 ]; then
+    echo "setup: installing ${#missing[@]} Debian packages: ${missing[*]}"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $line -qq
+  else
+    echo "setup: missing Debian packages. Run as root:" >&2
+    echo "  sudo apt-get update && sudo $line" >&2
+    exit 1
+  fi
+fi
+
+cmake -S "$here" -B "$here/build" -DCMAKE_BUILD_TYPE=Release > "$here/build.log" 2>&1 ||
+  { cat "$here/build.log" >&2; echo "setup: cmake configure failed (log above)" >&2; exit 1; }
+cmake --build "$here/build" -j"$(nproc)" >> "$here/build.log" 2>&1 ||
+  { tail -40 "$here/build.log" >&2; echo "setup: build failed (log: build.log)" >&2; exit 1; }
+echo "setup: built $here/build/attnsweep"
