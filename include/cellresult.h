@@ -1,0 +1,72 @@
+/* cellresult.h -- the results of one cell (one text window at one context
+ * length L), as one flat block of doubles.
+ *
+ * One flat block because three modules pass it along: the cell computes it,
+ * the scheduler ships it from a worker to the master in one MPI message, and
+ * the store writes it into the HDF5 file (variables of ../shared/spec/results.md
+ * without their leading window and L dimensions). Integer quantities
+ * (rows_used, crit_N) are stored as exact doubles in the block.
+ *
+ * Variable shapes inside the block, C order (last index fastest):
+ *   per_N vars  [nN][nT][nNorm][nLayer][nHead]   dist_true dist_bound dist_expect
+ *                                                sep_ratio sep_lower sep_upper rows_used
+ *   per_T vars  [nT][nNorm][nLayer][nHead]       entropy entropy_norm grad_exact grad_bound
+ *   grad_fd     [nT][nEps][nNorm][nLayer][nHead]
+ *   ks vars     [nN][nT][nNorm]                  ks_stat ks_pvalue
+ *   crit_N      [nT][nNorm]
+ * followed by the bookkeeping scalars wall_time (seconds) and rank. */
+#ifndef ATTNSWEEP_CELLRESULT_H
+#define ATTNSWEEP_CELLRESULT_H
+
+#include <stddef.h>
+
+typedef enum {
+    CR_DIST_TRUE, CR_DIST_BOUND, CR_DIST_EXPECT,
+    CR_SEP_RATIO, CR_SEP_LOWER, CR_SEP_UPPER, CR_ROWS_USED,
+    CR_ENTROPY, CR_ENTROPY_NORM, CR_GRAD_EXACT, CR_GRAD_BOUND,
+    CR_GRAD_FD,
+    CR_KS_STAT, CR_KS_PVALUE,
+    CR_CRIT_N,
+    CR_WALL_TIME, CR_RANK,
+    CR_NVARS
+} cr_var;
+
+typedef enum { CR_SHAPE_PER_N, CR_SHAPE_PER_T, CR_SHAPE_PER_T_EPS, CR_SHAPE_KS,
+               CR_SHAPE_CRIT, CR_SHAPE_SCALAR } cr_shape;
+
+typedef struct {
+    size_t nN, nT, nEps, nNorm, nLayer, nHead;
+    size_t offset[CR_NVARS]; /* where each variable starts in the block */
+    size_t count[CR_NVARS];  /* how many doubles it holds */
+    size_t total;            /* doubles in the whole block */
+} cr_layout;
+
+/* Fills the offsets for the given axis sizes. */
+void cr_layout_init(cr_layout *lay, size_t nN, size_t nT, size_t nEps, size_t nNorm,
+                    size_t nLayer, size_t nHead);
+
+/* Name in the results file ("dist_true", ...), and which shape it has. */
+const char *cr_var_name(cr_var v);
+cr_shape cr_var_shape(cr_var v);
+
+/* Index helpers into the block (no bounds checks: the caller owns the loops). */
+static inline size_t cr_at_per_n(const cr_layout *y, cr_var v, size_t n, size_t t, size_t z,
+                                 size_t l, size_t h) {
+    return y->offset[v] + (((n * y->nT + t) * y->nNorm + z) * y->nLayer + l) * y->nHead + h;
+}
+static inline size_t cr_at_per_t(const cr_layout *y, cr_var v, size_t t, size_t z, size_t l,
+                                 size_t h) {
+    return y->offset[v] + ((t * y->nNorm + z) * y->nLayer + l) * y->nHead + h;
+}
+static inline size_t cr_at_grad_fd(const cr_layout *y, size_t t, size_t e, size_t z, size_t l,
+                                   size_t h) {
+    return y->offset[CR_GRAD_FD] + (((t * y->nEps + e) * y->nNorm + z) * y->nLayer + l) * y->nHead + h;
+}
+static inline size_t cr_at_ks(const cr_layout *y, cr_var v, size_t n, size_t t, size_t z) {
+    return y->offset[v] + (n * y->nT + t) * y->nNorm + z;
+}
+static inline size_t cr_at_crit(const cr_layout *y, size_t t, size_t z) {
+    return y->offset[CR_CRIT_N] + t * y->nNorm + z;
+}
+
+#endif

@@ -1,0 +1,51 @@
+/* cellresult.c -- see cellresult.h. */
+#include "cellresult.h"
+
+static const struct {
+    const char *name;
+    cr_shape shape;
+} vars[CR_NVARS] = {
+    [CR_DIST_TRUE] = {"dist_true", CR_SHAPE_PER_N},
+    [CR_DIST_BOUND] = {"dist_bound", CR_SHAPE_PER_N},
+    [CR_DIST_EXPECT] = {"dist_expect", CR_SHAPE_PER_N},
+    [CR_SEP_RATIO] = {"sep_ratio", CR_SHAPE_PER_N},
+    [CR_SEP_LOWER] = {"sep_lower", CR_SHAPE_PER_N},
+    [CR_SEP_UPPER] = {"sep_upper", CR_SHAPE_PER_N},
+    [CR_ROWS_USED] = {"rows_used", CR_SHAPE_PER_N},
+    [CR_ENTROPY] = {"entropy", CR_SHAPE_PER_T},
+    [CR_ENTROPY_NORM] = {"entropy_norm", CR_SHAPE_PER_T},
+    [CR_GRAD_EXACT] = {"grad_exact", CR_SHAPE_PER_T},
+    [CR_GRAD_BOUND] = {"grad_bound", CR_SHAPE_PER_T},
+    [CR_GRAD_FD] = {"grad_fd", CR_SHAPE_PER_T_EPS},
+    [CR_KS_STAT] = {"ks_stat", CR_SHAPE_KS},
+    [CR_KS_PVALUE] = {"ks_pvalue", CR_SHAPE_KS},
+    [CR_CRIT_N] = {"crit_N", CR_SHAPE_CRIT},
+    [CR_WALL_TIME] = {"wall_time", CR_SHAPE_SCALAR},
+    [CR_RANK] = {"rank", CR_SHAPE_SCALAR},
+};
+
+const char *cr_var_name(cr_var v) { return vars[v].name; }
+cr_shape cr_var_shape(cr_var v) { return vars[v].shape; }
+
+void cr_layout_init(cr_layout *lay, size_t nN, size_t nT, size_t nEps, size_t nNorm,
+                    size_t nLayer, size_t nHead) {
+    lay->nN = nN, lay->nT = nT, lay->nEps = nEps, lay->nNorm = nNorm;
+    lay->nLayer = nLayer, lay->nHead = nHead;
+    size_t heads = nNorm * nLayer * nHead;
+    size_t at = 0;
+    for (int v = 0; v < CR_NVARS; v++) {
+        size_t c = 1;
+        switch (vars[v].shape) {
+        case CR_SHAPE_PER_N: c = nN * nT * heads; break;
+        case CR_SHAPE_PER_T: c = nT * heads; break;
+        case CR_SHAPE_PER_T_EPS: c = nT * nEps * heads; break;
+        case CR_SHAPE_KS: c = nN * nT * nNorm; break;
+        case CR_SHAPE_CRIT: c = nT * nNorm; break;
+        case CR_SHAPE_SCALAR: c = 1; break;
+        }
+        lay->offset[v] = at;
+        lay->count[v] = c;
+        at += c;
+    }
+    lay->total = at;
+}
