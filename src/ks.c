@@ -1,0 +1,79 @@
+/* ks.c -- see ks.h (metrics.md section 3). */
+#include "ks.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+size_t ks_scratch_doubles(size_t n1, size_t n2) { return n1 + n2 + (n2 > n1 ? n2 : n1) + 2; }
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static size_t keep_finite_sorted(double *dst, const double *src, size_t n) {
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!isnan(src[i])) dst[k++] = src[i];
+    qsort(dst, k, sizeof *dst, cmp_double);
+    return k;
+}
+
+double ks_pvalue_exact(size_t n1, size_t n2, uint64_t H, double *p) {
+    if (H == 0) return 1.0;
+    /* p[j] = probability of being at (i, j) having stayed strictly inside */
+    for (size_t j = 0; j <= n2; j++) p[j] = 0;
+    p[0] = 1.0;
+    for (size_t i = 0; i <= n1; i++) {
+        for (size_t j = 0; j <= n2; j++) {
+            /* arrival from the left (i-1, j) is already in p[j] from the previous row, scaled
+             * below; arrival from below (i, j-1) is added here */
+            if (j > 0) {
+                size_t ri = n1 - i, rj = n2 - (j - 1);
+                p[j] += p[j - 1] * (double)rj / (double)(ri + rj);
+            }
+            int64_t diff = (int64_t)(i * n2) - (int64_t)(j * n1);
+            if ((uint64_t)llabs(diff) >= H) p[j] = 0;
+        }
+        if (i == n1) break;
+        /* step right from (i, j) to (i+1, j) */
+        for (size_t j = 0; j <= n2; j++) {
+            size_t ri = n1 - i, rj = n2 - j;
+            p[j] *= (double)ri / (double)(ri + rj);
+        }
+    }
+    double pv = 1.0 - p[n2];
+    return pv < 0 ? 0 : (pv > 1 ? 1 : pv);
+}
+
+void ks_2samp_exact(double *stat, double *pvalue, const double *x, size_t n1, const double *y,
+                    size_t n2, double *scratch) {
+    double *xs = scratch, *ys = scratch + n1;
+    size_t m = keep_finite_sorted(xs, x, n1), n = keep_finite_sorted(ys, y, n2);
+    if (m == 0 || n == 0) {
+        *stat = NAN;
+        *pvalue = NAN;
+        return;
+    }
+    /* walk the merged order; evaluate |i n - j m| after all copies of a value */
+    size_t i = 0, j = 0;
+    uint64_t H = 0;
+    while (i < m || j < n) {
+        double v = (j >= n || (i < m && xs[i] <= ys[j])) ? xs[i] : ys[j];
+        while (i < m && xs[i] == v) i++;
+        while (j < n && ys[j] == v) j++;
+        int64_t diff = (int64_t)(i * n) - (int64_t)(j * m);
+        uint64_t ad = (uint64_t)llabs(diff);
+        if (ad > H) H = ad;
+    }
+    *stat = (double)H / ((double)m * (double)n);
+    *pvalue = ks_pvalue_exact(m, n, H, scratch + n1 + n2);
+}
+
+int32_t ks_critical_n(const int32_t *N, const double *pvalue, size_t nN, double alpha) {
+    int32_t best = -1;
+    for (size_t i = 0; i < nN; i++)
+        if (pvalue[i] > alpha && (best < 0 || N[i] < best)) best = N[i];
+    return best;
+}

@@ -1,0 +1,745 @@
+/* metrics.c -- see metrics.h; section numbers refer to ../shared/spec/metrics.md. */
+#include "metrics.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <string.h>
+
+/* Speed note: tests/metrics.cmake compiles this file with -fno-math-errno. sqrt never sees a
+ * negative argument in the hot loops (clamped first), so errno handling only blocks their
+ * vectorization. This is not -ffast-math: IEEE semantics, NaN and inf are unchanged, and the
+ * results are bit-identical with or without the flag. */
+
+#define MET_DEFAULT_CONTEXT 1024.0
+
+int met_normalizer_from_name(const char *name) {
+    if (!strcmp(name, "softmax")) return MET_SOFTMAX;
+    if (!strcmp(name, "sparsemax")) return MET_SPARSEMAX;
+    if (!strcmp(name, "ssmax")) return MET_SSMAX;
+    return -1;
+}
+
+const char *met_normalizer_name(met_normalizer z) {
+    switch (z) {
+    case MET_SOFTMAX: return "softmax";
+    case MET_SPARSEMAX: return "sparsemax";
+    case MET_SSMAX: return "ssmax";
+    }
+    return "?";
+}
+
+/* ---------------- normalizers (section 8) ---------------- */
+
+double met_softmax(double *a, const double *z, size_t n) {
+    double zmax = -INFINITY;
+    for (size_t j = 0; j < n; j++)
+        if (z[j] > zmax) zmax = z[j];
+    double sum = 0;
+    for (size_t j = 0; j < n; j++) {
+        /* exp underflows to 0 below -745.2; skipping it avoids glibc's slow underflow path
+         * (T = 1e-3 puts most logits there) and gives the same 0 */
+        double x = z[j] - zmax;
+        a[j] = x < -746.0 ? 0.0 : exp(x);
+        sum += a[j];
+    }
+    double inv = 1.0 / sum;
+    for (size_t j = 0; j < n; j++) a[j] *= inv;
+    return log(sum);
+}
+
+/* Michelot: tau = (sum_{S} z - 1)/|S| with S shrinking to {z > tau}; tau only grows and S
+ * is exactly the support when it stops changing. */
+void met_sparsemax(double *a, const double *z, size_t n) {
+    double sum = 0;
+    for (size_t j = 0; j < n; j++) sum += z[j];
+    size_t k = n;
+    double tau = (sum - 1.0) / (double)k;
+    for (;;) {
+        double s2 = 0;
+        size_t k2 = 0;
+        for (size_t j = 0; j < n; j++)
+            if (z[j] > tau) {
+                s2 += z[j];
+                k2++;
+            }
+        /* exact arithmetic shrinks the set until it is stable; rounding can make tau dip and
+         * the set regrow, so stop as soon as it stops shrinking (at most n passes) */
+        if (k2 >= k || k2 == 0) break;
+        k = k2;
+        tau = (s2 - 1.0) / (double)k;
+    }
+    for (size_t j = 0; j < n; j++) a[j] = z[j] > tau ? z[j] - tau : 0.0;
+}
+
+static double ssmax_factor(double scale, size_t n) {
+    double s = scale > 0 ? scale : 1.0 / log(MET_DEFAULT_CONTEXT);
+    return s * log((double)n);
+}
+
+/* Returns ln Z of the shifted logits for softmax/ssmax (entropy identity), 0 for sparsemax;
+ * zmax_out gets max z. z is scratch [nv]. */
+static double weights_with_z(double *a, double *z, double *zmax_out, const double *l, size_t nv,
+                             size_t n, double T, met_normalizer zn, double ssmax_scale) {
+    double f = 1.0 / T;
+    if (zn == MET_SSMAX) f *= ssmax_factor(ssmax_scale, n);
+    double zmax = -INFINITY;
+    for (size_t j = 0; j < nv; j++) {
+        z[j] = l[j] * f;
+        if (z[j] > zmax) zmax = z[j];
+    }
+    double lnZ = 0;
+    if (zn == MET_SPARSEMAX)
+        met_sparsemax(a, z, nv);
+    else
+        lnZ = met_softmax(a, z, nv);
+    for (size_t j = nv; j < n; j++) a[j] = 0.0;
+    if (zmax_out) *zmax_out = zmax;
+    return lnZ;
+}
+
+void met_weights(double *a, const double *l, size_t nv, size_t n, double T, met_normalizer zn,
+                 double ssmax_scale) {
+    /* in place: both normalizers write a[j] only in element-wise passes after reading z */
+    double f = 1.0 / T;
+    if (zn == MET_SSMAX) f *= ssmax_factor(ssmax_scale, n);
+    for (size_t j = 0; j < nv; j++) a[j] = l[j] * f;
+    if (zn == MET_SPARSEMAX)
+        met_sparsemax(a, a, nv);
+    else
+        met_softmax(a, a, nv);
+    for (size_t j = nv; j < n; j++) a[j] = 0.0;
+}
+
+/* ---------------- grad_exact (section 5) ---------------- */
+
+/* For a on the simplex (sum a = 1, which softmax gives), the secular equation of the rank-one
+ * update diag(a) - a a^T, sum_j a_j^2/(a_j - lambda) = 1, equals lambda * sum_j a_j/(a_j -
+ * lambda) = 0: phi(lambda) = sum_j a_j/(a_j - lambda) = 0 has no "1" left to cancel against,
+ * so tiny eigenvalues near one-hot rows keep their relative accuracy. The largest root lies in
+ * (a2, a1) (interlacing); we solve for the offset v from the nearer pole with a bracketed
+ * Newton iteration on g(v) = v * phi, which removes that pole. */
+double met_softmax_jacobian_norm(const double *a, size_t n) {
+    double a1 = -1;
+    size_t i1 = 0, cnt1 = 0;
+    for (size_t j = 0; j < n; j++) {
+        if (a[j] > a1) {
+            a1 = a[j];
+            i1 = j;
+            cnt1 = 1;
+        } else if (a[j] == a1) {
+            cnt1++;
+        }
+    }
+    if (!(a1 > 0)) return 0.0;
+    if (cnt1 >= 2) return a1; /* repeated largest weight: a1 is an eigenvalue, the largest */
+    double a2 = 0;
+    for (size_t j = 0; j < n; j++)
+        if (j != i1 && a[j] > a2) a2 = a[j];
+    if (!(a2 > 0)) return 0.0; /* one-hot: the matrix is diag(a1 - a1^2, 0...) = 0 */
+    double mid = a2 + 0.5 * (a1 - a2);
+    double phi_mid = 0;
+    for (size_t j = 0; j < n; j++)
+        if (a[j] > 0) phi_mid += a[j] / (a[j] - mid);
+    /* lambda = o + sg * v, v in (0, hi] */
+    double o, sg, hi;
+    if (phi_mid >= 0) {
+        o = a2, sg = 1, hi = mid - a2;
+    } else {
+        o = a1, sg = -1, hi = a1 - mid;
+    }
+    if (phi_mid == 0) return mid;
+    double lo = 0, v = 0.5 * hi;
+    for (int it = 0; it < 200; it++) {
+        double phi = 0, dphi = 0;
+        for (size_t j = 0; j < n; j++) {
+            if (a[j] > 0) {
+                double den = (a[j] - o) - sg * v; /* a_j - lambda */
+                double q = a[j] / den;
+                phi += q;
+                dphi += q / den;
+            }
+        }
+        /* dphi/dlambda = sum a_j/(a_j - lambda)^2 > 0; Newton on g = v phi: g' = phi + v sg dphi */
+        double dg = phi + v * sg * dphi;
+        /* sign of phi in v: increasing when sg = +1, decreasing when sg = -1 */
+        if ((phi > 0) == (sg > 0))
+            hi = v;
+        else
+            lo = v;
+        if (phi == 0) break;
+        /* v - g/dg rewritten as v * (v sg dphi) / dg: no cancellation when v is far below 1
+         * (one-hot rows put the root at v ~ a2 ~ 1e-200) */
+        double vn = v * (v * sg * dphi) / dg;
+        if (!(vn > lo && vn < hi)) vn = 0.5 * (lo + hi);
+        double step = fabs(vn - v);
+        v = vn;
+        if (step <= 4e-16 * v || hi - lo <= 4e-16 * hi) break;
+    }
+    return o + sg * v;
+}
+
+/* ---------------- top-N order (section 1) ---------------- */
+
+static inline int ranks_before(const double *l, uint32_t i, uint32_t j) {
+    double li = l[i], lj = l[j];
+    if (isnan(li)) li = -INFINITY;
+    if (isnan(lj)) lj = -INFINITY;
+    return li > lj || (li == lj && i < j);
+}
+
+/* Partial quicksort: leaves idx[0..K) sorted and holding the K first elements of the
+ * (logit desc, index asc) total order. Keys are all distinct, so Lomuto cannot degenerate
+ * on ties. */
+static void partial_sort(uint32_t *idx, size_t lo, size_t hi, size_t K, const double *l) {
+    while (hi - lo > 16) {
+        size_t m = lo + (hi - lo) / 2, r = hi - 1;
+        /* median of three into position r */
+        if (ranks_before(l, idx[m], idx[lo])) { uint32_t t = idx[m]; idx[m] = idx[lo]; idx[lo] = t; }
+        if (ranks_before(l, idx[r], idx[lo])) { uint32_t t = idx[r]; idx[r] = idx[lo]; idx[lo] = t; }
+        if (ranks_before(l, idx[m], idx[r])) { uint32_t t = idx[m]; idx[m] = idx[r]; idx[r] = t; }
+        uint32_t piv = idx[r];
+        size_t s = lo;
+        for (size_t i = lo; i < r; i++)
+            if (ranks_before(l, idx[i], piv)) {
+                uint32_t t = idx[i]; idx[i] = idx[s]; idx[s] = t;
+                s++;
+            }
+        idx[r] = idx[s];
+        idx[s] = piv;
+        /* [lo, s) before pivot, s pivot, (s, hi) after */
+        if (s + 1 < K) {
+            partial_sort(idx, lo, s, K, l);
+            lo = s + 1;
+        } else {
+            hi = s;
+        }
+    }
+    for (size_t i = lo + 1; i < hi; i++) {
+        uint32_t x = idx[i];
+        size_t j = i;
+        while (j > lo && ranks_before(l, x, idx[j - 1])) {
+            idx[j] = idx[j - 1];
+            j--;
+        }
+        idx[j] = x;
+    }
+}
+
+void met_topk_order(uint32_t *order, uint32_t *scratch, const double *l, size_t n, size_t K) {
+    if (K > n) K = n;
+    for (size_t j = 0; j < n; j++) scratch[j] = (uint32_t)j;
+    partial_sort(scratch, 0, n, K, l);
+    memcpy(order, scratch, K * sizeof *order);
+}
+
+/* ---------------- counter-based directions (section 5) ---------------- */
+
+static inline uint64_t mix64(uint64_t x) {
+    x += 0x9E3779B97F4A7C15ull;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+}
+
+uint64_t met_direction_key(uint64_t seed, int64_t window, int64_t layer, int64_t head, int64_t t,
+                           int64_t eps_index) {
+    uint64_t k = mix64(seed ^ 0x6174746e73776570ull);
+    k = mix64(k ^ (uint64_t)window);
+    k = mix64(k ^ (uint64_t)layer);
+    k = mix64(k ^ (uint64_t)head);
+    k = mix64(k ^ (uint64_t)t);
+    return mix64(k ^ (uint64_t)eps_index);
+}
+
+/* Box-Muller on the pair p = j/2: two hashed counters give two uniforms. */
+static inline void normal_pair(double *z0, double *z1, uint64_t key, uint64_t p) {
+    uint64_t r1 = mix64(key ^ mix64(2 * p)), r2 = mix64(key ^ mix64(2 * p + 1));
+    double u1 = ((double)(r1 >> 11) + 0.5) * 0x1p-53; /* (0, 1): log is finite */
+    double u2 = (double)(r2 >> 11) * 0x1p-53;
+    double rad = sqrt(-2.0 * log(u1)), ang = 6.283185307179586 * u2;
+    *z0 = rad * cos(ang);
+    *z1 = rad * sin(ang);
+}
+
+double met_normal(uint64_t key, uint64_t j) {
+    double z0, z1;
+    normal_pair(&z0, &z1, key, j >> 1);
+    return (j & 1) ? z1 : z0;
+}
+
+void met_direction(double *u, size_t n, uint64_t key) {
+    double ss = 0;
+    for (size_t j = 0; j < n; j += 2) {
+        double z0, z1;
+        normal_pair(&z0, &z1, key, j >> 1);
+        u[j] = z0;
+        ss += z0 * z0;
+        if (j + 1 < n) {
+            u[j + 1] = z1;
+            ss += z1 * z1;
+        }
+    }
+    double inv = 1.0 / sqrt(ss);
+    for (size_t j = 0; j < n; j++) u[j] *= inv;
+}
+
+/* ---------------- the head job ---------------- */
+
+typedef struct {
+    size_t L, dim, ld, nU, Kmax, nout;
+    const met_axes *ax;
+    const float *scores;
+    double *X, *G, *gd, *nrm, *inv, *yy, *delta_run, *l, *a, *ap, *z, *u, *c, *cy, *md, *e,
+        *S, *acc, *cntN, *d1U, *mU, *valU, *unsel, *selinf, *Aall, *W, *Cm, *Gsel, *Sm, *Em,
+        *S2T, *AT, *QT;
+    double cntT;
+    uint32_t *order, *scratch, *rank, *uN, *uOf;
+} met_ws;
+
+#define NVAL 6 /* per-N values: dist_true dist_bound dist_expect sep_ratio sep_lower sep_upper */
+
+static size_t axes_unique_n(const met_axes *ax, uint32_t *uN, uint32_t *uOf) {
+    /* sorted unique N values; uOf[iN] = index of N[iN] in uN */
+    size_t nU = 0;
+    for (size_t i = 0; i < ax->nN; i++) {
+        uint32_t v = (uint32_t)ax->N[i];
+        size_t p = 0;
+        while (p < nU && uN[p] < v) p++;
+        if (p < nU && uN[p] == v) continue;
+        memmove(uN + p + 1, uN + p, (nU - p) * sizeof *uN);
+        uN[p] = v;
+        nU++;
+    }
+    for (size_t i = 0; i < ax->nN; i++) {
+        size_t p = 0;
+        while (uN[p] != (uint32_t)ax->N[i]) p++;
+        uOf[i] = (uint32_t)p;
+    }
+    return nU;
+}
+
+size_t met_out_count(const met_axes *ax) {
+    return (MET_NPERN * ax->nN + MET_NPERT + ax->nEps) * ax->nT * ax->nNorm;
+}
+
+static size_t carve(met_ws *w, char *base, size_t L, size_t dim, const met_axes *ax) {
+    size_t nout = met_out_count(ax), at = 0;
+    size_t nN = ax->nN ? ax->nN : 1;
+#define TAKE(ptr, count, type)                                  \
+    do {                                                        \
+        if (base) (ptr) = (type *)(void *)(base + at);          \
+        at += (((count) * sizeof(type)) + 63) / 64 * 64;        \
+    } while (0)
+    TAKE(w->X, L * dim, double);
+    TAKE(w->G, L * L, double);
+    TAKE(w->gd, L, double);
+    TAKE(w->nrm, L, double);
+    TAKE(w->inv, L, double);
+    TAKE(w->yy, L, double);
+    TAKE(w->delta_run, L, double);
+    TAKE(w->l, L, double);
+    TAKE(w->a, L, double);
+    TAKE(w->ap, L, double);
+    TAKE(w->z, L, double);
+    TAKE(w->u, (ax->nEps ? ax->nEps : 1) * L, double);
+    TAKE(w->c, L, double);
+    TAKE(w->cy, L, double);
+    TAKE(w->md, L, double);
+    TAKE(w->e, L, double);
+    TAKE(w->unsel, L, double);
+    size_t Kmax = 1;
+    for (size_t i = 0; i < ax->nN; i++)
+        if ((size_t)ax->N[i] > Kmax) Kmax = (size_t)ax->N[i];
+    if (Kmax > L) Kmax = L;
+    TAKE(w->Aall, ax->nT * L, double);
+    TAKE(w->W, 2 * ax->nT * Kmax, double);
+    TAKE(w->Cm, 2 * ax->nT * L, double);
+    TAKE(w->Gsel, Kmax * L, double);
+    TAKE(w->Sm, ax->nT * dim, double);
+    TAKE(w->Em, ax->nT * L, double);
+    TAKE(w->S2T, ax->nT, double);
+    TAKE(w->AT, ax->nT, double);
+    TAKE(w->QT, ax->nT, double);
+    TAKE(w->selinf, L, double);
+    TAKE(w->S, dim, double);
+    TAKE(w->acc, nout, double);
+    TAKE(w->cntN, nN, double);
+    TAKE(w->d1U, nN, double);
+    TAKE(w->mU, nN, double);
+    TAKE(w->valU, nN * NVAL, double);
+    TAKE(w->order, L, uint32_t);
+    TAKE(w->scratch, L, uint32_t);
+    TAKE(w->rank, L, uint32_t);
+    TAKE(w->uN, nN, uint32_t);
+    TAKE(w->uOf, nN, uint32_t);
+#undef TAKE
+    return at;
+}
+
+size_t met_workspace_bytes(size_t L_max, size_t dim, const met_axes *ax) {
+    met_ws w;
+    return carve(&w, NULL, L_max, dim, ax) + 64;
+}
+
+/* The O(n) part of one grid N (sections 2 and 4): over unselected i, the sum of
+ * ||a_i x_i - s|| and the minimum of D_i = ||s^y - a_i y_i||; over all i, the
+ * dist_expect sum. Eight independent lanes keep the sums vectorizable without
+ * reassociation flags (the lane order is fixed, so results do not depend on the CPU). */
+static void eval_unselected(double *t_true, double *t_exp, double *r_out, size_t n,
+                            const double *a, const double *gd, const double *c, const double *e,
+                            const double *yy, const double *inv, const double *cy,
+                            const double *unsel, const double *selinf, double s2, double sy2,
+                            double S2, double alpha, double beta) {
+    enum { LANES = 8 };
+    double at[LANES] = {0}, ae[LANES] = {0}, rm[LANES];
+    for (int q = 0; q < LANES; q++) rm[q] = INFINITY;
+    double a2 = alpha * alpha, ab2 = 2 * alpha * beta, b2S2 = beta * beta * S2;
+    size_t i = 0;
+    for (; i + LANES <= n; i += LANES) {
+        for (int q = 0; q < LANES; q++) {
+            size_t j = i + q;
+            double aj = a[j];
+            double ex = a2 * aj * aj * gd[j] - ab2 * aj * e[j] + b2S2;
+            ae[q] += sqrt(ex > 0 ? ex : 0);
+            double dt = aj * aj * gd[j] - 2 * aj * c[j] + s2;
+            at[q] += unsel[j] * sqrt(dt > 0 ? dt : 0);
+            double dy = aj * aj * yy[j] - 2 * aj * inv[j] * cy[j] + sy2;
+            dy = sqrt(dy > 0 ? dy : 0) + selinf[j];
+            rm[q] = dy < rm[q] ? dy : rm[q];
+        }
+    }
+    for (; i < n; i++) {
+        double aj = a[i];
+        double ex = a2 * aj * aj * gd[i] - ab2 * aj * e[i] + b2S2;
+        ae[0] += sqrt(ex > 0 ? ex : 0);
+        double dt = aj * aj * gd[i] - 2 * aj * c[i] + s2;
+        at[0] += unsel[i] * sqrt(dt > 0 ? dt : 0);
+        double dy = aj * aj * yy[i] - 2 * aj * inv[i] * cy[i] + sy2;
+        dy = sqrt(dy > 0 ? dy : 0) + selinf[i];
+        rm[0] = dy < rm[0] ? dy : rm[0];
+    }
+    double st = 0, se = 0, r = INFINITY;
+    for (int q = 0; q < LANES; q++) {
+        st += at[q];
+        se += ae[q];
+        r = rm[q] < r ? rm[q] : r;
+    }
+    *t_true = st, *t_exp = se, *r_out = r;
+}
+
+/* Sections 2 and 4 for one row at one normalizer, every T and every grid N at once.
+ * The weights of all T are in Aall [nT][L] (row T holds a for that T). As N walks up through
+ * the sorted order, C [2 nT][n] accumulates c_i = sum_{j in I_N} a_j G_ij (rows 0..nT-1)
+ * and c^y_i * |x_i| = sum_{j in I_N} a_j/|x_j| G_ij (rows nT..2nT-1): one dgemm per stretch
+ * between consecutive grid N, W [2 nT][K] times the gathered rows Gsel [K][n], so each G
+ * row is read once per row instead of once per T. */
+static void row_per_n(met_ws *w, size_t n, size_t nv, size_t K, double delta, size_t iZ) {
+    const met_axes *ax = w->ax;
+    const size_t L = w->L, nT = ax->nT, dim = w->dim;
+    double *gd = w->gd, *inv = w->inv, *yy = w->yy;
+    const uint32_t *order = w->order;
+
+    /* dist_expect pieces (section 2): S_T = sum_j a_j x_j (only j < nv weigh), e_i = x_i.S_T */
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)nT, (int)dim, (int)nv, 1.0,
+                w->Aall, (int)L, w->X, (int)dim, 0.0, w->Sm, (int)dim);
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nT, (int)n, (int)dim, 1.0, w->Sm,
+                (int)dim, w->X, (int)dim, 0.0, w->Em, (int)L);
+    for (size_t iT = 0; iT < nT; iT++) {
+        double S2 = 0;
+        const double *S = w->Sm + iT * dim;
+        for (size_t k = 0; k < dim; k++) S2 += S[k] * S[k];
+        w->S2T[iT] = S2;
+        w->AT[iT] = 0;
+        w->QT[iT] = 0;
+    }
+    for (size_t k = 0; k < K; k++) {
+        uint32_t p = order[k];
+        for (size_t iT = 0; iT < nT; iT++) {
+            double apk = w->Aall[iT * L + p];
+            w->W[iT * K + k] = apk;
+            w->W[(nT + iT) * K + k] = apk * inv[p];
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        w->unsel[i] = 1.0;
+        w->selinf[i] = 0.0;
+    }
+    size_t k0 = 0;
+    for (size_t u = 0; u < w->nU && w->uN[u] <= K; u++) {
+        size_t N = w->uN[u];
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)(2 * nT), (int)n,
+                    (int)(N - k0), 1.0, w->W + k0, (int)K, w->Gsel + k0 * n, (int)n,
+                    k0 ? 1.0 : 0.0, w->Cm, (int)L);
+        for (size_t q = k0; q < N; q++) {
+            w->unsel[order[q]] = 0.0;
+            w->selinf[order[q]] = INFINITY;
+        }
+        double beta = (double)N / (double)(n - 1), alpha = 1.0 + beta;
+        for (size_t iT = 0; iT < nT; iT++) {
+            const double *a = w->Aall + iT * L, *c = w->Cm + iT * L, *cy = w->Cm + (nT + iT) * L;
+            double A = w->AT[iT], Q = w->QT[iT];
+            for (size_t q = k0; q < N; q++) {
+                double ap = a[order[q]];
+                A += ap;
+                Q += ap * ap;
+            }
+            w->AT[iT] = A, w->QT[iT] = Q;
+            /* ||s||^2 = sum_{j in I} a_j c_j; the same for s^y with c^y_j scaled by 1/|x_j| */
+            double s2 = 0, sy2 = 0;
+            for (size_t q = 0; q < N; q++) {
+                uint32_t j = order[q];
+                s2 += a[j] * c[j];
+                sy2 += a[j] * inv[j] * cy[j];
+            }
+            double t_true, t_exp, r;
+            eval_unselected(&t_true, &t_exp, &r, n, a, gd, c, w->Em + iT * L, yy, inv, cy,
+                            w->unsel, w->selinf, s2, sy2, w->S2T[iT], alpha, beta);
+            /* section 4: N_s, xi_i over the selected set */
+            size_t Ns = 0;
+            double xisum = 0, up = 0, d2h = 0.5 * delta * delta;
+            for (size_t q = 0; q < N; q++) {
+                uint32_t i = order[q];
+                double ai = a[i];
+                double dy = ai * ai * yy[i] - 2 * ai * inv[i] * cy[i] + sy2;
+                dy = sqrt(dy > 0 ? dy : 0);
+                if (dy < r) Ns++;
+                double B = A - ai, Qi = Q - ai * ai;
+                double xi2 = B * B - d2h * (B * B - Qi);
+                double xi = sqrt(xi2 > 0 ? xi2 : 0);
+                xisum += xi;
+                double ex = xi - r;
+                ex = ex > 0 ? ex : 0;
+                up += exp(-0.5 * ex * ex);
+            }
+            double val[NVAL];
+            val[MET_DIST_TRUE] = t_true;
+            val[MET_DIST_BOUND] =
+                (1 - A) * w->d1U[u] + ((double)(n - N) * A - (1 - A)) * w->mU[u];
+            val[MET_DIST_EXPECT] = (double)(n - N) / (double)n * t_exp;
+            val[MET_SEP_RATIO] = (double)Ns / (double)N;
+            double lower = r > 0 ? 1.0 - xisum / ((double)N * r) : 0.0;
+            val[MET_SEP_LOWER] = lower > 0 ? lower : 0.0;
+            val[MET_SEP_UPPER] = up / (double)N;
+            /* scatter to every grid index holding this N */
+            for (size_t iN = 0; iN < ax->nN; iN++) {
+                if (w->uOf[iN] != u) continue;
+                for (int v = 0; v < NVAL; v++) w->acc[met_at_per_n(ax, v, iN, iT, iZ)] += val[v];
+            }
+        }
+        k0 = N;
+    }
+}
+
+/* One row t: n entries (n = nv = t+1 for visible rows, n = Lc for full_row). */
+static void process_row(met_ws *w, size_t t, size_t n, double delta) {
+    const met_axes *ax = w->ax;
+    const size_t L = w->L;
+    size_t nv = t + 1;
+    if (n < 2) return; /* no metric is defined on a one-key row (section 7) */
+    const float *srow = w->scores + t * w->ld;
+    for (size_t j = 0; j < nv; j++) w->l[j] = (double)srow[j];
+
+    /* T-independent: order, d1 and m per grid N (section 2) */
+    size_t K = w->Kmax < n - 1 ? w->Kmax : n - 1;
+    size_t Kv = K < nv ? K : nv;
+    met_topk_order(w->order, w->scratch, w->l, nv, Kv);
+    for (size_t k = Kv; k < K; k++) w->order[k] = (uint32_t)(nv + (k - Kv));
+    for (size_t i = 0; i < n; i++) {
+        w->rank[i] = UINT32_MAX;
+        w->md[i] = 0;
+    }
+    double m = 0;
+    size_t u = 0;
+    for (size_t k = 0; k < K && u < w->nU; k++) {
+        uint32_t p = w->order[k];
+        w->rank[p] = (uint32_t)k;
+        if (w->nrm[p] > m) m = w->nrm[p];
+        const double *Gp = w->G + (size_t)p * L;
+        memcpy(w->Gsel + k * n, Gp, n * sizeof *Gp);
+        double gpp = w->gd[p];
+        for (size_t i = 0; i < n; i++) {
+            double dd = w->gd[i] + gpp - 2 * Gp[i];
+            if (dd > w->md[i]) w->md[i] = dd;
+        }
+        if (k + 1 == w->uN[u]) {
+            double d1sq = 0;
+            for (size_t i = 0; i < n; i++)
+                if (w->rank[i] > k && w->md[i] > d1sq) d1sq = w->md[i];
+            w->d1U[u] = sqrt(d1sq);
+            w->mU[u] = m;
+            u++;
+        }
+    }
+    for (size_t iN = 0; iN < ax->nN; iN++)
+        if ((size_t)ax->N[iN] < n) w->cntN[iN] += 1;
+    w->cntT += 1;
+
+    for (size_t iE = 0; iE < ax->nEps; iE++)
+        met_direction(w->u + iE * L, nv,
+                      met_direction_key(ax->seed, ax->window, ax->layer, ax->head, (int64_t)t,
+                                        (int64_t)iE));
+
+    double lnn = log((double)n);
+    for (size_t iZ = 0; iZ < ax->nNorm; iZ++) {
+        met_normalizer zn = ax->norm[iZ];
+        for (size_t iT = 0; iT < ax->nT; iT++) {
+            double T = ax->T[iT], zmax;
+            double *a = w->Aall + iT * L;
+            double lnZ = weights_with_z(a, w->z, &zmax, w->l, nv, n, T, zn, ax->ssmax_scale);
+            /* section 6: entropy; softmax/ssmax use ln a_j = z_j - zmax - lnZ */
+            double H = 0;
+            if (zn == MET_SPARSEMAX) {
+                for (size_t j = 0; j < nv; j++)
+                    if (a[j] > 0) H -= a[j] * log(a[j]);
+            } else {
+                double s = 0;
+                for (size_t j = 0; j < nv; j++) s += a[j] * (w->z[j] - zmax);
+                H = lnZ - s;
+                if (H < 0) H = 0;
+            }
+            double *acc = w->acc;
+            acc[met_at_per_t(ax, MET_ENTROPY, iT, iZ)] += H;
+            acc[met_at_per_t(ax, MET_ENTROPY_NORM, iT, iZ)] += H / lnn;
+            /* section 5 */
+            if (zn == MET_SOFTMAX)
+                acc[met_at_per_t(ax, MET_GRAD_EXACT, iT, iZ)] +=
+                    met_softmax_jacobian_norm(a, nv) / T;
+            for (size_t iE = 0; iE < ax->nEps; iE++) {
+                double eps = ax->eps[iE];
+                const double *uu = w->u + iE * L;
+                for (size_t j = 0; j < nv; j++) w->ap[j] = w->l[j] + eps * uu[j];
+                /* z is free again (entropy is done); ap is both the perturbed logits and
+                 * the output: each z[j] is taken from it before the normalizer writes */
+                weights_with_z(w->ap, w->z, NULL, w->ap, nv, n, T, zn, ax->ssmax_scale);
+                double ss = 0;
+                for (size_t j = 0; j < nv; j++) {
+                    double d = w->ap[j] - a[j];
+                    ss += d * d;
+                }
+                acc[met_at_grad_fd(ax, iT, iE, iZ)] += sqrt(ss) / eps;
+            }
+        }
+        row_per_n(w, n, nv, K, delta, iZ);
+    }
+}
+
+static void finish_cut(double *out, met_ws *w) {
+    const met_axes *ax = w->ax;
+    for (size_t iN = 0; iN < ax->nN; iN++)
+        for (size_t iT = 0; iT < ax->nT; iT++)
+            for (size_t iZ = 0; iZ < ax->nNorm; iZ++) {
+                double cnt = w->cntN[iN];
+                for (int v = 0; v < NVAL; v++) {
+                    size_t at = met_at_per_n(ax, v, iN, iT, iZ);
+                    out[at] = cnt > 0 ? w->acc[at] / cnt : NAN;
+                }
+                out[met_at_per_n(ax, MET_ROWS_USED, iN, iT, iZ)] = cnt;
+            }
+    for (size_t iT = 0; iT < ax->nT; iT++)
+        for (size_t iZ = 0; iZ < ax->nNorm; iZ++) {
+            double cnt = w->cntT;
+            for (int v = 0; v < MET_NPERT; v++) {
+                size_t at = met_at_per_t(ax, v, iT, iZ);
+                out[at] = cnt > 0 ? w->acc[at] / cnt : NAN;
+            }
+            double T = ax->T[iT], gb = 1.0 / (4.0 * T);
+            out[met_at_per_t(ax, MET_GRAD_BOUND, iT, iZ)] =
+                cnt > 0 ? (gb < sqrt(2.0) ? gb : sqrt(2.0)) : NAN;
+            if (ax->norm[iZ] != MET_SOFTMAX) out[met_at_per_t(ax, MET_GRAD_EXACT, iT, iZ)] = NAN;
+            for (size_t iE = 0; iE < ax->nEps; iE++) {
+                size_t at = met_at_grad_fd(ax, iT, iE, iZ);
+                out[at] = cnt > 0 ? w->acc[at] / cnt : NAN;
+            }
+        }
+}
+
+static void reset_acc(met_ws *w) {
+    memset(w->acc, 0, w->nout * sizeof *w->acc);
+    memset(w->cntN, 0, (w->ax->nN ? w->ax->nN : 1) * sizeof *w->cntN);
+    w->cntT = 0;
+}
+
+int met_head(double *out, void *workspace, size_t workspace_bytes, const float *scores,
+             size_t ld_scores, const float *vectors, size_t L, size_t dim, const size_t *cuts,
+             size_t ncuts, const met_axes *ax, as_err *err) {
+    if (L == 0 || dim == 0 || ld_scores < L)
+        return as_fail(err, "metrics: bad head shape L=%zu dim=%zu ld=%zu", L, dim, ld_scores);
+    if (L > UINT32_MAX - 1) return as_fail(err, "metrics: L=%zu too large", L);
+    if (ax->nN == 0 || ax->nT == 0 || ax->nNorm == 0)
+        return as_fail(err, "metrics: empty N, T or normalizer axis");
+    for (size_t i = 0; i < ax->nN; i++)
+        if (ax->N[i] < 1) return as_fail(err, "metrics: N[%zu]=%d must be >= 1", i, (int)ax->N[i]);
+    for (size_t i = 0; i < ax->nT; i++)
+        if (!(ax->T[i] > 0) || !isfinite(ax->T[i]))
+            return as_fail(err, "metrics: T[%zu]=%g must be finite and > 0", i, ax->T[i]);
+    for (size_t i = 0; i < ax->nEps; i++)
+        if (!(ax->eps[i] > 0))
+            return as_fail(err, "metrics: eps[%zu]=%g must be > 0", i, ax->eps[i]);
+    for (size_t i = 0; i < ax->nNorm; i++)
+        if ((int)ax->norm[i] < 0 || (int)ax->norm[i] > MET_SSMAX)
+            return as_fail(err, "metrics: normalizer[%zu]=%d unknown", i, (int)ax->norm[i]);
+    for (size_t c = 0; c < ncuts; c++)
+        if (cuts[c] < 1 || cuts[c] > L || (c && cuts[c] < cuts[c - 1]))
+            return as_fail(err, "metrics: cut %zu = %zu must be ascending in [1, %zu]", c,
+                           cuts[c], L);
+    size_t need = met_workspace_bytes(L, dim, ax);
+    if (workspace_bytes < need)
+        return as_fail(err, "metrics: workspace of %zu bytes, need %zu for L=%zu dim=%zu",
+                       workspace_bytes, need, L, dim);
+    if (ncuts == 0) return 0;
+
+    met_ws w;
+    memset(&w, 0, sizeof w);
+    char *base = (char *)(((uintptr_t)workspace + 63) & ~(uintptr_t)63);
+    carve(&w, base, L, dim, ax);
+    w.L = L, w.dim = dim, w.ld = ld_scores, w.ax = ax, w.scores = scores;
+    w.nout = met_out_count(ax);
+    w.nU = axes_unique_n(ax, w.uN, w.uOf);
+    w.Kmax = w.uN[w.nU - 1];
+    size_t Lmax = cuts[ncuts - 1];
+
+    /* Gram matrix in double over the rows any cut uses */
+    for (size_t i = 0; i < Lmax * dim; i++) w.X[i] = (double)vectors[i];
+    cblas_dsyrk(CblasRowMajor, CblasLower, CblasNoTrans, (int)Lmax, (int)dim, 1.0, w.X, (int)dim,
+                0.0, w.G, (int)L);
+    for (size_t i = 0; i < Lmax; i++) {
+        for (size_t j = i + 1; j < Lmax; j++) w.G[i * L + j] = w.G[j * L + i];
+        w.gd[i] = w.G[i * L + i];
+        w.nrm[i] = sqrt(w.gd[i]);
+        w.inv[i] = w.nrm[i] > 0 ? 1.0 / w.nrm[i] : 0.0;
+        w.yy[i] = w.nrm[i] > 0 ? 1.0 : 0.0;
+    }
+    /* delta (section 4): running minimum over t of |y_i - y_t|, i < t */
+    double run = INFINITY;
+    for (size_t t = 0; t < Lmax; t++) {
+        const double *Gt = w.G + t * L;
+        for (size_t i = 0; i < t; i++) {
+            double d2 = w.yy[i] + w.yy[t] - 2 * w.inv[i] * w.inv[t] * Gt[i];
+            d2 = d2 > 0 ? d2 : 0;
+            if (d2 < run) run = d2;
+        }
+        w.delta_run[t] = sqrt(run);
+    }
+
+    size_t nout = w.nout;
+    if (!ax->full_row) {
+        reset_acc(&w);
+        size_t c = 0;
+        for (size_t t = 0; t < Lmax; t++) {
+            process_row(&w, t, t + 1, w.delta_run[t]);
+            while (c < ncuts && cuts[c] == t + 1) finish_cut(out + nout * c++, &w);
+        }
+    } else {
+        for (size_t c = 0; c < ncuts; c++) {
+            if (c && cuts[c] == cuts[c - 1]) {
+                memcpy(out + nout * c, out + nout * (c - 1), nout * sizeof *out);
+                continue;
+            }
+            reset_acc(&w);
+            size_t Lc = cuts[c];
+            for (size_t t = 0; t < Lc; t++) process_row(&w, t, Lc, w.delta_run[Lc - 1]);
+            finish_cut(out + nout * c, &w);
+        }
+    }
+    return 0;
+}

@@ -1,0 +1,126 @@
+/* test_ks.c -- the two-sample KS statistic and exact p-value (metrics.md section 3) against
+ * (1) scipy.stats.ks_2samp(method="exact") on the cases tests/ks_ref.py wrote (fixture
+ *     ks_ref_scipy; path in argv[1] or ks_ref_cases.txt in the working directory), and
+ * (2) exhaustive enumeration of every split of the pooled sample for small sizes (the
+ *     permutation distribution of D, an independent definition of the exact p-value).
+ * Also: NaN policy and the critical-N rule. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "ks.h"
+
+static double urand(unsigned long long *s) {
+    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+    return (double)(*s >> 11) * 0x1p-53;
+}
+
+/* D of a labelled pooled sample; ranks 0..m+n-1 are all distinct (continuous data) */
+static double d_of_labels(const int *lab, int m, int n) {
+    int i = 0, j = 0;
+    double d = 0;
+    for (int k = 0; k < m + n; k++) {
+        if (lab[k]) i++; else j++;
+        double v = fabs((double)i / m - (double)j / n);
+        if (v > d) d = v;
+    }
+    return d;
+}
+
+static void exhaustive_case(int m, int n, unsigned long long *seed) {
+    /* a random observed labelling; p = fraction of all C(m+n, m) labellings with D >= D_obs */
+    int tot = m + n, lab[24];
+    double x[24], y[24];
+    int perm[24];
+    for (int k = 0; k < tot; k++) perm[k] = k;
+    for (int k = tot - 1; k > 0; k--) {
+        int r = (int)(urand(seed) * (k + 1));
+        int t = perm[k]; perm[k] = perm[r]; perm[r] = t;
+    }
+    memset(lab, 0, sizeof lab);
+    for (int k = 0; k < m; k++) lab[perm[k]] = 1;
+    int xi = 0, yi = 0;
+    for (int k = 0; k < tot; k++) {
+        if (lab[k]) x[xi++] = k + 0.25; else y[yi++] = k + 0.25;
+    }
+    double dobs = d_of_labels(lab, m, n);
+    long long count = 0, all = 0;
+    for (unsigned mask = 0; mask < (1u << tot); mask++) {
+        if (__builtin_popcount(mask) != m) continue;
+        int l2[24];
+        for (int k = 0; k < tot; k++) l2[k] = (mask >> k) & 1;
+        all++;
+        if (d_of_labels(l2, m, n) >= dobs - 1e-12) count++;
+    }
+    double want = (double)count / (double)all;
+    double scratch[128], D, p;
+    ks_2samp_exact(&D, &p, x, (size_t)m, y, (size_t)n, scratch);
+    char label[96];
+    snprintf(label, sizeof label, "exhaustive m=%d n=%d D", m, n);
+    CHECK_CLOSE(D, dobs, 1e-14, 0, label);
+    snprintf(label, sizeof label, "exhaustive m=%d n=%d p", m, n);
+    CHECK_CLOSE(p, want, 1e-12, 0, label);
+}
+
+static int scipy_cases(const char *path) {
+    FILE *f = fopen(path, "r");
+    CHECK(f != NULL, "cannot open %s (written by tests/ks_ref.py, fixture ks_ref_scipy)", path);
+    if (!f) return 0;
+    int ncase = 0;
+    size_t n1, n2;
+    double worst = 0;
+    while (fscanf(f, "%zu %zu", &n1, &n2) == 2) {
+        double *x = malloc(n1 * sizeof *x), *y = malloc(n2 * sizeof *y);
+        double *s = malloc(ks_scratch_doubles(n1, n2) * sizeof *s);
+        for (size_t i = 0; i < n1; i++) CHECK(fscanf(f, "%lf", &x[i]) == 1, "read x");
+        for (size_t i = 0; i < n2; i++) CHECK(fscanf(f, "%lf", &y[i]) == 1, "read y");
+        double Dw, pw, D, p;
+        CHECK(fscanf(f, "%lf %lf", &Dw, &pw) == 2, "read D p");
+        ks_2samp_exact(&D, &p, x, n1, y, n2, s);
+        char label[96];
+        snprintf(label, sizeof label, "scipy case %d (%zu vs %zu) D", ncase, n1, n2);
+        CHECK_CLOSE(D, Dw, 1e-12, 0, label);
+        snprintf(label, sizeof label, "scipy case %d (%zu vs %zu) p", ncase, n1, n2);
+        CHECK_CLOSE(p, pw, 1e-6, 0, label);
+        if (fabs(p - pw) > worst) worst = fabs(p - pw);
+        /* symmetric in the samples */
+        double D2, p2;
+        ks_2samp_exact(&D2, &p2, y, n2, x, n1, s);
+        CHECK(D2 == D && fabs(p2 - p) < 1e-12, "case %d not symmetric", ncase);
+        free(x), free(y), free(s);
+        ncase++;
+    }
+    fclose(f);
+    printf("scipy cases: %d, worst |p - p_scipy| = %.3g\n", ncase, worst);
+    return ncase;
+}
+
+int main(int argc, char **argv) {
+    int n = scipy_cases(argc > 1 ? argv[1] : "ks_ref_cases.txt");
+    CHECK(n >= 50, "only %d scipy cases", n);
+
+    unsigned long long seed = 12345;
+    int sizes[][2] = {{1, 1}, {1, 5}, {2, 3}, {3, 3}, {4, 7}, {5, 5}, {6, 9}, {8, 8}, {7, 10},
+                      {3, 12}, {9, 9}, {10, 6}};
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++)
+        for (int rep = 0; rep < 3; rep++) exhaustive_case(sizes[k][0], sizes[k][1], &seed);
+
+    /* identical samples: D = 0, p = 1 */
+    double s[64], D, p, x[5] = {1, 2, 3, 4, 5};
+    ks_2samp_exact(&D, &p, x, 5, x, 5, s);
+    CHECK(D == 0 && p == 1, "identical samples D=%g p=%g", D, p);
+    /* NaN policy: dropped per sample; all-NaN sample gives NaN */
+    double xn[6] = {1, NAN, 2, 3, 4, 5}, yn[2] = {NAN, NAN}, D2, p2;
+    ks_2samp_exact(&D, &p, xn, 6, x, 5, s);
+    ks_2samp_exact(&D2, &p2, x, 5, x, 5, s);
+    CHECK(D == D2 && p == p2, "NaN not dropped: D=%g p=%g", D, p);
+    ks_2samp_exact(&D, &p, x, 5, yn, 2, s);
+    CHECK(isnan(D) && isnan(p), "empty sample must give NaN");
+    /* critical N: smallest N with p > alpha, NaN never qualifies, -1 if none */
+    int32_t Ns[5] = {8, 1, 2, 4, 16};
+    double pv[5] = {0.5, 1e-5, NAN, 0.02, 0.9};
+    CHECK(ks_critical_n(Ns, pv, 5, 0.01) == 4, "crit N %d", ks_critical_n(Ns, pv, 5, 0.01));
+    CHECK(ks_critical_n(Ns, pv, 5, 0.95) == -1, "crit N none");
+    CHECK(ks_critical_n(Ns, pv, 5, 1e-5) == 4, "strict p > alpha at N=1; NaN at N=2 skipped");
+    return check_summary("test_ks");
+}
