@@ -1,0 +1,103 @@
+/* journal.h -- the append-only journal next to a results file (OUT.h5.journal).
+ *
+ * The journal, not the HDF5 file, is the truth about which cells are done
+ * (../shared/notes/sweep-practice.md, "A resume protocol that holds under
+ * SIGKILL"): the HDF5 view can be rebuilt from it. It knows bytes, not HDF5.
+ *
+ * File layout (little-endian, as written by x86-64 / aarch64 hosts):
+ *   header, JOURNAL_HEADER_BYTES bytes: magic "ASJRNL\0\1", version, config
+ *     sha256 (hex) of the run that created it, the six layout sizes of a
+ *     cell's result block (nN nT nEps nNorm nLayer nHead), the packed payload
+ *     size of one done cell, a fingerprint of the axis values that may not
+ *     change between segments, and a CRC32 of all of that.
+ *   records, each JOURNAL_RECORD_BYTES of fixed fields (with their own CRC32)
+ *     followed by payload_len payload bytes (with a CRC32 in the fields).
+ *
+ * Records are appended with one write() each and made durable with
+ * journal_sync() (fsync). A crash can leave a torn tail: any record whose
+ * fields or payload fail their checksum, or that runs past the end of the
+ * file, ends the valid journal. journal_open() finds that point; a writable
+ * open truncates the torn tail away, a read-only one ignores it.
+ *
+ * Record types (fields not listed are 0):
+ *   JR_CONFIG     payload = the config text; t_start = time written.
+ *   JR_DISPATCH   a cell was handed to a worker: window, L (the L VALUE, not
+ *                 its index, so axes may grow), window_start, attempt, rank,
+ *                 t_start.
+ *   JR_COMMIT     a cell finished: window, L, window_start, status (1 done,
+ *                 2 failed), attempt, rank, t_start, t_end, wall_time;
+ *                 payload = the packed results (empty for a failed cell).
+ *   JR_SEG_BEGIN  a run segment began: window = segment number, rank = MPI
+ *                 size, t_start; payload = "hosts\0slurm_job_id".
+ *   JR_SEG_END    that segment ended: window = segment number, t_end,
+ *                 attempt = cells committed in the segment.
+ * Times are seconds since the Unix epoch. */
+#ifndef ATTNSWEEP_JOURNAL_H
+#define ATTNSWEEP_JOURNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "errors.h"
+
+#define JOURNAL_HEADER_BYTES 256
+#define JOURNAL_RECORD_BYTES 80
+#define JOURNAL_VERSION 1
+
+enum { JR_CONFIG = 1, JR_DISPATCH = 2, JR_COMMIT = 3, JR_SEG_BEGIN = 4, JR_SEG_END = 5 };
+
+typedef struct {
+    char config_sha256[65];  /* hex, NUL-terminated */
+    uint64_t layout[6];      /* nN nT nEps nNorm nLayer nHead */
+    uint64_t payload_bytes;  /* packed size of one done cell's results */
+    uint64_t axes_fingerprint;
+} journal_header;
+
+typedef struct {
+    uint32_t type;
+    int32_t window, L;
+    uint32_t status, attempt;
+    int32_t rank;
+    int64_t window_start;
+    double t_start, t_end, wall_time;
+    uint64_t payload_len;
+    off_t payload_offset;    /* filled by journal_next(): where the payload starts */
+    uint32_t payload_crc;    /* filled by journal_next() */
+} journal_record;
+
+typedef struct journal journal;
+
+/* CRC-32 (IEEE 802.3, reflected, as zlib's crc32) continued from crc (start with 0). */
+uint32_t journal_crc32(uint32_t crc, const void *data, size_t n);
+
+/* Creates a new journal (fails if path exists), writes and fsyncs the header. */
+journal *journal_create(const char *path, const journal_header *hdr, as_err *err);
+
+enum { JOURNAL_WRITABLE = 1, JOURNAL_SKIP_PAYLOAD_CRC = 2 };
+
+/* Opens an existing journal, checks the header, and validates every record
+ * (payload checksums too, unless JOURNAL_SKIP_PAYLOAD_CRC: a quick look, as
+ * `attnsweep status` takes while a run writes). *torn_bytes (may be NULL) gets
+ * the size of a torn tail; JOURNAL_WRITABLE opens truncate it (and fsync). */
+journal *journal_open(const char *path, int flags, journal_header *hdr, off_t *torn_bytes,
+                      as_err *err);
+
+/* Iterates over the valid records from the start: journal_rewind() then
+ * journal_next() until it returns 0 (end) or -1 (I/O error). */
+void journal_rewind(journal *j);
+int journal_next(journal *j, journal_record *rec, as_err *err);
+
+/* Reads len payload bytes of a record found by journal_next (checks its CRC). */
+int journal_read_payload(journal *j, const journal_record *rec, void *buf, as_err *err);
+
+/* Appends one record (one write()); durable only after journal_sync(). */
+int journal_append(journal *j, const journal_record *rec, const void *payload, as_err *err);
+int journal_sync(journal *j, as_err *err);
+
+/* Bytes of valid journal (header included). */
+off_t journal_size(const journal *j);
+const char *journal_path(const journal *j);
+void journal_close(journal *j);
+
+#endif

@@ -1,0 +1,171 @@
+/* store.h -- the results store: journal (truth) + HDF5 view + lock + status.
+ *
+ * Only the master rank uses it; it knows files and HDF5, not MPI and not the
+ * metrics. The HDF5 file follows ../shared/spec/results.md (netCDF-4 data
+ * model: every axis a dimension scale attached to every variable using it).
+ *
+ * Files next to the output OUT.h5:
+ *   OUT.h5.journal  append-only checksummed journal (journal.h): the truth
+ *   OUT.h5.lock     who writes (lockfile.h)
+ *   OUT.h5.status   small JSON the writer replaces atomically (rename) after
+ *                   every batch; `attnsweep status` reads it with the journal
+ *   OUT.h5.tmp.PID  a file being rebuilt; renamed over OUT.h5 when complete,
+ *                   removed on every error path
+ *
+ * Cells are (window index, L value). Window indices and L values, not
+ * positions, identify a cell in the journal, so a later segment may append
+ * windows or L values (the file is then rebuilt with the larger axes). The
+ * other axes (N, T, eps, normalizer, layer, head) are fixed for the life of
+ * the journal (checked via the journal's layout sizes and axis fingerprint).
+ *
+ * Commit protocol (../shared/notes/sweep-practice.md): per batch, data into
+ * HDF5 + H5Fflush; status/wall_time/rank/attempts + H5Fflush; journal records
+ * + fsync. A cell is done only when the journal says so. At open, a file that
+ * does not open, has other axes, or disagrees with the journal (a journal-done
+ * cell not marked done) is rebuilt from the journal into OUT.h5.tmp.PID and
+ * renamed over OUT.h5. Cells the file marks done that the journal does not
+ * (crash between the flush and the fsync) are reset in place: status back to
+ * the journal's, values back to the fill. The open journals its segment (and
+ * a changed config) only after the view is usable; a failed open leaves the
+ * journal and the file as they were. Leftover OUT.h5.tmp.* files of a writer
+ * killed mid-rebuild are removed once the lock is held.
+ *
+ * Sizes at paper scale (128 N x 21 T x 3 eps x 1 normalizer x 144 heads):
+ * 10.97 MB per cell in the HDF5 file and the same again in the journal.
+ *
+ * Packing: metric variables are float32 in the file. The store converts the
+ * double block (cellresult.h) once, in C (round to nearest; NaN stays NaN;
+ * rows_used and crit_N rounded to int32, NaN -> STORE_INT_FILL), and writes
+ * those same bytes both to the HDF5 file and the journal, so a rebuilt file
+ * is bit-identical in its values. ks_stat and ks_pvalue stay float64.
+ *
+ * Fill values: float variables NaN; rows_used, crit_N STORE_INT_FILL
+ * (netCDF's default int fill); rank -1. Each carries a _FillValue attribute of
+ * its own type. status (0 = pending) and attempts (0) are written for every
+ * cell and carry no _FillValue, so xarray keeps them integer. */
+#ifndef ATTNSWEEP_STORE_H
+#define ATTNSWEEP_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cellresult.h"
+#include "errors.h"
+
+#define STORE_INT_FILL (-2147483647)
+
+enum { STORE_PENDING = 0, STORE_DONE = 1, STORE_FAILED = 2 };
+
+/* The axes of a sweep, as plain arrays (the caller owns them). */
+typedef struct {
+    size_t n_window;
+    const int64_t *window_start; /* [n_window] token offset of each window */
+    size_t n_L;
+    const int32_t *L;            /* [n_L] context lengths, distinct */
+    size_t n_N;
+    const int32_t *N;            /* [n_N] */
+    size_t n_T;
+    const double *T;             /* [n_T] */
+    size_t n_eps;
+    const double *eps;           /* [n_eps] */
+    size_t n_norm;
+    const char *const *normalizer; /* [n_norm] UTF-8 names */
+    size_t n_layer;
+    const int32_t *layer;        /* [n_layer] */
+    size_t n_head;
+    const int32_t *head;         /* [n_head] */
+} store_axes;
+
+/* Provenance (results.md "Root attributes") and this run segment. Strings may
+ * be NULL (stored as ""). */
+typedef struct {
+    const char *config_text, *config_sha256;
+    const char *model_dir, *weights_sha256;
+    const char *text_path, *text_sha256;
+    const char *tokenizer_files;        /* e.g. "vocab.json merges.txt" with their sha256 */
+    long vectors, rows;                 /* metrics.vectors / metrics.rows as the config's enums */
+    const char *vectors_name, *rows_name; /* their config spellings ("value", "visible"); when
+                                           * given, stored instead of the numbers */
+    double ks_alpha;
+    uint64_t seed;
+    const char *mpi_library;            /* MPI_Get_library_version, from the caller */
+    const char *openblas_config;        /* openblas_get_config(), from the caller */
+    /* this segment */
+    const char *hosts;                  /* e.g. "node1,node2" */
+    int mpi_size;
+    const char *slurm_job_id;           /* NULL or "" outside SLURM */
+} store_provenance;
+
+typedef enum {
+    STORE_RESUME = 0,        /* create, or resume an existing output (the default) */
+    STORE_NEW = 1,           /* refuse if OUT.h5 or its journal exist */
+} store_mode;
+
+/* Flags for store_open. */
+enum {
+    STORE_ALLOW_CONFIG_CHANGE = 1, /* caller compared configs and accepts the new one */
+};
+
+/* One finished (or failed) cell of a batch. */
+typedef struct {
+    size_t window;      /* index into axes.window_start */
+    size_t l_index;     /* index into axes.L */
+    int status;         /* STORE_DONE or STORE_FAILED */
+    int rank;           /* worker rank */
+    double t_start, t_end; /* seconds since the epoch */
+    double wall_time;   /* seconds; used when block is NULL (failed cell) */
+} store_cell;
+
+typedef struct store store;
+
+/* Reads the config text and sha256 an existing output was last run with (the
+ * newest config record of its journal), without locking, so the caller can
+ * diff it against its own before store_open. *text and *sha256 are malloc'd
+ * (caller frees). Returns 1 when found, 0 when there is no journal, -1 on error. */
+int store_peek_config(const char *path, char **text, char **sha256, as_err *err);
+
+/* Creates or resumes OUT.h5 (see the top of this file). flags: STORE_ALLOW_*.
+ * A resume whose stored config sha256 differs from prov->config_sha256 fails
+ * unless STORE_ALLOW_CONFIG_CHANGE. Starts a provenance segment. */
+store *store_open(const char *path, const store_axes *axes, const store_provenance *prov,
+                  store_mode mode, int flags, as_err *err);
+
+/* What happened at open: 1 when the HDF5 view was rebuilt from the journal. */
+int store_was_rebuilt(const store *s);
+/* Bytes of torn journal tail dropped at open. */
+long long store_torn_bytes(const store *s);
+
+/* Per-cell state (indices into the axes). */
+int store_cell_status(const store *s, size_t window, size_t l_index);
+int store_cell_attempts(const store *s, size_t window, size_t l_index);
+size_t store_count(const store *s, int status);
+size_t store_total(const store *s);
+/* Doubles in one cell's block (cellresult.h layout). */
+size_t store_block_doubles(const store *s);
+
+/* Records that a cell was handed to a worker (attempts + 1, journaled; made
+ * durable with the next commit batch). */
+int store_mark_dispatched(store *s, size_t window, size_t l_index, int rank, double t_start,
+                          as_err *err);
+
+/* Commits n cells: blocks[i] is the cell's block (store_block_doubles()
+ * doubles, cellresult.h layout), may be NULL for a failed cell. A failed
+ * cell's values are not stored (they read as fill/NaN); only its wall_time
+ * and rank are, from the block when they are numbers there, else from
+ * cells[i]. Follows the commit protocol above, then rewrites the status
+ * file. The blocks are only read during the call. */
+int store_commit_batch(store *s, const store_cell *cells, const double *const *blocks, size_t n,
+                       as_err *err);
+
+/* Rewrites OUT.h5.status (atomic rename). in_flight: cells now at workers;
+ * state: "running", "finished", "interrupted", "failed". */
+int store_write_status(store *s, size_t in_flight, const char *state, as_err *err);
+
+/* Ends the segment, writes attempts, flushes, writes the status file with the
+ * given state, closes the files and removes the lock. Always frees s. */
+int store_close(store *s, const char *state, as_err *err);
+
+/* Sidecar names: OUT.h5 + suffix (".journal", ".lock", ".status"). */
+int store_sidecar(char *out, size_t size, const char *path, const char *suffix);
+
+#endif

@@ -1,0 +1,366 @@
+/* journal.c -- see journal.h. */
+#include "journal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+static const char journal_magic[8] = {'A', 'S', 'J', 'R', 'N', 'L', 0, 1};
+#define RECORD_MAGIC 0x4C435341u /* "ASCL" */
+
+struct journal {
+    int fd;
+    int writable;
+    off_t valid_end; /* end of the last valid record */
+    off_t cursor;    /* journal_next position */
+    char path[4096];
+};
+
+/* Slicing-by-8 tables: crc_table[k][b] is the CRC contribution of byte b
+ * followed by k zero bytes, so eight bytes fold in per step (about 8x the
+ * byte-wise loop; a cell's payload is ~11 MB at paper size). */
+static uint32_t crc_table[8][256];
+static int crc_ready;
+
+static void crc_init(void) {
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+        crc_table[0][i] = c;
+    }
+    for (uint32_t i = 0; i < 256; i++)
+        for (int k = 1; k < 8; k++)
+            crc_table[k][i] = (crc_table[k - 1][i] >> 8) ^ crc_table[0][crc_table[k - 1][i] & 0xFF];
+    crc_ready = 1;
+}
+
+uint32_t journal_crc32(uint32_t crc, const void *data, size_t n) {
+    if (!crc_ready) crc_init();
+    const unsigned char *p = data;
+    crc = ~crc;
+    while (n >= 8) {
+        uint32_t lo, hi;
+        memcpy(&lo, p, 4); /* little-endian host (see journal.h) */
+        memcpy(&hi, p + 4, 4);
+        lo ^= crc;
+        crc = crc_table[7][lo & 0xFF] ^ crc_table[6][(lo >> 8) & 0xFF] ^
+              crc_table[5][(lo >> 16) & 0xFF] ^ crc_table[4][lo >> 24] ^
+              crc_table[3][hi & 0xFF] ^ crc_table[2][(hi >> 8) & 0xFF] ^
+              crc_table[1][(hi >> 16) & 0xFF] ^ crc_table[0][hi >> 24];
+        p += 8, n -= 8;
+    }
+    while (n--) crc = crc_table[0][(crc ^ *p++) & 0xFF] ^ (crc >> 8);
+    return ~crc;
+}
+
+/* Full reads/writes at an offset, retrying short transfers and EINTR. */
+static int pread_all(int fd, void *buf, size_t n, off_t at) {
+    char *p = buf;
+    while (n) {
+        ssize_t r = pread(fd, p, n, at);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) return -1;
+        p += r, n -= (size_t)r, at += r;
+    }
+    return 0;
+}
+
+static int pwrite_all(int fd, const void *buf, size_t n, off_t at) {
+    const char *p = buf;
+    while (n) {
+        ssize_t r = pwrite(fd, p, n, at);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) return -1;
+        p += r, n -= (size_t)r, at += r;
+    }
+    return 0;
+}
+
+static void put(unsigned char *b, size_t *at, const void *v, size_t n) {
+    memcpy(b + *at, v, n);
+    *at += n;
+}
+static void get(const unsigned char *b, size_t *at, void *v, size_t n) {
+    memcpy(v, b + *at, n);
+    *at += n;
+}
+
+static void header_encode(unsigned char b[JOURNAL_HEADER_BYTES], const journal_header *h) {
+    memset(b, 0, JOURNAL_HEADER_BYTES);
+    size_t at = 0;
+    uint32_t version = JOURNAL_VERSION, size = JOURNAL_HEADER_BYTES;
+    put(b, &at, journal_magic, 8);
+    put(b, &at, &version, 4);
+    put(b, &at, &size, 4);
+    put(b, &at, h->config_sha256, 64);
+    put(b, &at, h->layout, sizeof h->layout);
+    put(b, &at, &h->payload_bytes, 8);
+    put(b, &at, &h->axes_fingerprint, 8);
+    uint32_t crc = journal_crc32(0, b, JOURNAL_HEADER_BYTES - 4);
+    memcpy(b + JOURNAL_HEADER_BYTES - 4, &crc, 4);
+}
+
+static void record_encode(unsigned char b[JOURNAL_RECORD_BYTES], const journal_record *r,
+                          uint32_t payload_crc) {
+    memset(b, 0, JOURNAL_RECORD_BYTES);
+    size_t at = 0;
+    uint32_t magic = RECORD_MAGIC, pad = 0;
+    put(b, &at, &magic, 4);
+    put(b, &at, &r->type, 4);
+    put(b, &at, &r->window, 4);
+    put(b, &at, &r->L, 4);
+    put(b, &at, &r->status, 4);
+    put(b, &at, &r->attempt, 4);
+    put(b, &at, &r->rank, 4);
+    put(b, &at, &pad, 4);
+    put(b, &at, &r->window_start, 8);
+    put(b, &at, &r->t_start, 8);
+    put(b, &at, &r->t_end, 8);
+    put(b, &at, &r->wall_time, 8);
+    put(b, &at, &r->payload_len, 8);
+    put(b, &at, &payload_crc, 4);
+    uint32_t crc = journal_crc32(0, b, at);
+    put(b, &at, &crc, 4);
+}
+
+/* Returns 0 and fills r when the fields are intact, -1 otherwise. */
+static int record_decode(const unsigned char b[JOURNAL_RECORD_BYTES], journal_record *r) {
+    size_t at = 0;
+    uint32_t magic, pad, crc;
+    get(b, &at, &magic, 4);
+    if (magic != RECORD_MAGIC) return -1;
+    get(b, &at, &r->type, 4);
+    get(b, &at, &r->window, 4);
+    get(b, &at, &r->L, 4);
+    get(b, &at, &r->status, 4);
+    get(b, &at, &r->attempt, 4);
+    get(b, &at, &r->rank, 4);
+    get(b, &at, &pad, 4);
+    get(b, &at, &r->window_start, 8);
+    get(b, &at, &r->t_start, 8);
+    get(b, &at, &r->t_end, 8);
+    get(b, &at, &r->wall_time, 8);
+    get(b, &at, &r->payload_len, 8);
+    get(b, &at, &r->payload_crc, 4);
+    size_t covered = at;
+    get(b, &at, &crc, 4);
+    if (crc != journal_crc32(0, b, covered)) return -1;
+    if (r->type < JR_CONFIG || r->type > JR_SEG_END) return -1;
+    return 0;
+}
+
+static journal *journal_alloc(const char *path, int fd, int writable) {
+    journal *j = calloc(1, sizeof *j);
+    if (!j) return NULL;
+    j->fd = fd;
+    j->writable = writable;
+    snprintf(j->path, sizeof j->path, "%s", path);
+    return j;
+}
+
+/* fsync the directory holding path, so a new name survives a crash. */
+static void sync_parent_dir(const char *path) {
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash == dir) slash[1] = 0;
+    else if (slash) *slash = 0;
+    else snprintf(dir, sizeof dir, ".");
+    int fd = open(dir, O_RDONLY | O_DIRECTORY);
+    if (fd >= 0) {
+        fsync(fd);
+        close(fd);
+    }
+}
+
+journal *journal_create(const char *path, const journal_header *hdr, as_err *err) {
+    int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0) {
+        as_fail(err, "%s: cannot create journal: %s", path, strerror(errno));
+        return NULL;
+    }
+    unsigned char b[JOURNAL_HEADER_BYTES];
+    header_encode(b, hdr);
+    if (pwrite_all(fd, b, sizeof b, 0) || fsync(fd)) {
+        as_fail(err, "%s: cannot write journal header: %s", path, strerror(errno));
+        close(fd);
+        unlink(path);
+        return NULL;
+    }
+    sync_parent_dir(path);
+    journal *j = journal_alloc(path, fd, 1);
+    if (!j) {
+        close(fd);
+        unlink(path);
+        as_fail(err, "%s: out of memory", path);
+        return NULL;
+    }
+    j->valid_end = j->cursor = JOURNAL_HEADER_BYTES;
+    return j;
+}
+
+/* CRC of len bytes at offset, read in slices. */
+static int crc_of_range(int fd, off_t at, uint64_t len, uint32_t *crc_out) {
+    enum { SLICE = 1 << 20 };
+    static unsigned char buf[SLICE];
+    uint32_t crc = 0;
+    while (len) {
+        size_t n = len < SLICE ? (size_t)len : SLICE;
+        if (pread_all(fd, buf, n, at)) return -1;
+        crc = journal_crc32(crc, buf, n);
+        at += (off_t)n, len -= n;
+    }
+    *crc_out = crc;
+    return 0;
+}
+
+journal *journal_open(const char *path, int flags, journal_header *hdr, off_t *torn_bytes,
+                      as_err *err) {
+    int writable = (flags & JOURNAL_WRITABLE) != 0;
+    int fd = open(path, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC);
+    if (fd < 0) {
+        as_fail(err, "%s: cannot open journal: %s", path, strerror(errno));
+        return NULL;
+    }
+    off_t size = lseek(fd, 0, SEEK_END);
+    unsigned char b[JOURNAL_HEADER_BYTES];
+    if (size < JOURNAL_HEADER_BYTES || pread_all(fd, b, sizeof b, 0)) {
+        as_fail(err, "%s: journal header missing or short (%lld bytes)", path, (long long)size);
+        close(fd);
+        return NULL;
+    }
+    uint32_t crc;
+    memcpy(&crc, b + JOURNAL_HEADER_BYTES - 4, 4);
+    if (memcmp(b, journal_magic, 8) || crc != journal_crc32(0, b, JOURNAL_HEADER_BYTES - 4)) {
+        as_fail(err, "%s: not an attnsweep journal (bad magic or header checksum)", path);
+        close(fd);
+        return NULL;
+    }
+    size_t at = 8;
+    uint32_t version, hsize;
+    get(b, &at, &version, 4);
+    get(b, &at, &hsize, 4);
+    if (version != JOURNAL_VERSION || hsize != JOURNAL_HEADER_BYTES) {
+        as_fail(err, "%s: journal version %u, this program reads version %u", path, version,
+                JOURNAL_VERSION);
+        close(fd);
+        return NULL;
+    }
+    journal_header h;
+    memset(&h, 0, sizeof h);
+    get(b, &at, h.config_sha256, 64);
+    get(b, &at, h.layout, sizeof h.layout);
+    get(b, &at, &h.payload_bytes, 8);
+    get(b, &at, &h.axes_fingerprint, 8);
+    if (hdr) *hdr = h;
+
+    /* Validate records until the first one that is torn or runs off the end. */
+    off_t pos = JOURNAL_HEADER_BYTES;
+    for (;;) {
+        unsigned char rb[JOURNAL_RECORD_BYTES];
+        journal_record r;
+        if (pos + JOURNAL_RECORD_BYTES > size) break;
+        if (pread_all(fd, rb, sizeof rb, pos) || record_decode(rb, &r)) break;
+        if (r.payload_len > (uint64_t)(size - pos - JOURNAL_RECORD_BYTES)) break;
+        uint32_t pcrc;
+        if (!(flags & JOURNAL_SKIP_PAYLOAD_CRC) &&
+            (crc_of_range(fd, pos + JOURNAL_RECORD_BYTES, r.payload_len, &pcrc) ||
+             pcrc != r.payload_crc))
+            break;
+        pos += JOURNAL_RECORD_BYTES + (off_t)r.payload_len;
+    }
+    if (torn_bytes) *torn_bytes = size - pos;
+    if (writable && pos < size) {
+        if (ftruncate(fd, pos) || fsync(fd)) {
+            as_fail(err, "%s: cannot truncate the torn journal tail: %s", path, strerror(errno));
+            close(fd);
+            return NULL;
+        }
+    }
+    journal *j = journal_alloc(path, fd, writable);
+    if (!j) {
+        close(fd);
+        as_fail(err, "%s: out of memory", path);
+        return NULL;
+    }
+    j->valid_end = pos;
+    j->cursor = JOURNAL_HEADER_BYTES;
+    return j;
+}
+
+void journal_rewind(journal *j) { j->cursor = JOURNAL_HEADER_BYTES; }
+
+int journal_next(journal *j, journal_record *rec, as_err *err) {
+    if (j->cursor >= j->valid_end) return 0;
+    unsigned char rb[JOURNAL_RECORD_BYTES];
+    if (pread_all(j->fd, rb, sizeof rb, j->cursor) || record_decode(rb, rec))
+        return as_fail(err, "%s: cannot re-read record at byte %lld", j->path,
+                       (long long)j->cursor);
+    rec->payload_offset = j->cursor + JOURNAL_RECORD_BYTES;
+    j->cursor = rec->payload_offset + (off_t)rec->payload_len;
+    return 1;
+}
+
+int journal_read_payload(journal *j, const journal_record *rec, void *buf, as_err *err) {
+    if (pread_all(j->fd, buf, rec->payload_len, rec->payload_offset))
+        return as_fail(err, "%s: cannot read payload at byte %lld: %s", j->path,
+                       (long long)rec->payload_offset, strerror(errno));
+    if (journal_crc32(0, buf, rec->payload_len) != rec->payload_crc)
+        return as_fail(err, "%s: payload at byte %lld changed since it was validated", j->path,
+                       (long long)rec->payload_offset);
+    return 0;
+}
+
+int journal_append(journal *j, const journal_record *rec, const void *payload, as_err *err) {
+    if (!j->writable) return as_fail(err, "%s: journal opened read-only", j->path);
+    unsigned char rb[JOURNAL_RECORD_BYTES];
+    record_encode(rb, rec, journal_crc32(0, payload, payload ? rec->payload_len : 0));
+    /* Fields and payload in one system call, so a crash tears at most this
+     * record (the checksums catch it either way). */
+    struct iovec iov[2] = {{rb, sizeof rb}, {(void *)payload, payload ? (size_t)rec->payload_len : 0}};
+    size_t total = JOURNAL_RECORD_BYTES + (size_t)rec->payload_len;
+    int rc = 0;
+    size_t written = 0;
+    while (written < total) {
+        ssize_t r;
+        if (written < sizeof rb) {
+            struct iovec v[2] = {{rb + written, sizeof rb - written}, iov[1]};
+            r = pwritev(j->fd, v, iov[1].iov_len ? 2 : 1, j->valid_end + (off_t)written);
+        } else {
+            r = pwrite(j->fd, (const char *)payload + (written - sizeof rb), total - written,
+                       j->valid_end + (off_t)written);
+        }
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) {
+            rc = -1;
+            break;
+        }
+        written += (size_t)r;
+    }
+    if (rc) {
+        int e = errno;
+        /* Cut off whatever part made it, so the journal stays valid. */
+        if (ftruncate(j->fd, j->valid_end)) { /* the checksum catches it at the next open */ }
+        return as_fail(err, "%s: cannot append record: %s", j->path, strerror(e));
+    }
+    j->valid_end += (off_t)total;
+    return 0;
+}
+
+int journal_sync(journal *j, as_err *err) {
+    if (fsync(j->fd)) return as_fail(err, "%s: fsync failed: %s", j->path, strerror(errno));
+    return 0;
+}
+
+off_t journal_size(const journal *j) { return j->valid_end; }
+const char *journal_path(const journal *j) { return j->path; }
+
+void journal_close(journal *j) {
+    if (!j) return;
+    close(j->fd);
+    free(j);
+}

@@ -1,0 +1,96 @@
+/* bench_store.c -- file sizes and commit time of the results store for
+ * paper-sized cells: N = 1..128 (128 values), 21 temperatures, 3 eps, one
+ * normalizer, 12 layers x 12 heads; WINDOWS x 2 L values, commit_every cells
+ * per batch. Values are smooth pseudo-random floats (like real metrics, not
+ * compressible to nothing).
+ * usage: bench_store DIR [WINDOWS] [COMMIT_EVERY] */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "store.h"
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+static long long size_of(const char *p) {
+    struct stat st;
+    return stat(p, &st) ? -1 : (long long)st.st_size;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        fprintf(stderr, "usage: bench_store DIR [WINDOWS] [COMMIT_EVERY]\n");
+        return 2;
+    }
+    size_t nw = argc > 2 ? (size_t)atoi(argv[2]) : 8, every = argc > 3 ? (size_t)atoi(argv[3]) : 8;
+    char out[4096], side[4200];
+    snprintf(out, sizeof out, "%s/bench_store.h5", argv[1]);
+    const char *sfx[] = {"", ".journal", ".status", ".lock"};
+    for (int i = 0; i < 4; i++) snprintf(side, sizeof side, "%s%s", out, sfx[i]), unlink(side);
+    int32_t N[128], layer[12], head[12], L[2] = {512, 1024};
+    double T[21], eps[3] = {1e-4, 1e-3, 1e-2};
+    int64_t *ws = malloc(nw * sizeof *ws);
+    for (int i = 0; i < 128; i++) N[i] = i + 1;
+    for (int i = 0; i < 21; i++) T[i] = pow(2.0, -5 + 0.5 * i);
+    for (int i = 0; i < 12; i++) layer[i] = head[i] = i;
+    for (size_t i = 0; i < nw; i++) ws[i] = 1024 * (int64_t)i;
+    const char *norm[] = {"softmax"};
+    store_axes ax = {nw, ws, 2, L, 128, N, 21, T, 3, eps, 1, norm, 12, layer, 12, head};
+    store_provenance prov = {.config_text = "bench", .config_sha256 = "bench", .hosts = "localhost",
+                             .mpi_size = 1};
+    as_err err;
+    store *s = store_open(out, &ax, &prov, STORE_NEW, 0, &err);
+    if (!s) {
+        fprintf(stderr, "%s\n", err.msg);
+        return 1;
+    }
+    size_t nd = store_block_doubles(s);
+    double **blocks = malloc(every * sizeof *blocks);
+    for (size_t b = 0; b < every; b++) {
+        blocks[b] = malloc(nd * sizeof **blocks);
+        for (size_t i = 0; i < nd; i++) blocks[b][i] = 1.0 + 0.3 * sin(0.001 * i + b) + 1e-3 * (rand() % 1000);
+    }
+    store_cell *cells = calloc(every, sizeof *cells);
+    size_t total = nw * 2, done = 0;
+    double t0 = now();
+    while (done < total) {
+        size_t n = 0;
+        for (; n < every && done + n < total; n++)
+            cells[n] = (store_cell){(done + n) / 2, (done + n) % 2, STORE_DONE, 1, 0, 1, 1};
+        if (store_commit_batch(s, cells, (const double *const *)blocks, n, &err)) {
+            fprintf(stderr, "%s\n", err.msg);
+            return 1;
+        }
+        done += n;
+    }
+    double t1 = now();
+    store_close(s, "finished", &err);
+    snprintf(side, sizeof side, "%s.journal", out);
+    long long h5 = size_of(out), jr = size_of(side);
+    printf("cell block: %zu doubles (%.2f MB as doubles)\n", nd, nd * 8 / 1e6);
+    printf("%zu cells, commit_every %zu: %.3f s commit time, %.1f ms per cell\n", total, every,
+           t1 - t0, 1e3 * (t1 - t0) / total);
+    printf("HDF5 %.2f MB (%.2f MB per cell), journal %.2f MB (%.2f MB per cell)\n", h5 / 1e6,
+           h5 / 1e6 / total, jr / 1e6, jr / 1e6 / total);
+    t0 = now();
+    unlink(out);
+    s = store_open(out, &ax, &prov, STORE_RESUME, 0, &err);
+    t1 = now();
+    if (!s) {
+        fprintf(stderr, "%s\n", err.msg);
+        return 1;
+    }
+    printf("rebuild from the journal after deleting the HDF5 file: %.3f s (%s)\n", t1 - t0,
+           store_was_rebuilt(s) ? "rebuilt" : "NOT rebuilt");
+    store_close(s, "finished", &err);
+    for (int i = 0; i < 4; i++) snprintf(side, sizeof side, "%s%s", out, sfx[i]), unlink(side);
+    return 0;
+}

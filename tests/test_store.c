@@ -1,0 +1,338 @@
+/* test_store.c -- the results store: create, commit, reopen; values read back
+ * with the plain HDF5 API against the fixture's formula; a crash (child killed
+ * without close) with a torn journal; the HDF5 file deleted or corrupted and
+ * rebuilt from the journal bit for bit; extension with an added window and L;
+ * config-change and shrink refusals that leave the files unchanged; locks. */
+#include <hdf5.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "lockfile.h"
+#include "store_fixture.h"
+
+static const char *OUT = "test_store.tmp.h5";
+static char JPATH[256], LPATH[256], SPATH[256];
+
+static void remove_all(void) {
+    unlink(OUT), unlink(JPATH), unlink(LPATH), unlink(SPATH);
+}
+
+static long long file_size(const char *p) {
+    struct stat st;
+    return stat(p, &st) ? -1 : (long long)st.st_size;
+}
+
+/* Reads a whole dataset as doubles (HDF5 converts; NaN stays NaN). */
+static double *read_all(const char *path, const char *name, size_t *n) {
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (f < 0) return NULL;
+    hid_t d = H5Dopen2(f, name, H5P_DEFAULT);
+    hid_t sp = H5Dget_space(d);
+    *n = (size_t)H5Sget_simple_extent_npoints(sp);
+    double *buf = malloc(*n * sizeof *buf);
+    H5Dread(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf);
+    H5Sclose(sp), H5Dclose(d), H5Fclose(f);
+    return buf;
+}
+
+static int dims_of(const char *path, const char *name, hsize_t *dims) {
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    hid_t d = H5Dopen2(f, name, H5P_DEFAULT);
+    hid_t sp = H5Dget_space(d);
+    int r = H5Sget_simple_extent_dims(sp, dims, NULL);
+    H5Sclose(sp), H5Dclose(d), H5Fclose(f);
+    return r;
+}
+
+/* Checks every metric of every cell against the formula (done cells) or the
+ * fill (others). status_want[w][l] from the caller's own bookkeeping. */
+static void check_file(const char *label, size_t nw, size_t nl, const int status_want[4][3]) {
+    cr_layout lay;
+    cr_layout_init(&lay, 3, 2, 2, 2, 2, 3);
+    size_t n;
+    double *st = read_all(OUT, "status", &n);
+    CHECK(st && n == nw * nl, "%s: status has %zu cells", label, n);
+    if (!st) return;
+    for (size_t w = 0; w < nw; w++)
+        for (size_t l = 0; l < nl; l++)
+            CHECK(st[w * nl + l] == status_want[w][l], "%s: status(%zu,%zu) = %g want %d", label, w,
+                  l, st[w * nl + l], status_want[w][l]);
+    free(st);
+    int mismatches = 0;
+    for (int v = 0; v < CR_WALL_TIME; v++) {
+        double *x = read_all(OUT, cr_var_name((cr_var)v), &n);
+        if (!x || n != nw * nl * lay.count[v]) {
+            CHECK(0, "%s: %s has %zu values", label, cr_var_name((cr_var)v), n);
+            free(x);
+            continue;
+        }
+        for (size_t w = 0; w < nw; w++)
+            for (size_t l = 0; l < nl; l++)
+                for (size_t k = 0; k < lay.count[v]; k++) {
+                    double got = x[(w * nl + l) * lay.count[v] + k];
+                    double want = status_want[w][l] == STORE_DONE ? fx_value(v, (int)w, fx_L[l], k)
+                                  : fx_is_int(v)                   ? (double)STORE_INT_FILL
+                                                                   : NAN;
+                    int same = (isnan(got) && isnan(want)) || got == want;
+                    if (!same && mismatches++ < 5)
+                        CHECK(0, "%s: %s(%zu,%zu)[%zu] = %g want %g", label,
+                              cr_var_name((cr_var)v), w, l, k, got, want);
+                }
+        free(x);
+    }
+    CHECK(mismatches == 0, "%s: %d value mismatches", label, mismatches);
+}
+
+static double *make_block(int w, int Lv) {
+    cr_layout lay;
+    cr_layout_init(&lay, 3, 2, 2, 2, 2, 3);
+    double *b = malloc(lay.total * sizeof *b);
+    fx_fill_block(b, &lay, w, Lv);
+    return b;
+}
+
+static int commit_one(store *s, size_t w, size_t l, as_err *err) {
+    double *b = make_block((int)w, fx_L[l]);
+    store_cell c = {w, l, STORE_DONE, 1, 10.0, 11.0, 1.0};
+    const double *bp = b;
+    int rc = store_mark_dispatched(s, w, l, 1, 10.0, err) || store_commit_batch(s, &c, &bp, 1, err);
+    free(b);
+    return rc;
+}
+
+static char *slurp(const char *p) {
+    FILE *f = fopen(p, "rb");
+    if (!f) return NULL;
+    char *buf = calloc(1, 1 << 16);
+    fread(buf, 1, (1 << 16) - 1, f);
+    fclose(f);
+    return buf;
+}
+
+int main(void) {
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    store_sidecar(JPATH, sizeof JPATH, OUT, ".journal");
+    store_sidecar(LPATH, sizeof LPATH, OUT, ".lock");
+    store_sidecar(SPATH, sizeof SPATH, OUT, ".status");
+    remove_all();
+    as_err err = {{0}};
+    store_axes ax = fx_axes(2, 2);
+    store_provenance prov = fx_prov("a = 1;\n", "sha-one");
+    int want[4][3] = {{0}};
+
+    /* --- create, commit a batch of 2 and one failed cell, close --- */
+    store *s = store_open(OUT, &ax, &prov, STORE_NEW, 0, &err);
+    CHECK(s != NULL, "create: %s", err.msg);
+    if (!s) return check_summary("test_store");
+    CHECK(file_size(LPATH) > 0, "lock file while open");
+    CHECK(store_total(s) == 4 && store_block_doubles(s) > 0, "total %zu", store_total(s));
+    {
+        double *b0 = make_block(0, fx_L[0]), *b1 = make_block(1, fx_L[1]);
+        store_cell cells[3] = {{0, 0, STORE_DONE, 1, 1, 2, 1}, {1, 1, STORE_DONE, 2, 1, 2, 1},
+                               {0, 1, STORE_FAILED, 3, 1, 2, 7.0}};
+        const double *blocks[3] = {b0, b1, NULL};
+        CHECK(store_commit_batch(s, cells, blocks, 3, &err) == 0, "batch: %s", err.msg);
+        free(b0), free(b1);
+    }
+    want[0][0] = want[1][1] = STORE_DONE;
+    want[0][1] = STORE_FAILED;
+    CHECK(store_count(s, STORE_DONE) == 2 && store_count(s, STORE_FAILED) == 1, "counts");
+    char *status = slurp(SPATH);
+    CHECK(status && strstr(status, "\"done\": 2") && strstr(status, "\"failed\": 1") &&
+              strstr(status, "\"total\": 4"), "status file: %s", status ? status : "(none)");
+    free(status);
+    CHECK(store_close(s, "finished", &err) == 0, "close: %s", err.msg);
+    CHECK(file_size(LPATH) < 0, "lock removed at close");
+    check_file("after close", 2, 2, want);
+
+    /* --- reopen: state comes back from the journal --- */
+    s = store_open(OUT, &ax, &prov, STORE_RESUME, 0, &err);
+    CHECK(s != NULL, "reopen: %s", err.msg);
+    if (s) {
+        CHECK(!store_was_rebuilt(s), "a consistent file is not rebuilt");
+        CHECK(store_cell_status(s, 0, 0) == STORE_DONE && store_cell_status(s, 1, 1) == STORE_DONE &&
+                  store_cell_status(s, 0, 1) == STORE_FAILED && store_cell_status(s, 1, 0) == STORE_PENDING,
+              "statuses after reopen");
+        CHECK(store_cell_attempts(s, 0, 0) == 1 && store_cell_attempts(s, 1, 0) == 0, "attempts");
+        /* retry the failed cell */
+        CHECK(commit_one(s, 0, 1, &err) == 0, "retry: %s", err.msg);
+        CHECK(store_cell_attempts(s, 0, 1) == 2, "attempts after retry %d", store_cell_attempts(s, 0, 1));
+        CHECK(store_close(s, "interrupted", &err) == 0, "close 2: %s", err.msg);
+    }
+    want[0][1] = STORE_DONE;
+    check_file("after retry", 2, 2, want);
+    {
+        size_t n;
+        double *att = read_all(OUT, "attempts", &n);
+        CHECK(att && att[0 * 2 + 1] == 2 && att[1 * 2 + 0] == 0, "attempts in file");
+        free(att);
+    }
+
+    /* --- peek at the stored config --- */
+    char *text = NULL, *sha = NULL;
+    CHECK(store_peek_config(OUT, &text, &sha, &err) == 1 && text && !strcmp(text, "a = 1;\n") &&
+              !strcmp(sha, "sha-one"), "peek config: %s", err.msg);
+    free(text), free(sha);
+
+    /* --- crash: a child commits (1,0) and dies without closing; its last
+     * journal record is torn; the lock it leaves is stale --- */
+    long long before = file_size(JPATH);
+    pid_t child = fork();
+    if (child == 0) {
+        as_err e;
+        store *c = store_open(OUT, &ax, &prov, STORE_RESUME, 0, &e);
+        if (!c || commit_one(c, 1, 0, &e)) _exit(1);
+        _exit(0); /* no close: like SIGKILL after the fsync */
+    }
+    int wst;
+    waitpid(child, &wst, 0);
+    CHECK(WIFEXITED(wst) && WEXITSTATUS(wst) == 0, "crashing child committed");
+    CHECK(file_size(LPATH) > 0, "dead child left its lock");
+    long long after = file_size(JPATH);
+    CHECK(after > before, "journal grew");
+    /* Cut the commit record (the last one) in its payload. */
+    CHECK(truncate(JPATH, after - 100) == 0, "truncate journal");
+    s = store_open(OUT, &ax, &prov, STORE_RESUME, 0, &err);
+    CHECK(s != NULL, "resume after crash (stale lock taken over): %s", err.msg);
+    if (s) {
+        CHECK(store_torn_bytes(s) > 0, "torn tail detected (%lld bytes)", store_torn_bytes(s));
+        CHECK(store_cell_status(s, 1, 0) == STORE_PENDING, "torn commit is pending");
+        CHECK(store_cell_attempts(s, 1, 0) == 1, "its dispatch counted as an attempt: %d",
+              store_cell_attempts(s, 1, 0));
+        CHECK(!store_was_rebuilt(s), "file ahead of the journal is fixed in place, not rebuilt");
+        CHECK(store_close(s, "interrupted", &err) == 0, "close 3: %s", err.msg);
+    }
+    check_file("after torn crash", 2, 2, want);
+
+    /* --- the HDF5 file deleted: rebuilt from the journal --- */
+    unlink(OUT);
+    s = store_open(OUT, &ax, &prov, STORE_RESUME, 0, &err);
+    CHECK(s && store_was_rebuilt(s), "rebuild after delete: %s", err.msg);
+    if (s) store_close(s, "interrupted", &err);
+    check_file("rebuilt after delete", 2, 2, want);
+
+    /* --- the HDF5 file corrupted: rebuilt --- */
+    {
+        FILE *f = fopen(OUT, "r+b");
+        char junk[2048];
+        memset(junk, 0x5A, sizeof junk);
+        fwrite(junk, 1, sizeof junk, f);
+        fclose(f);
+    }
+    s = store_open(OUT, &ax, &prov, STORE_RESUME, 0, &err);
+    CHECK(s && store_was_rebuilt(s), "rebuild after corruption: %s", err.msg);
+    if (s) {
+        CHECK(commit_one(s, 1, 0, &err) == 0, "commit after rebuild: %s", err.msg);
+        CHECK(store_cell_attempts(s, 1, 0) == 2, "attempts across crash %d", store_cell_attempts(s, 1, 0));
+        store_close(s, "finished", &err);
+    }
+    want[1][0] = STORE_DONE;
+    check_file("rebuilt after corruption", 2, 2, want);
+    {
+        hid_t f = H5Fopen(OUT, H5F_ACC_RDONLY, H5P_DEFAULT);
+        hid_t d = H5Dopen2(f, "provenance/cells_done", H5P_DEFAULT);
+        hid_t sp = H5Dget_space(d);
+        hsize_t nseg = 0;
+        H5Sget_simple_extent_dims(sp, &nseg, NULL);
+        /* segments: create, reopen, crashed child, torn resume, delete, corrupt */
+        CHECK(nseg == 6, "6 segments, got %llu", (unsigned long long)nseg);
+        int32_t done[16] = {0};
+        H5Dread(d, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, done);
+        CHECK(done[0] == 3 && done[1] == 1 && done[5] == 1, "cells per segment %d %d %d", done[0], done[1], done[5]);
+        H5Sclose(sp), H5Dclose(d), H5Fclose(f);
+    }
+
+    /* --- a changed config is refused unless allowed; files unchanged --- */
+    long long jsize = file_size(JPATH), hsize = file_size(OUT);
+    /* The new config is long (over 64 KB, the limit of fixed-length string
+     * attributes in the default format). */
+    char *big = malloc(100001);
+    for (int i = 0; i < 100000; i++) big[i] = i % 80 == 79 ? '\n' : (char)('a' + i % 26);
+    big[100000] = 0;
+    store_provenance prov2 = fx_prov(big, "sha-two");
+    s = store_open(OUT, &ax, &prov2, STORE_RESUME, 0, &err);
+    CHECK(s == NULL && strstr(err.msg, "config changed"), "config change refused: %s", err.msg);
+    CHECK(file_size(JPATH) == jsize && file_size(OUT) == hsize && file_size(LPATH) < 0,
+          "refusal leaves files unchanged");
+    /* removing an L value is refused too */
+    store_axes shrunk = fx_axes(2, 1);
+    s = store_open(OUT, &shrunk, &prov, STORE_RESUME, STORE_ALLOW_CONFIG_CHANGE, &err);
+    CHECK(s == NULL && strstr(err.msg, "outside"), "shrink refused: %s", err.msg);
+    CHECK(file_size(JPATH) == jsize && file_size(OUT) == hsize, "shrink refusal leaves files");
+    s = store_open(OUT, &ax, &prov, STORE_NEW, 0, &err);
+    CHECK(s == NULL && strstr(err.msg, "exists"), "STORE_NEW on an existing output: %s", err.msg);
+
+    /* --- extension: a window and an L value appended --- */
+    store_axes grown = fx_axes(3, 3);
+    s = store_open(OUT, &grown, &prov2, STORE_RESUME, STORE_ALLOW_CONFIG_CHANGE, &err);
+    CHECK(s && store_was_rebuilt(s), "extension: %s", err.msg);
+    if (s) {
+        CHECK(store_total(s) == 9 && store_count(s, STORE_DONE) == 4, "extended counts");
+        CHECK(commit_one(s, 2, 2, &err) == 0, "commit in a new cell: %s", err.msg);
+        store_close(s, "interrupted", &err);
+    }
+    want[2][2] = STORE_DONE;
+    hsize_t d7[8];
+    CHECK(dims_of(OUT, "dist_true", d7) == 7 && d7[0] == 3 && d7[1] == 3, "extended dims %llu x %llu",
+          (unsigned long long)d7[0], (unsigned long long)d7[1]);
+    check_file("extended", 3, 3, want);
+    CHECK(store_peek_config(OUT, &text, &sha, &err) == 1 && !strcmp(sha, "sha-two") &&
+              !strcmp(text, big), "new config stored");
+    free(text), free(sha);
+    {
+        hid_t f = H5Fopen(OUT, H5F_ACC_RDONLY, H5P_DEFAULT);
+        hid_t a = H5Aopen(f, "config_text", H5P_DEFAULT);
+        hid_t t = H5Tcopy(H5T_C_S1);
+        H5Tset_size(t, H5T_VARIABLE);
+        H5Tset_cset(t, H5T_CSET_UTF8);
+        char *v = NULL;
+        H5Aread(a, t, &v);
+        CHECK(v && !strcmp(v, big), "100 KB config_text attribute round trip");
+        H5free_memory(v);
+        H5Tclose(t), H5Aclose(a), H5Fclose(f);
+    }
+    /* A temp file left by a writer killed mid-rebuild is removed at the next open. */
+    char stale_tmp[300];
+    snprintf(stale_tmp, sizeof stale_tmp, "%s.tmp.999999", OUT);
+    fclose(fopen(stale_tmp, "w"));
+
+    /* --- locks --- */
+    {
+        FILE *f = fopen(LPATH, "w");
+        fprintf(f, "host=%s\npid=%ld\nslurm_job_id=77\nstarted=now\n", lock_hostname(), (long)getppid());
+        fclose(f);
+        s = store_open(OUT, &grown, &prov2, STORE_RESUME, 0, &err);
+        CHECK(s == NULL && strstr(err.msg, "in use") && strstr(err.msg, "77"), "live lock refused: %s", err.msg);
+        f = fopen(LPATH, "w");
+        fprintf(f, "host=some-other-node\npid=1\nslurm_job_id=\nstarted=now\n");
+        fclose(f);
+        s = store_open(OUT, &grown, &prov2, STORE_RESUME, 0, &err);
+        CHECK(s == NULL && strstr(err.msg, "some-other-node"), "foreign lock refused: %s", err.msg);
+        CHECK(file_size(LPATH) > 0, "foreign lock left in place");
+        pid_t dead = fork();
+        if (dead == 0) _exit(0);
+        waitpid(dead, NULL, 0);
+        f = fopen(LPATH, "w");
+        fprintf(f, "host=%s\npid=%ld\nslurm_job_id=\nstarted=now\n", lock_hostname(), (long)dead);
+        fclose(f);
+        s = store_open(OUT, &grown, &prov2, STORE_RESUME, 0, &err);
+        CHECK(s != NULL, "stale lock taken over: %s", err.msg);
+        if (s) store_close(s, "finished", &err);
+        CHECK(file_size(LPATH) < 0, "lock removed");
+        CHECK(file_size(stale_tmp) < 0, "stale temp file removed");
+    }
+
+    /* --- an output without its journal is refused --- */
+    unlink(JPATH);
+    s = store_open(OUT, &grown, &prov2, STORE_RESUME, 0, &err);
+    CHECK(s == NULL && strstr(err.msg, "journal"), "file without journal refused: %s", err.msg);
+    remove_all();
+    free(big);
+    return check_summary("test_store");
+}
