@@ -1,0 +1,91 @@
+/* safetensors.h -- reading and writing the safetensors file format.
+ *
+ * Layout: 8-byte little-endian header length N, N bytes of JSON header, then
+ * the data section. The header maps tensor names to {"dtype", "shape",
+ * "data_offsets": [begin, end]} (offsets relative to the data section) plus
+ * an optional "__metadata__" object of string -> string.
+ *
+ * st_open() maps the file and validates everything before anyone reads a
+ * byte of data: N against the file size, the JSON (strictly, see json.h),
+ * each entry's keys and types, the dtype, shape x dtype size == end - begin
+ * (without overflow), and that the data_offsets of all tensors tile the data
+ * section exactly: starting at 0, no gap, no overlap, ending at the end of
+ * the file. Every error names the file and, where there is one, the tensor.
+ *
+ * The data section may start at any byte offset (N need not be a multiple
+ * of 8), so tensor data is only ever copied out with st_read_f32(), never
+ * addressed as float through a cast pointer. Little-endian hosts only. */
+#ifndef ATTNSWEEP_SAFETENSORS_H
+#define ATTNSWEEP_SAFETENSORS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "errors.h"
+
+#define ST_MAX_DIMS 8
+#define ST_MAX_NAME 256
+
+typedef enum {
+    ST_BOOL, ST_U8, ST_I8, ST_I16, ST_U16, ST_F16, ST_BF16, ST_I32, ST_U32, ST_F32,
+    ST_F64, ST_I64, ST_U64, ST_F8_E4M3, ST_F8_E5M2,
+} st_dtype;
+
+typedef struct {
+    char name[ST_MAX_NAME];
+    st_dtype dtype;
+    size_t ndim;
+    size_t shape[ST_MAX_DIMS];
+    size_t numel;
+    size_t begin, end; /* byte range within the data section */
+} st_tensor;
+
+typedef struct {
+    char path[4096];
+    const unsigned char *map; /* the whole file, read-only */
+    size_t file_size;
+    size_t header_len;        /* N */
+    const unsigned char *data; /* map + 8 + N: possibly unaligned */
+    size_t data_len;
+    st_tensor *tensors;       /* in header order */
+    size_t n_tensors;
+} st_file;
+
+/* "F32", "BF16", ...; and its size in bytes. */
+const char *st_dtype_name(st_dtype dtype);
+size_t st_dtype_size(st_dtype dtype);
+
+/* Maps and validates PATH. On failure nothing is left open. */
+int st_open(st_file *f, const char *path, as_err *err);
+void st_close(st_file *f);
+
+/* The tensor with exactly this name, or NULL. */
+const st_tensor *st_find(const st_file *f, const char *name);
+
+/* Copies tensor t into dst (t->numel floats, any alignment) converting
+ * F32, F16 and BF16 to float32; any other dtype is an error. A NaN or an
+ * infinity in the data is an error naming the tensor and the element. */
+int st_read_f32(const st_file *f, const st_tensor *t, float *dst, as_err *err);
+
+/* Half-precision conversions (exact: every F16/BF16 value is a float32). */
+float st_f16_to_f32(uint16_t h);
+float st_bf16_to_f32(uint16_t b);
+
+/* --- writing --------------------------------------------------------------
+ * The header is built from specs (data laid out in the order given, tightly
+ * packed) and padded with spaces to a multiple of 8 bytes as the reference
+ * implementation does; the caller then writes each tensor's bytes in order. */
+typedef struct {
+    const char *name;
+    st_dtype dtype;
+    size_t ndim;
+    size_t shape[ST_MAX_DIMS];
+} st_spec;
+
+/* Returns a malloc'd buffer "N(8 bytes) + header JSON" in *out, its size in
+ * *out_len, and the total data section size in *data_len. metadata_json is
+ * NULL or the text of a JSON object of strings to store as __metadata__. */
+int st_header_build(unsigned char **out, size_t *out_len, size_t *data_len, const st_spec *specs,
+                    size_t n, const char *metadata_json, as_err *err);
+
+#endif

@@ -1,0 +1,358 @@
+/* synth.c -- see synth.h. */
+#include "synth.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "safetensors.h"
+
+#define GOLDEN 0x9e3779b97f4a7c15ull
+#define INIT_STD 0.02
+
+/* splitmix64's output function: the n-th value of the stream starting at
+ * state s is mix(s + (n + 1) * GOLDEN), so any element is reachable
+ * directly and tensors need not be generated in order. */
+static uint64_t mix64(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static uint64_t stream_key(uint64_t seed, uint64_t stream) {
+    return mix64(seed + GOLDEN) ^ mix64(stream * 2 + 1 + GOLDEN);
+}
+
+/* The elementary functions below use only +, -, *, / and frexp, which
+ * IEEE 754 defines exactly, in a fixed order: unlike libm's log/sin/cos
+ * (which glibc dispatches to FMA variants on some CPUs) they give the same
+ * bits on every machine, so a seed gives the same file everywhere. They
+ * must not be contracted into fused multiply-adds. */
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=off")
+#endif
+
+double synth_det_log(double x) {
+    int e;
+    double m = frexp(x, &e); /* x = m 2^e, m in [0.5, 1) */
+    if (m < 0.70710678118654752) {
+        m *= 2.0;
+        e -= 1;
+    }
+    /* log m = 2 atanh(s), s = (m - 1) / (m + 1), |s| < 0.172: 11 odd terms
+     * leave an error below 1e-18 */
+    static const double inv_odd[11] = {1.0 / 1,  1.0 / 3,  1.0 / 5,  1.0 / 7,  1.0 / 9, 1.0 / 11,
+                                       1.0 / 13, 1.0 / 15, 1.0 / 17, 1.0 / 19, 1.0 / 21};
+    double s = (m - 1.0) / (m + 1.0), s2 = s * s, sum = 0.0;
+    for (int k = 10; k >= 0; k--) sum = sum * s2 + inv_odd[k];
+    return (double)e * 0.69314718055994530942 + 2.0 * s * sum;
+}
+
+void synth_det_sincos_turns(double t, double *sin_out, double *cos_out) {
+    /* quadrant of the angle 2 pi t, then Taylor series on [0, pi/2):
+     * the x^27/27! term is below 2e-23 there */
+    double q4 = t * 4.0;
+    double quadrant = floor(q4);
+    double x = (q4 - quadrant) * 1.57079632679489661923;
+    /* step[k] = -1 / (k (k - 1)): the ratio of consecutive Taylor terms */
+    static const double step[28] = {
+        0, 0, -1.0 / 2, -1.0 / 6, -1.0 / 12, -1.0 / 20, -1.0 / 30, -1.0 / 42, -1.0 / 56,
+        -1.0 / 72, -1.0 / 90, -1.0 / 110, -1.0 / 132, -1.0 / 156, -1.0 / 182, -1.0 / 210,
+        -1.0 / 240, -1.0 / 272, -1.0 / 306, -1.0 / 342, -1.0 / 380, -1.0 / 420, -1.0 / 462,
+        -1.0 / 506, -1.0 / 552, -1.0 / 600, -1.0 / 650, -1.0 / 702};
+    double x2 = x * x, sn = 0.0, cs = 0.0;
+    for (int k = 27; k >= 3; k -= 2) sn = (sn + 1.0) * (x2 * step[k]);
+    sn = x * (1.0 + sn);
+    for (int k = 26; k >= 2; k -= 2) cs = (cs + 1.0) * (x2 * step[k]);
+    cs = 1.0 + cs;
+    int q = (int)quadrant & 3;
+    double s = q == 0 ? sn : q == 1 ? cs : q == 2 ? -sn : -cs;
+    double c = q == 0 ? cs : q == 1 ? -sn : q == 2 ? -cs : sn;
+    *sin_out = s;
+    *cos_out = c;
+}
+
+/* Both normals of Box-Muller pair k of the stream. */
+static void normal_pair(uint64_t key, uint64_t k, double *z0, double *z1) {
+    uint64_t a = mix64(key + (2 * k + 1) * GOLDEN);
+    uint64_t b = mix64(key + (2 * k + 2) * GOLDEN);
+    double u1 = ((double)(a >> 11) + 1.0) * 0x1p-53; /* (0, 1]: log is finite */
+    double u2 = (double)(b >> 11) * 0x1p-53;         /* [0, 1) */
+    double r = sqrt(-2.0 * synth_det_log(u1));       /* sqrt is correctly rounded */
+    double s, c;
+    synth_det_sincos_turns(u2, &s, &c);
+    *z0 = r * c;
+    *z1 = r * s;
+}
+
+double synth_normal(uint64_t seed, uint64_t stream, uint64_t i) {
+    double z0, z1;
+    normal_pair(stream_key(seed, stream), i / 2, &z0, &z1);
+    return i % 2 ? z1 : z0;
+}
+
+int synth_preset(gpt2_config *cfg, const char *preset, as_err *err) {
+    memset(cfg, 0, sizeof *cfg);
+    cfg->layer_norm_epsilon = 1e-5f;
+    strcpy(cfg->activation_function, "gelu_new");
+    cfg->vocab_size = 50257;
+    if (!strcmp(preset, "tiny")) {
+        cfg->n_layer = 2, cfg->n_head = 4, cfg->n_embd = 64, cfg->n_positions = 128;
+    } else if (!strcmp(preset, "gpt2")) {
+        cfg->n_layer = 12, cfg->n_head = 12, cfg->n_embd = 768, cfg->n_positions = 1024;
+    } else {
+        return as_fail(err, "unknown preset '%s' (expected tiny or gpt2)", preset);
+    }
+    return 0;
+}
+
+/* How one tensor is filled. */
+typedef enum { FILL_NORMAL, FILL_ONES, FILL_ZEROS, FILL_C_ATTN, FILL_CAUSAL } fill_kind;
+
+typedef struct {
+    st_spec spec;
+    char name[64];
+    fill_kind fill;
+    double std; /* FILL_NORMAL; FILL_C_ATTN: std of the v columns */
+    double qk_std; /* FILL_C_ATTN: std of the q and k columns */
+} synth_tensor;
+
+static void add(synth_tensor *t, size_t *n, const char *name, size_t ndim, const size_t *shape,
+                fill_kind fill, double std) {
+    synth_tensor *s = &t[(*n)++];
+    snprintf(s->name, sizeof s->name, "%s", name);
+    s->spec.name = s->name;
+    s->spec.dtype = ST_F32;
+    s->spec.ndim = ndim;
+    for (size_t d = 0; d < ndim; d++) s->spec.shape[d] = shape[d];
+    s->fill = fill;
+    s->std = std;
+    s->qk_std = 0;
+}
+
+/* The tensors of a Hugging Face GPT-2 file, in our file order. */
+static size_t plan_tensors(synth_tensor *t, const gpt2_config *c, double qk_std) {
+    size_t n = 0, C = c->n_embd, P = c->n_positions;
+    double proj_std = INIT_STD / sqrt(2.0 * (double)c->n_layer);
+    char name[64];
+    add(t, &n, "wte.weight", 2, (size_t[]){c->vocab_size, C}, FILL_NORMAL, INIT_STD);
+    add(t, &n, "wpe.weight", 2, (size_t[]){P, C}, FILL_NORMAL, INIT_STD);
+    for (size_t l = 0; l < c->n_layer; l++) {
+#define NAME(suffix) (snprintf(name, sizeof name, "h.%zu.%s", l, suffix), name)
+        add(t, &n, NAME("ln_1.weight"), 1, (size_t[]){C}, FILL_ONES, 0);
+        add(t, &n, NAME("ln_1.bias"), 1, (size_t[]){C}, FILL_ZEROS, 0);
+        add(t, &n, NAME("attn.bias"), 4, (size_t[]){1, 1, P, P}, FILL_CAUSAL, 0);
+        add(t, &n, NAME("attn.c_attn.weight"), 2, (size_t[]){C, 3 * C}, FILL_C_ATTN, INIT_STD);
+        t[n - 1].qk_std = qk_std;
+        add(t, &n, NAME("attn.c_attn.bias"), 1, (size_t[]){3 * C}, FILL_ZEROS, 0);
+        add(t, &n, NAME("attn.c_proj.weight"), 2, (size_t[]){C, C}, FILL_NORMAL, proj_std);
+        add(t, &n, NAME("attn.c_proj.bias"), 1, (size_t[]){C}, FILL_ZEROS, 0);
+        add(t, &n, NAME("ln_2.weight"), 1, (size_t[]){C}, FILL_ONES, 0);
+        add(t, &n, NAME("ln_2.bias"), 1, (size_t[]){C}, FILL_ZEROS, 0);
+        add(t, &n, NAME("mlp.c_fc.weight"), 2, (size_t[]){C, 4 * C}, FILL_NORMAL, INIT_STD);
+        add(t, &n, NAME("mlp.c_fc.bias"), 1, (size_t[]){4 * C}, FILL_ZEROS, 0);
+        add(t, &n, NAME("mlp.c_proj.weight"), 2, (size_t[]){4 * C, C}, FILL_NORMAL, proj_std);
+        add(t, &n, NAME("mlp.c_proj.bias"), 1, (size_t[]){C}, FILL_ZEROS, 0);
+#undef NAME
+    }
+    add(t, &n, "ln_f.weight", 1, (size_t[]){C}, FILL_ONES, 0);
+    add(t, &n, "ln_f.bias", 1, (size_t[]){C}, FILL_ZEROS, 0);
+    return n;
+}
+
+static size_t numel(const st_spec *s) {
+    size_t n = 1;
+    for (size_t d = 0; d < s->ndim; d++) n *= s->shape[d];
+    return n;
+}
+
+/* Element `first + j` (j < count) of tensor t, stream = its index. */
+static void fill_chunk(float *out, const synth_tensor *t, uint64_t seed, uint64_t stream,
+                       size_t first, size_t count) {
+    uint64_t key = stream_key(seed, stream);
+    uint64_t cached_pair = UINT64_MAX;
+    double z0 = 0, z1 = 0;
+    size_t cols = t->spec.ndim >= 2 ? t->spec.shape[t->spec.ndim - 1] : 1;
+    for (size_t j = 0; j < count; j++) {
+        size_t i = first + j;
+        switch (t->fill) {
+        case FILL_ONES: out[j] = 1.0f; break;
+        case FILL_ZEROS: out[j] = 0.0f; break;
+        case FILL_CAUSAL: out[j] = (i % cols) <= (i / cols) % cols ? 1.0f : 0.0f; break;
+        case FILL_NORMAL:
+        case FILL_C_ATTN: {
+            if (i / 2 != cached_pair) {
+                cached_pair = i / 2;
+                normal_pair(key, cached_pair, &z0, &z1);
+            }
+            double z = i % 2 ? z1 : z0;
+            double std = t->std;
+            /* c_attn columns: [0, C) query, [C, 2C) key, [2C, 3C) value */
+            if (t->fill == FILL_C_ATTN && i % cols < 2 * (cols / 3)) std = t->qk_std;
+            out[j] = (float)(std * z);
+            break;
+        }
+        }
+    }
+}
+
+static int file_exists(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+static int mkdir_parents(const char *dir, as_err *err) {
+    char buf[4096];
+    if (snprintf(buf, sizeof buf, "%s", dir) >= (int)sizeof buf)
+        return as_fail(err, "%s: path too long", dir);
+    for (char *p = buf + 1;; p++) {
+        if (*p == '/' || *p == '\0') {
+            char saved = *p;
+            *p = '\0';
+            if (mkdir(buf, 0777) && errno != EEXIST)
+                return as_fail(err, "%s: cannot create directory: %s", buf, strerror(errno));
+            *p = saved;
+            if (!saved) break;
+        }
+    }
+    struct stat st;
+    if (stat(dir, &st) || !S_ISDIR(st.st_mode))
+        return as_fail(err, "%s: not a directory", dir);
+    return 0;
+}
+
+/* Closes f; on any error removes tmp. Then renames tmp -> final. */
+static int finish_file(FILE *f, const char *tmp, const char *final, int ok, as_err *err) {
+    if (fflush(f) || ferror(f)) ok = 0;
+    if (ok && fsync(fileno(f))) ok = 0;
+    if (fclose(f)) ok = 0;
+    if (!ok) {
+        unlink(tmp);
+        return as_fail(err, "%s: write failed: %s", tmp, strerror(errno));
+    }
+    if (rename(tmp, final)) {
+        int e = errno;
+        unlink(tmp);
+        return as_fail(err, "%s: cannot rename to %s: %s", tmp, final, strerror(e));
+    }
+    return 0;
+}
+
+static int write_weights(const char *dir, const gpt2_config *c, uint64_t seed, double qk_std,
+                         as_err *err) {
+    size_t max_tensors = 4 + 13 * c->n_layer;
+    synth_tensor *t = calloc(max_tensors, sizeof *t);
+    if (!t) return as_fail(err, "out of memory");
+    size_t n = plan_tensors(t, c, qk_std);
+    st_spec *specs = malloc(n * sizeof *specs);
+    if (!specs) {
+        free(t);
+        return as_fail(err, "out of memory");
+    }
+    for (size_t i = 0; i < n; i++) specs[i] = t[i].spec;
+    unsigned char *header;
+    size_t header_len, data_len;
+    int rc = st_header_build(&header, &header_len, &data_len, specs, n, "{\"format\":\"pt\"}", err);
+    free(specs);
+    if (rc) {
+        free(t);
+        return -1;
+    }
+    char final[4200], tmp[4300];
+    snprintf(final, sizeof final, "%s/model.safetensors", dir);
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", final, (long)getpid());
+    FILE *f = fopen(tmp, "wb");
+    if (!f) {
+        free(header);
+        free(t);
+        return as_fail(err, "%s: cannot create: %s", tmp, strerror(errno));
+    }
+    enum { CHUNK = 1 << 16 };
+    float *buf = malloc(CHUNK * sizeof *buf);
+    int ok = buf && fwrite(header, 1, header_len, f) == header_len;
+    for (size_t i = 0; ok && i < n; i++) {
+        size_t total = numel(&t[i].spec);
+        for (size_t first = 0; ok && first < total; first += CHUNK) {
+            size_t count = total - first < CHUNK ? total - first : CHUNK;
+            fill_chunk(buf, &t[i], seed, i, first, count);
+            ok = fwrite(buf, sizeof *buf, count, f) == count; /* little-endian host */
+        }
+    }
+    free(buf);
+    free(header);
+    free(t);
+    return finish_file(f, tmp, final, ok, err);
+}
+
+static int write_config(const char *dir, const gpt2_config *c, const char *preset, uint64_t seed,
+                        double qk_std, as_err *err) {
+    char final[4200], tmp[4300];
+    snprintf(final, sizeof final, "%s/config.json", dir);
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", final, (long)getpid());
+    FILE *f = fopen(tmp, "wb");
+    if (!f) return as_fail(err, "%s: cannot create: %s", tmp, strerror(errno));
+    int ok = fprintf(f,
+                     "{\n"
+                     "  \"activation_function\": \"gelu_new\",\n"
+                     "  \"architectures\": [\"GPT2LMHeadModel\"],\n"
+                     "  \"attn_pdrop\": 0.1,\n"
+                     "  \"bos_token_id\": 50256,\n"
+                     "  \"embd_pdrop\": 0.1,\n"
+                     "  \"eos_token_id\": 50256,\n"
+                     "  \"initializer_range\": 0.02,\n"
+                     "  \"layer_norm_epsilon\": %.9g,\n"
+                     "  \"model_type\": \"gpt2\",\n"
+                     "  \"n_ctx\": %zu,\n"
+                     "  \"n_embd\": %zu,\n"
+                     "  \"n_head\": %zu,\n"
+                     "  \"n_inner\": null,\n"
+                     "  \"n_layer\": %zu,\n"
+                     "  \"n_positions\": %zu,\n"
+                     "  \"resid_pdrop\": 0.1,\n"
+                     "  \"scale_attn_weights\": true,\n"
+                     "  \"summary_activation\": null,\n"
+                     "  \"summary_first_dropout\": 0.1,\n"
+                     "  \"summary_proj_to_labels\": true,\n"
+                     "  \"summary_type\": \"cls_index\",\n"
+                     "  \"summary_use_proj\": true,\n"
+                     "  \"vocab_size\": %zu,\n"
+                     "  \"attnsweep_synthetic\": true,\n"
+                     "  \"attnsweep_preset\": \"%s\",\n"
+                     "  \"attnsweep_seed\": %llu,\n"
+                     "  \"attnsweep_qk_init_std\": %.9g,\n"
+                     "  \"attnsweep_qk_logit_std_target\": %.9g\n"
+                     "}\n",
+                     (double)c->layer_norm_epsilon, c->n_positions, c->n_embd, c->n_head,
+                     c->n_layer, c->n_positions, c->vocab_size, preset, (unsigned long long)seed,
+                     qk_std, SYNTH_QK_LOGIT_STD) > 0;
+    return finish_file(f, tmp, final, ok, err);
+}
+
+int synth_write_config(const char *dir, const gpt2_config *cfg, const char *preset_name,
+                       uint64_t seed, int force, as_err *err) {
+    char config_path[4200], weights_path[4200];
+    snprintf(config_path, sizeof config_path, "%s/config.json", dir);
+    snprintf(weights_path, sizeof weights_path, "%s/model.safetensors", dir);
+    if (!force && (file_exists(config_path) || file_exists(weights_path)))
+        return as_fail(err, "%s: already holds a model (use --force to overwrite)", dir);
+    for (const char *p = preset_name; *p; p++)
+        if (*p == '"' || *p == '\\' || (unsigned char)*p < 0x20)
+            return as_fail(err, "preset name must not contain quotes, backslashes or controls");
+    if (mkdir_parents(dir, err)) return -1;
+    double qk_std = sqrt(SYNTH_QK_LOGIT_STD / (double)cfg->n_embd);
+    /* weights first: a directory with a config.json is complete */
+    if (write_weights(dir, cfg, seed, qk_std, err)) return -1;
+    return write_config(dir, cfg, preset_name, seed, qk_std, err);
+}
+
+int synth_write(const char *dir, const char *preset, uint64_t seed, int force, as_err *err) {
+    gpt2_config cfg;
+    if (synth_preset(&cfg, preset, err)) return -1;
+    return synth_write_config(dir, &cfg, preset, seed, force, err);
+}
