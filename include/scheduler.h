@@ -1,0 +1,126 @@
+/* scheduler.h -- hands the cells of a sweep to MPI ranks and collects their
+ * result blocks (architecture.md: "rank 0: scheduler").
+ *
+ * Contract. Every rank of `comm` calls sched_run with the same options.
+ * Rank 0 is the master: it owns the list of cells (dispatch order, largest L
+ * first, cells already done left out), hands them to idle workers on request
+ * (dynamic pull), receives each result block and passes batches of finished
+ * cells to `commit`. Ranks 1..P-1 are workers: they call `compute` for each
+ * cell they get and send the block back. With one rank the same process
+ * computes and commits. The scheduler knows MPI, cells and signals; what a
+ * cell means and where results go are the callbacks' business.
+ *
+ * - A block is `block_doubles` doubles, the same size on every rank (the
+ *   cellresult.h layout). The master delivers it to commit bit for bit as
+ *   compute wrote it; commit sees cells in completion order.
+ * - compute returning -1 marks the cell failed (status SCHED_CELL_FAILED): the
+ *   master logs "cell C failed on rank R: <message>" once on the progress
+ *   stream, hands commit a block of NaN for it, and the run goes on.
+ * - commit is called with at most commit_every cells (status SCHED_CELL_DONE
+ *   or SCHED_CELL_FAILED), whenever that many have finished, and with what is
+ *   left at the end or at a stop. When it returns -1 the run stops with an
+ *   error on every rank.
+ * - dispatched(cell, worker_rank) is called on the master just before a cell
+ *   is sent (so the store can journal the attempt); may be NULL.
+ * - Signals (signals.h): SIGTERM, SIGINT or SIGUSR1 caught on any rank make
+ *   the master stop dispatching, commit what it holds, tell every worker to
+ *   start no new cell, wait for the cells being computed (at most grace_usr1_s
+ *   after SIGUSR1, grace_term_s after SIGTERM/SIGINT, which mpirun follows
+ *   with SIGKILL within about 2 s), commit them, tell every worker to stop,
+ *   and return SCHED_INTERRUPTED on every rank (the caller exits with
+ *   AS_EXIT_RESUMABLE). Cells not finished by then are "abandoned": never
+ *   committed, so the store still sees them as pending. A compute that runs
+ *   long should poll sched_should_stop() between steps and return -1 when it
+ *   says so; otherwise MPI_Finalize waits for it.
+ * - Progress goes to `progress` (stderr when NULL) from the master every
+ *   progress_every_s seconds and once at the end (sched_progress_print).
+ *
+ * Messages (all on a private duplicate of comm; the one-screen protocol is
+ * at the top of scheduler.c): worker -> master READY / RESULT / SIGNAL / IDLE,
+ * master -> worker CELL / HALT / STOP.
+ *
+ * Memory, allocated once per call: the master holds commit_every + 1 blocks,
+ * each worker 2 (one being computed while the previous one is sent). */
+#ifndef ATTNSWEEP_SCHEDULER_H
+#define ATTNSWEEP_SCHEDULER_H
+
+#include <mpi.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "errors.h"
+
+/* Cell status values handed to commit (results.md: 1 done, 2 failed). */
+enum { SCHED_CELL_DONE = 1, SCHED_CELL_FAILED = 2 };
+
+/* What sched_run returns (-1 is an error, message in err). */
+enum { SCHED_COMPLETE = 0, SCHED_INTERRUPTED = 1 };
+
+/* Worker: fill block_out[0 .. block_doubles) for `cell`, from the cell id
+ * alone (never from the rank or order). Return 0, or -1 with err filled. */
+typedef int (*sched_compute_fn)(void *ctx, int64_t cell, double *block_out, as_err *err);
+
+/* Master: store n finished cells. blocks[i] holds block_doubles doubles and
+ * is valid only during the call. Return 0, or -1 with err filled. */
+typedef int (*sched_commit_fn)(void *ctx, const int64_t *cells, double *const *blocks,
+                               const int *status, size_t n, as_err *err);
+
+/* Master: `cell` is about to be sent to worker_rank (0 when running alone). */
+typedef void (*sched_dispatched_fn)(void *ctx, int64_t cell, int worker_rank);
+
+typedef struct {
+    size_t block_doubles;          /* doubles per result block (may be 0) */
+    sched_compute_fn compute;      /* needed on workers, and on rank 0 when alone */
+    void *compute_ctx;
+    sched_commit_fn commit;        /* needed on rank 0 */
+    sched_dispatched_fn dispatched; /* optional */
+    void *master_ctx;              /* passed to commit and dispatched */
+    size_t commit_every;           /* cells per commit call; 0 means 8 */
+    int prefetch;                  /* cells queued per worker (1..8) while cells are
+                                      short (< 50 ms), else 1; 0 means 2 */
+    double progress_every_s;       /* 0 means 5; negative turns periodic lines off */
+    double grace_usr1_s;           /* 0 means 5 */
+    double grace_term_s;           /* 0 means 0.5 */
+    FILE *progress;                /* NULL means stderr */
+} sched_opts;
+
+typedef struct {
+    size_t total;        /* cells in the master's list */
+    size_t done;         /* committed with SCHED_CELL_DONE */
+    size_t failed;       /* committed with SCHED_CELL_FAILED */
+    size_t abandoned;    /* dispatched but not finished at a stop */
+    size_t undispatched; /* never sent (a stop came first) */
+    int signo;           /* the signal that stopped the run, or 0 */
+    double elapsed_s;
+    double compute_s;    /* sum of the compute callbacks' wall times, as the workers measured them */
+    double master_cpu_s; /* CPU time the master process used (rank 0 only) */
+} sched_stats;
+
+/* Runs the sweep. On rank 0, cells[0..ncells) is the dispatch order; other
+ * ranks may pass NULL, 0. Installs the signal handlers (signals.h) if the
+ * caller has not. Returns SCHED_COMPLETE, SCHED_INTERRUPTED or -1 (err
+ * filled) on every rank; stats (may be NULL) are meaningful on rank 0. */
+int sched_run(MPI_Comm comm, const int64_t *cells, size_t ncells, const sched_opts *opts,
+              sched_stats *stats, as_err *err);
+
+/* For a compute callback: nonzero once its work will be thrown away -- the
+ * master said stop, or this rank caught a signal longer ago than the grace
+ * period. Cheap (one MPI_Test) but not free: call it between layers, not in
+ * inner loops. Outside sched_run it reports caught signals only. */
+int sched_should_stop(void);
+
+/* What the progress line needs. */
+typedef struct {
+    size_t total, done, failed, in_flight;
+    int workers;
+    double elapsed_s;
+    int final; /* the summary line at the end */
+    int signo; /* nonzero once stopping */
+} sched_progress;
+
+/* The progress line: "sweep: 120/4096 cells (2 failed), 3.1 cells/s,
+ * ETA 21m23s, elapsed 38s". One function so it can be restyled in one place. */
+void sched_progress_print(FILE *out, const sched_progress *p);
+
+#endif
