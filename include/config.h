@@ -1,0 +1,162 @@
+/* config.h -- a sweep's config file (libconfig), validated, with --set overrides.
+ *
+ * The key names are the contract of ../shared/spec/config.md; configs/example.cfg
+ * documents every key and its default. config_load() does all the work that
+ * can be done before touching a text or a weight:
+ *   1. parse the file (syntax errors: "FILE:LINE: TEXT");
+ *   2. merge the --set overrides ("grid.L=[64,128]", libconfig value syntax;
+ *      a bare word such as `grid.layers=all` or `grid.N=1:64` is taken as a string);
+ *   3. refuse unknown keys at any level (naming the closest known key) and
+ *      wrong types; fill defaults (every key has one but model, text.path, output);
+ *   4. read the model's config.json (model_config_read) and check the grid
+ *      against it (L <= n_positions, layers < n_layer, heads < n_head);
+ *   5. build the axes (sorted ascending; T generated and merged), resolve
+ *      relative paths and build the canonical text and its sha256.
+ * Every error is one line naming the key, prefixed by "FILE:LINE: " when the
+ * key came from the file or by "--set " when it came from the command line.
+ *
+ * Decisions (documented in configs/example.cfg too):
+ * - L, N, T, eps, layers and heads are sorted ascending; an explicit duplicate
+ *   is an error; T.include values that coincide with generated ones (relative
+ *   difference < 1e-9) are merged silently (the include value is kept, so
+ *   ds.sel(T=8.0) finds it exactly).
+ * - normalizer: softmax is moved to the front when present (metrics.md section 8),
+ *   the others keep the user's order; softmax need not be present.
+ * - An N >= every L is allowed (rows with n <= N are skipped); only a grid
+ *   whose smallest N is >= its largest L (no row could ever be used) is refused.
+ * - Relative paths in the file resolve against the file's folder; relative
+ *   paths given with --set resolve against the current directory.
+ * - ssmax_scale = 0 resolves to 1 / ln(n_positions) of the model.
+ * - The scalar form of an axis (`grid.L = 64;`) is a one-element list.
+ *
+ * Knows libconfig and the model's config.json; nothing of MPI or HDF5. */
+#ifndef ATTNSWEEP_CONFIG_H
+#define ATTNSWEEP_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "errors.h"
+#include "model.h"
+
+#define AS_PATH_MAX 4096
+#define AS_NORM_NAME_MAX 16
+
+typedef enum { AS_TEXT_PLAIN, AS_TEXT_TOKENS } as_text_format;
+typedef enum { AS_VECTORS_VALUE, AS_VECTORS_RESID } as_vectors;
+typedef enum { AS_ROWS_VISIBLE, AS_ROWS_FULL_ROW } as_rows;
+typedef enum { AS_NORM_SOFTMAX, AS_NORM_SPARSEMAX, AS_NORM_SSMAX } as_normalizer;
+
+/* The grid axes as plain arrays, all sorted ascending except normalizer
+ * (softmax first, then the user's order). Owned by the as_config. */
+typedef struct {
+    int32_t *L;       size_t nL;
+    int32_t *N;       size_t nN;
+    double *T;        size_t nT;
+    double *eps;      size_t nEps;
+    as_normalizer *normalizer; size_t nNorm;
+    int32_t *layers;  size_t nLayers;   /* "all" resolved against the model */
+    int32_t *heads;   size_t nHeads;
+} as_axes;
+
+typedef struct {
+    /* where the config came from */
+    char path[AS_PATH_MAX];       /* the config file as given */
+    char dir[AS_PATH_MAX];        /* its folder, absolute */
+    char *file_text;              /* the file's bytes, for provenance (NUL-terminated) */
+
+    /* paths, absolute after resolution */
+    char model_dir[AS_PATH_MAX];
+    char text_path[AS_PATH_MAX];
+    char output[AS_PATH_MAX];
+
+    as_text_format text_format;
+    int strip_gutenberg;
+
+    /* window w starts at windows_offset + w * windows_stride tokens */
+    int64_t windows_count, windows_offset, windows_stride;
+
+    as_axes axes;
+
+    as_vectors vectors;
+    as_rows rows;
+    double ks_alpha;
+    double ssmax_scale;           /* resolved: never 0 */
+    int64_t seed;
+
+    int blas_threads;             /* per rank */
+    int commit_every;             /* cells per commit batch */
+
+    gpt2_config model;            /* model_dir/config.json */
+
+    char *canonical;              /* canonical text: sorted keys, resolved values, a valid config */
+    char sha256[65];              /* hex sha256 of canonical */
+} as_config;
+
+/* Loads, overrides, validates. sets: n_sets strings "key=value". On failure
+ * nothing is left allocated and err holds one line. */
+int config_load(as_config *cfg, const char *path, const char *const *sets, size_t n_sets,
+                as_err *err);
+
+void config_free(as_config *cfg);
+
+/* First token of window w (no bounds check). */
+int64_t config_window_start(const as_config *cfg, int64_t w);
+
+/* Tokens the text must hold for the last window at the largest L:
+ * offset + (count - 1) * stride + max L. The text-source module compares it
+ * with the text's length before any work. */
+int64_t config_tokens_needed(const as_config *cfg);
+
+int32_t config_max_L(const as_config *cfg);
+
+const char *config_normalizer_name(as_normalizer z);
+
+/* "a:b" or "a:b:step" (integers, a <= b, step >= 1; b is included when the
+ * step lands on it: "1:10:4" = 1, 5, 9). Allocates *values. */
+int config_parse_range(int32_t **values, size_t *count, const char *text, as_err *err);
+
+/* The T axis of a { min, max, count, spacing, include } group, sorted:
+ * log spacing T_i = 10^(log10 min + i (log10 max - log10 min) / (count - 1)),
+ * linear T_i = min + i (max - min) / (count - 1), endpoints exact; include
+ * values within 1e-9 (relative) of a generated value replace it, the others
+ * are added; a duplicate inside include is an error. Allocates *values. */
+int config_make_T(double **values, size_t *count, double min, double max, int64_t n,
+                  int log_spacing, const double *include, size_t n_include, as_err *err);
+
+/* The leaf key names the config accepts, NULL-terminated ("grid.L", ...). */
+extern const char *const config_known_keys[];
+
+/* --- comparing two configs (resume check) ------------------------------- */
+
+typedef enum {
+    AS_DIFF_HARMLESS,  /* output, runtime.*: results do not depend on it */
+    AS_DIFF_PATH,      /* model, text.path moved: the caller must compare file sha256s */
+    AS_DIFF_EXTEND,    /* windows.count grew, or grid.L gained values and kept all old ones */
+    AS_DIFF_REFUSED,   /* anything else: the stored results would mean something else */
+} as_diff_kind;
+
+#define AS_DIFF_MAX 64
+typedef struct {
+    size_t n;
+    struct {
+        char key[128];
+        as_diff_kind kind;
+    } item[AS_DIFF_MAX];
+    as_diff_kind verdict;  /* the worst kind among the items; HARMLESS when n == 0 */
+} as_config_diff;
+
+/* Compares two canonical texts (as_config.canonical, e.g. the one stored in a
+ * results file and the one of today's config). A resume may go on when
+ * verdict != AS_DIFF_REFUSED (after the sha256 check for AS_DIFF_PATH).
+ * Note that after an L extension the L indices shift (L stays sorted): the
+ * store must map old cells by (window, L value), see grid_cell_find(). */
+int config_diff(as_config_diff *out, const char *old_canonical, const char *new_canonical,
+                as_err *err);
+
+/* "grid.L (extension), metrics.seed (refused)" into buf. */
+void config_diff_describe(const as_config_diff *d, char *buf, size_t size);
+
+const char *config_diff_kind_name(as_diff_kind k);
+
+#endif

@@ -1,0 +1,106 @@
+/* grid.h -- the cells of a sweep, their order and their cost.
+ *
+ * A cell is one (window, L) pair: one forward pass and every N, T, eps,
+ * normalizer, layer and head of that pass (results.md). Cells are numbered
+ * window-major, cell = window * nL + l_index, so growing windows.count
+ * appends cells and keeps every old index. Growing grid.L inserts values into
+ * the sorted L axis and shifts l_index: a store must key cells by
+ * (window, L value) -- grid_cell_find() maps them back.
+ *
+ * Dispatch order: largest L first (longest cells first balances the tail of
+ * a run), then window ascending.
+ *
+ * Cost model (seconds per cell, on one rank with blas_threads threads):
+ *   forward  = (2 * P_blocks * L + 2 * n_layer * L^2 * C) / (sgemm_gflops * 1e9 * threads)
+ *              P_blocks = parameters of the transformer blocks (no wte/wpe: the
+ *              embedding is a lookup; no LM head); GPT-2 small at L = 1024:
+ *              174 + 19 = 193 GFLOP (../shared/notes/platform.md).
+ *   metrics  = metric_ns * 1e-9 * heads * (L^2 / 2) * (d + nT * nNorm * (nN + nEps + row_ops))
+ *              heads = measured (layer, head) pairs; L^2/2 = sum over rows of the
+ *              visible keys; d = d_head (or n_embd for vectors = "resid") for the Gram
+ *              row; per (T, normalizer) the N walk of metrics.md 2 (O(n) per N), one
+ *              grad_fd per eps, and row_ops for softmax/entropy/grad_exact/separability.
+ * Each cell is costed as its own pass; cell.h may serve all L of a window
+ * from one pass at the largest L (prefix cuts), which makes a window cost
+ * about that of its largest cell -- so the sum is an upper bound.
+ * The constants are in as_cost_model (defaults below) so a measurement can
+ * replace them (`attnsweep plan --sgemm-gflops X --metric-ns Y`). */
+#ifndef ATTNSWEEP_GRID_H
+#define ATTNSWEEP_GRID_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "errors.h"
+
+typedef struct {
+    double sgemm_gflops;  /* per BLAS thread; platform.md: ~100 on one core */
+    double thread_scale;  /* speedup of each extra BLAS thread (0.95: 190-205 on two) */
+    double metric_ns;     /* nanoseconds per metric inner-loop step (see AS_COST_METRIC_NS) */
+    double row_ops;       /* the per-key work per (T, normalizer) not tied to N or eps */
+} as_cost_model;
+
+#define AS_COST_SGEMM_GFLOPS 100.0
+#define AS_COST_THREAD_SCALE 0.95
+/* bench_plan_cost on this 2-core machine under load (load average 10):
+ * 10.9 ns (L 256, N 1..64) and 16.8 ns (L 512, N 1..128) per step while sgemm
+ * ran at 35 and 18 GFLOP/s instead of the idle 100; scaled by that ratio,
+ * about 3-4 ns idle. Re-measure on the target machine. */
+#define AS_COST_METRIC_NS 3.5
+#define AS_COST_ROW_OPS 8.0
+
+as_cost_model grid_cost_model_default(void);
+
+typedef struct {
+    const as_config *cfg;   /* not owned; must outlive the grid */
+    size_t n_windows, nL, n_cells;
+    int64_t *window_start;  /* [n_windows] first token of each window */
+    size_t *dispatch;       /* [n_cells] cell indices, largest L first, then window */
+    as_cost_model cost;
+} as_grid;
+
+int grid_init(as_grid *g, const as_config *cfg, as_err *err);
+void grid_free(as_grid *g);
+
+static inline size_t grid_cell_index(const as_grid *g, size_t window, size_t l_index) {
+    return window * g->nL + l_index;
+}
+static inline void grid_cell_of(const as_grid *g, size_t cell, size_t *window, size_t *l_index) {
+    *window = cell / g->nL;
+    *l_index = cell % g->nL;
+}
+/* The cell of (window, L value), or -1 when the window or L is not in the grid. */
+long grid_cell_find(const as_grid *g, size_t window, int32_t L);
+
+/* Estimated seconds of one cell at context length L (model above), and its
+ * two parts; FLOPs of the forward pass. */
+double grid_forward_flops(const as_config *cfg, size_t L);
+double grid_forward_seconds(const as_grid *g, size_t L);
+/* Inner-loop steps of the metrics term for `heads` heads at length L (the
+ * formula above without metric_ns); tests/bench/bench_plan_cost.c divides a
+ * measured met_head time by it to re-measure metric_ns. */
+double grid_metric_steps(size_t L, size_t heads, size_t d, size_t max_N, size_t nN, size_t nT,
+                         size_t nNorm, size_t nEps, double row_ops);
+double grid_metric_seconds(const as_grid *g, size_t L);
+double grid_cell_cost(const as_grid *g, size_t cell);
+
+/* Bytes one rank needs (the worker side): weights (model_param_count floats),
+ * the activation arena gpt2_workspace_bytes(max L), the metrics workspace
+ * met_workspace_bytes(max L) plus one head's means per L cut, and one cell
+ * result block (a worker computing all L cuts of a window at once holds nL). */
+typedef struct {
+    size_t weights, activations, metrics, cell_block, total;
+} as_rank_memory;
+void grid_rank_memory(as_rank_memory *m, const as_grid *g);
+
+/* Doubles in one cell's result block (cr_layout_init over the axes). */
+size_t grid_block_doubles(const as_config *cfg);
+
+/* Bytes of the results file for all cells: the metric variables as float32
+ * (ks_stat/ks_pvalue float64, rows_used/crit_N int32), the per-cell
+ * bookkeeping (status u8, attempts i32, rank i32, wall_time f64), and the axes.
+ * Excludes HDF5 metadata and provenance. */
+double grid_output_bytes(const as_grid *g);
+
+#endif

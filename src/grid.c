@@ -1,0 +1,166 @@
+/* grid.c -- see grid.h. */
+#include "grid.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "cellresult.h"
+#include "gpt2.h"
+#include "metrics.h"
+
+/* config.h's normalizer enum is passed to metrics.h by value */
+_Static_assert((int)AS_NORM_SOFTMAX == (int)MET_SOFTMAX && (int)AS_NORM_SPARSEMAX == (int)MET_SPARSEMAX &&
+                   (int)AS_NORM_SSMAX == (int)MET_SSMAX,
+               "as_normalizer and met_normalizer must agree");
+
+as_cost_model grid_cost_model_default(void) {
+    as_cost_model m = {AS_COST_SGEMM_GFLOPS, AS_COST_THREAD_SCALE, AS_COST_METRIC_NS,
+                       AS_COST_ROW_OPS};
+    return m;
+}
+
+/* qsort has no context argument: the L axis of the grid being sorted. */
+static const as_grid *sorting_grid;
+
+static int by_dispatch_order(const void *pa, const void *pb) {
+    size_t a = *(const size_t *)pa, b = *(const size_t *)pb, wa, la, wb, lb;
+    grid_cell_of(sorting_grid, a, &wa, &la);
+    grid_cell_of(sorting_grid, b, &wb, &lb);
+    if (la != lb) return la > lb ? -1 : 1; /* L is sorted ascending: larger index = larger L */
+    return (wa > wb) - (wa < wb);
+}
+
+int grid_init(as_grid *g, const as_config *cfg, as_err *err) {
+    memset(g, 0, sizeof *g);
+    g->cfg = cfg;
+    g->n_windows = (size_t)cfg->windows_count;
+    g->nL = cfg->axes.nL;
+    g->n_cells = g->n_windows * g->nL;
+    g->cost = grid_cost_model_default();
+    g->window_start = malloc(g->n_windows * sizeof *g->window_start);
+    g->dispatch = malloc(g->n_cells * sizeof *g->dispatch);
+    if (!g->window_start || !g->dispatch) {
+        grid_free(g);
+        return as_fail(err, "grid: out of memory for %zu cells", g->n_cells);
+    }
+    for (size_t w = 0; w < g->n_windows; w++)
+        g->window_start[w] = config_window_start(cfg, (int64_t)w);
+    for (size_t c = 0; c < g->n_cells; c++) g->dispatch[c] = c;
+    sorting_grid = g;
+    qsort(g->dispatch, g->n_cells, sizeof *g->dispatch, by_dispatch_order);
+    sorting_grid = NULL;
+    return 0;
+}
+
+void grid_free(as_grid *g) {
+    if (!g) return;
+    free(g->window_start);
+    free(g->dispatch);
+    memset(g, 0, sizeof *g);
+}
+
+long grid_cell_find(const as_grid *g, size_t window, int32_t L) {
+    if (window >= g->n_windows) return -1;
+    const int32_t *ax = g->cfg->axes.L;
+    size_t lo = 0, hi = g->nL;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (ax[mid] < L) lo = mid + 1;
+        else hi = mid;
+    }
+    if (lo == g->nL || ax[lo] != L) return -1;
+    return (long)grid_cell_index(g, window, lo);
+}
+
+/* Blocks the forward pass runs: up to the deepest measured layer (gpt2.h). */
+static size_t blocks_run(const as_config *cfg) {
+    return (size_t)cfg->axes.layers[cfg->axes.nLayers - 1] + 1;
+}
+
+double grid_forward_flops(const as_config *cfg, size_t L) {
+    const gpt2_config *m = &cfg->model;
+    double C = (double)m->n_embd, Ld = (double)L, nb = (double)blocks_run(cfg);
+    /* per block: ln_1, c_attn (C x 3C), attn c_proj (C x C), ln_2, c_fc (C x 4C), mlp c_proj */
+    double block_params = 12.0 * C * C + 13.0 * C;
+    return 2.0 * block_params * nb * Ld + 2.0 * nb * Ld * Ld * C;
+}
+
+double grid_forward_seconds(const as_grid *g, size_t L) {
+    double threads = (double)g->cfg->blas_threads;
+    double rate = g->cost.sgemm_gflops * 1e9 * (1.0 + (threads - 1.0) * g->cost.thread_scale);
+    return grid_forward_flops(g->cfg, L) / rate;
+}
+
+double grid_metric_steps(size_t L, size_t heads, size_t d, size_t max_N, size_t nN, size_t nT,
+                         size_t nNorm, size_t nEps, double row_ops) {
+    double K = (double)(max_N < L ? max_N : L);
+    double per_key = (double)d + (double)(nT * nNorm) * (K + (double)nN + (double)d +
+                                                         (double)nEps + row_ops);
+    return (double)heads * 0.5 * (double)L * (double)L * per_key;
+}
+
+double grid_metric_seconds(const as_grid *g, size_t L) {
+    const as_config *cfg = g->cfg;
+    const as_axes *a = &cfg->axes;
+    size_t d = cfg->vectors == AS_VECTORS_RESID ? cfg->model.n_embd
+                                                : cfg->model.n_embd / cfg->model.n_head;
+    return g->cost.metric_ns * 1e-9 *
+           grid_metric_steps(L, a->nLayers * a->nHeads, d, (size_t)a->N[a->nN - 1], a->nN, a->nT,
+                             a->nNorm, a->nEps, g->cost.row_ops);
+}
+
+double grid_cell_cost(const as_grid *g, size_t cell) {
+    size_t w, li;
+    grid_cell_of(g, cell, &w, &li);
+    size_t L = (size_t)g->cfg->axes.L[li];
+    return grid_forward_seconds(g, L) + grid_metric_seconds(g, L);
+}
+
+size_t grid_block_doubles(const as_config *cfg) {
+    const as_axes *a = &cfg->axes;
+    cr_layout lay;
+    cr_layout_init(&lay, a->nN, a->nT, a->nEps, a->nNorm, a->nLayers, a->nHeads);
+    return lay.total;
+}
+
+void grid_rank_memory(as_rank_memory *m, const as_grid *g) {
+    const as_config *cfg = g->cfg;
+    const as_axes *a = &cfg->axes;
+    size_t Lmax = (size_t)config_max_L(cfg);
+    size_t d = cfg->vectors == AS_VECTORS_RESID ? cfg->model.n_embd
+                                                : cfg->model.n_embd / cfg->model.n_head;
+    m->weights = model_param_count(&cfg->model) * sizeof(float);
+    m->activations = gpt2_workspace_bytes(&cfg->model, Lmax);
+    /* metrics.h's own workspace size for one head at the largest L, plus one
+     * head's means for every L cut (cell.h runs the cuts of a window together) */
+    met_normalizer *norms = malloc(a->nNorm * sizeof *norms);
+    if (norms) {
+        for (size_t i = 0; i < a->nNorm; i++) norms[i] = (met_normalizer)a->normalizer[i];
+        met_axes ax = {.N = a->N, .nN = a->nN, .T = a->T, .nT = a->nT, .eps = a->eps,
+                       .nEps = a->nEps, .norm = norms, .nNorm = a->nNorm,
+                       .ssmax_scale = cfg->ssmax_scale, .full_row = cfg->rows == AS_ROWS_FULL_ROW,
+                       .seed = (uint64_t)cfg->seed};
+        m->metrics = met_workspace_bytes(Lmax, d, &ax) + a->nL * met_out_count(&ax) * sizeof(double);
+        free(norms);
+    } else {
+        m->metrics = sizeof(double) * (Lmax * Lmax + 2 * Lmax * d); /* the Gram matrix and X, Y */
+    }
+    m->cell_block = grid_block_doubles(cfg) * sizeof(double);
+    m->total = m->weights + m->activations + m->metrics + m->cell_block;
+}
+
+double grid_output_bytes(const as_grid *g) {
+    const as_axes *a = &g->cfg->axes;
+    cr_layout lay;
+    cr_layout_init(&lay, a->nN, a->nT, a->nEps, a->nNorm, a->nLayers, a->nHeads);
+    double per_cell = 0;
+    for (int v = 0; v < CR_NVARS; v++) {
+        if (v == CR_WALL_TIME || v == CR_RANK) continue;
+        double width = (v == CR_KS_STAT || v == CR_KS_PVALUE) ? 8.0 : 4.0;
+        per_cell += width * (double)lay.count[v];
+    }
+    per_cell += 1 + 4 + 4 + 8; /* status, attempts, rank, wall_time */
+    double axes = 4.0 * (double)(a->nL + a->nN + a->nLayers + a->nHeads) +
+                  8.0 * (double)(a->nT + a->nEps + g->n_windows * 2) + 16.0 * (double)a->nNorm;
+    return per_cell * (double)g->n_cells + axes;
+}

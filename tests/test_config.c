@@ -1,0 +1,535 @@
+/* test_config.c -- config loading, defaults, validation messages, --set,
+ * ranges, T generation, paths, canonical hash and config_diff. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "config.h"
+
+static char dir[256];        /* temp dir holding cfg files and a model */
+static char model_dir[300];  /* dir/model: n_layer 3, n_head 4, n_embd 32, n_positions 256 */
+
+static void write_file(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        perror(path);
+        exit(1);
+    }
+    fputs(text, f);
+    fclose(f);
+}
+
+static void write_model(const char *mdir, int n_positions) {
+    mkdir(mdir, 0777);
+    char path[512], json[256];
+    snprintf(path, sizeof path, "%s/config.json", mdir);
+    snprintf(json, sizeof json,
+             "{\"model_type\": \"gpt2\", \"n_layer\": 3, \"n_head\": 4, \"n_embd\": 32, "
+             "\"n_positions\": %d, \"vocab_size\": 100}",
+             n_positions);
+    write_file(path, json);
+}
+
+/* The three required keys plus `extra`, in dir/NAME. */
+#define BASE "model = \"model\";\ntext = { path = \"t.txt\"; };\noutput = \"out.h5\";\n"
+
+static char last_path[512];
+
+static int load(as_config *cfg, as_err *err, const char *text, const char *const *sets,
+                size_t n_sets) {
+    static int counter;
+    snprintf(last_path, sizeof last_path, "%s/c%d.cfg", dir, counter++);
+    write_file(last_path, text);
+    err->msg[0] = 0;
+    return config_load(cfg, last_path, sets, n_sets, err);
+}
+
+/* Loads BASE + extra; expects failure with every `needle` (NULL-terminated) in the message. */
+static void expect_error(const char *label, const char *extra, const char *const *sets,
+                         size_t n_sets, ...) {
+    char text[4096];
+    snprintf(text, sizeof text, BASE "%s", extra);
+    as_config cfg;
+    as_err err;
+    int rc = load(&cfg, &err, text, sets, n_sets);
+    CHECK(rc == -1, "%s: expected an error, got success", label);
+    if (rc == 0) {
+        config_free(&cfg);
+        return;
+    }
+    CHECK(strchr(err.msg, '\n') == NULL, "%s: message is not one line: %s", label, err.msg);
+    va_list ap;
+    va_start(ap, n_sets);
+    for (const char *needle; (needle = va_arg(ap, const char *));)
+        CHECK(strstr(err.msg, needle) != NULL, "%s: message '%s' lacks '%s'", label, err.msg,
+              needle);
+    va_end(ap);
+}
+
+static int load_ok(as_config *cfg, const char *extra, const char *const *sets, size_t n_sets,
+                   const char *label) {
+    char text[4096];
+    snprintf(text, sizeof text, BASE "%s", extra);
+    as_err err;
+    int rc = load(cfg, &err, text, sets, n_sets);
+    CHECK(rc == 0, "%s: %s", label, err.msg);
+    return rc;
+}
+
+static void test_defaults(void) {
+    as_config c;
+    if (load_ok(&c, "", NULL, 0, "defaults")) return;
+    const as_axes *a = &c.axes;
+    /* L: 32, 64, ... up to n_positions = 256 */
+    CHECK(a->nL == 4 && a->L[0] == 32 && a->L[3] == 256, "default L: n %zu", a->nL);
+    CHECK(a->nN == 128 && a->N[0] == 1 && a->N[127] == 128, "default N \"1:128\"");
+    CHECK(a->nT == 22, "default T: 21 log values + 8.0, got %zu", a->nT);
+    int has8 = 0;
+    for (size_t i = 0; i < a->nT; i++) has8 |= a->T[i] == 8.0;
+    CHECK(has8, "default T includes 8.0 exactly");
+    CHECK(a->T[0] == 1e-3 && a->T[a->nT - 1] == 1e2, "default T endpoints");
+    CHECK(a->nEps == 3 && a->eps[0] == 1e-3 && a->eps[1] == 1e-1 && a->eps[2] == 10.0, "eps");
+    CHECK(a->nNorm == 1 && a->normalizer[0] == AS_NORM_SOFTMAX, "normalizer");
+    CHECK(a->nLayers == 3 && a->layers[2] == 2, "layers all");
+    CHECK(a->nHeads == 4 && a->heads[3] == 3, "heads all");
+    CHECK(c.windows_count == 1 && c.windows_offset == 0 && c.windows_stride == 256, "windows");
+    CHECK(c.vectors == AS_VECTORS_VALUE && c.rows == AS_ROWS_VISIBLE, "vectors/rows");
+    CHECK_CLOSE(c.ks_alpha, 0.01, 0, 0, "ks_alpha");
+    CHECK_CLOSE(c.ssmax_scale, 1.0 / log(256.0), 0, 1e-15, "ssmax_scale = 1/ln(n_positions)");
+    CHECK(c.seed == 1 && c.blas_threads == 1 && c.commit_every == 8, "seed/runtime");
+    CHECK(c.text_format == AS_TEXT_PLAIN && c.strip_gutenberg == 1, "text defaults");
+    CHECK(c.model.n_layer == 3 && c.model.n_positions == 256, "model config read");
+    CHECK(c.file_text && !strcmp(c.file_text, BASE), "file_text holds the file");
+    CHECK(strlen(c.sha256) == 64, "sha256 hex");
+    CHECK(config_tokens_needed(&c) == 256, "tokens needed");
+    config_free(&c);
+
+    if (!load_ok(&c, "windows = { count = 3; offset = 10; stride = 100; };\ngrid = { L = [8, 128]; };\n",
+                 NULL, 0, "windows")) {
+        CHECK(config_window_start(&c, 2) == 210, "window start");
+        CHECK(config_tokens_needed(&c) == 10 + 2 * 100 + 128, "tokens needed %lld",
+              (long long)config_tokens_needed(&c));
+        config_free(&c);
+    }
+}
+
+static void test_paths(void) {
+    as_config c;
+    char sub[300], text[1024], want[600];
+    snprintf(sub, sizeof sub, "%s/sub", dir);
+    mkdir(sub, 0777);
+    snprintf(text, sizeof text,
+             "model = \"../model\";\ntext = { path = \"./data/../t.txt\"; };\noutput = \"/abs/o.h5\";\n");
+    char path[400];
+    snprintf(path, sizeof path, "%s/c.cfg", sub);
+    write_file(path, text);
+    as_err err;
+    int rc = config_load(&c, path, NULL, 0, &err);
+    CHECK(rc == 0, "paths: %s", err.msg);
+    if (rc) return;
+    char *real = realpath(dir, NULL);
+    snprintf(want, sizeof want, "%s/model", real);
+    CHECK(!strcmp(c.model_dir, want), "model resolves against the config's folder: %s", c.model_dir);
+    snprintf(want, sizeof want, "%s/sub/t.txt", real);
+    CHECK(!strcmp(c.text_path, want), "text.path normalized: %s", c.text_path);
+    CHECK(!strcmp(c.output, "/abs/o.h5"), "absolute path kept: %s", c.output);
+    config_free(&c);
+
+    /* --set paths resolve against the current directory */
+    const char *sets[] = {"output=\"rel/o.h5\""};
+    rc = config_load(&c, path, sets, 1, &err);
+    CHECK(rc == 0, "paths --set: %s", err.msg);
+    if (!rc) {
+        char cwd[512];
+        CHECK(getcwd(cwd, sizeof cwd) != NULL, "getcwd");
+        snprintf(want, sizeof want, "%s/rel/o.h5", cwd);
+        CHECK(!strcmp(c.output, want), "--set output relative to cwd: %s", c.output);
+        config_free(&c);
+    }
+    free(real);
+}
+
+static void test_syntax_and_unknown(void) {
+    /* syntax error on line 4 (BASE has 3 lines) */
+    expect_error("syntax", "grid = { L = [32, 64 };\n", NULL, 0, ".cfg:4:", NULL);
+    expect_error("mixed array", "grid = { eps = [1e-3, 2]; };\n", NULL, 0, ".cfg:4:", NULL);
+    expect_error("unknown top", "modle_x = 1;\n", NULL, 0, ":4:", "modle_x", "unknown", NULL);
+    expect_error("unknown nested", "metrics = { sead = 3; };\n", NULL, 0, ":4:", "metrics.sead",
+                 "did you mean metrics.seed", NULL);
+    expect_error("unknown misplaced", "seed = 3;\n", NULL, 0, "seed", "did you mean metrics.seed",
+                 NULL);
+    expect_error("unknown in T group", "grid = {\n T = { mn = 1.0; };\n};\n", NULL, 0, ":5:",
+                 "grid.T.mn", "did you mean grid.T.min", NULL);
+    expect_error("unknown grid key", "grid = { layer = [0]; };\n", NULL, 0, "grid.layer",
+                 "did you mean grid.layers", NULL);
+}
+
+static void test_types(void) {
+    expect_error("L string", "grid = { L = \"abc\"; };\n", NULL, 0, ":4:", "grid.L", "string", NULL);
+    expect_error("count float", "windows = { count = 1.5; };\n", NULL, 0, "windows.count",
+                 "integer", NULL);
+    expect_error("bool int", "", (const char *[]){"text.strip_gutenberg=1"}, 1,
+                 "--set text.strip_gutenberg", "true or false", NULL);
+    /* BASE already has text; use a fresh file for a non-group text */
+    as_config c;
+    as_err err;
+    int rc = load(&c, &err, "model = \"model\";\ntext = \"t.txt\";\noutput = \"o\";\n", NULL, 0);
+    CHECK(rc == -1 && strstr(err.msg, "text") && strstr(err.msg, "group") && strstr(err.msg, ":2:"),
+          "text not a group: %s", err.msg);
+    if (!rc) config_free(&c);
+    expect_error("metrics not group", "metrics = 3;\n", NULL, 0, "metrics", "group", NULL);
+    expect_error("model type", "", (const char *[]){"model=5"}, 1, "model", "string", NULL);
+    expect_error("T element", "grid = { T = (1.0, \"x\"); };\n", NULL, 0, "grid.T", NULL);
+    expect_error("vectors", "metrics = { vectors = \"val\"; };\n", NULL, 0, "metrics.vectors",
+                 "value", NULL);
+    expect_error("rows", "metrics = { rows = 1; };\n", NULL, 0, "metrics.rows", NULL);
+    expect_error("format", "", (const char *[]){"text.format=npy"}, 1, "--set text.format",
+                 "\"npy\" is not one of", NULL);
+    expect_error("spacing", "grid = { T = { spacing = \"geom\"; }; };\n", NULL, 0,
+                 "grid.T.spacing", NULL);
+    expect_error("layers word", "grid = { layers = \"some\"; };\n", NULL, 0, "grid.layers", NULL);
+
+    /* a float key takes an integer literal */
+    if (!load_ok(&c, "grid = { T = { min = 1; max = 100; count = 3; }; eps = [1, 2]; };\n"
+                     "metrics = { ssmax_scale = 1; };\n",
+                 NULL, 0, "int for float")) {
+        CHECK(c.axes.nT == 3 && c.axes.T[0] == 1.0 && c.axes.T[2] == 100.0, "T from ints");
+        CHECK_CLOSE(c.axes.T[1], 10.0, 0, 1e-14, "T middle");
+        CHECK(c.axes.nEps == 2 && c.axes.eps[1] == 2.0, "eps from ints");
+        CHECK(c.ssmax_scale == 1.0, "ssmax_scale from int");
+        config_free(&c);
+    }
+}
+
+static void test_values(void) {
+    as_config c;
+    as_err err;
+    int rc = load(&c, &err, "text = { path = \"t\"; };\noutput = \"o\";\n", NULL, 0);
+    CHECK(rc == -1 && strstr(err.msg, "missing key model"), "missing model: %s", err.msg);
+    rc = load(&c, &err, "model = \"model\";\noutput = \"o\";\n", NULL, 0);
+    CHECK(rc == -1 && strstr(err.msg, "text.path"), "missing text: %s", err.msg);
+    rc = load(&c, &err, "model = \"model\";\ntext = { path = \"t\"; };\n", NULL, 0);
+    CHECK(rc == -1 && strstr(err.msg, "missing key output"), "missing output: %s", err.msg);
+    rc = load(&c, &err, "model = \"nomodel\";\ntext = { path = \"t\"; };\noutput = \"o\";\n", NULL, 0);
+    CHECK(rc == -1 && strstr(err.msg, "model") && strstr(err.msg, "config.json"),
+          "model dir without config.json: %s", err.msg);
+
+    expect_error("empty L", "grid = { L = []; };\n", NULL, 0, "grid.L", "empty", NULL);
+    expect_error("empty eps", "grid = { eps = []; };\n", NULL, 0, "grid.eps", "empty", NULL);
+    expect_error("empty normalizer", "grid = { normalizer = []; };\n", NULL, 0, "grid.normalizer",
+                 "empty", NULL);
+    expect_error("empty layers", "grid = { layers = []; };\n", NULL, 0, "grid.layers", "empty", NULL);
+    expect_error("dup L", "grid = { L = [64, 32, 64]; };\n", NULL, 0, ":4:", "grid.L", "duplicate",
+                 NULL);
+    expect_error("dup N", "grid = { N = [1, 5, 5]; };\n", NULL, 0, "grid.N", "duplicate", NULL);
+    expect_error("dup T", "grid = { T = [1.0, 8.0, 1.0]; };\n", NULL, 0, "grid.T", "duplicate", NULL);
+    expect_error("dup eps", "grid = { eps = [0.1, 0.1]; };\n", NULL, 0, "grid.eps", "duplicate", NULL);
+    expect_error("dup norm", "grid = { normalizer = [\"ssmax\", \"ssmax\"]; };\n", NULL, 0,
+                 "grid.normalizer", "duplicate", NULL);
+    expect_error("dup heads", "grid = { heads = [1, 1]; };\n", NULL, 0, "grid.heads", "duplicate",
+                 NULL);
+    expect_error("dup include", "grid = { T = { include = [8.0, 8.0]; }; };\n", NULL, 0,
+                 "grid.T.include", "duplicate", NULL);
+    expect_error("N < 1", "grid = { N = [0, 5]; };\n", NULL, 0, "grid.N", ">= 1", NULL);
+    expect_error("N range < 1", "grid = { N = \"0:5\"; };\n", NULL, 0, "grid.N", ">= 1", NULL);
+    expect_error("bad range", "grid = { N = \"1:x\"; };\n", NULL, 0, "grid.N", "range", NULL);
+    expect_error("T <= 0", "grid = { T = [0.0, 1.0]; };\n", NULL, 0, "grid.T", "> 0", NULL);
+    expect_error("T neg", "grid = { T = -1.0; };\n", NULL, 0, "grid.T", "> 0", NULL);
+    expect_error("T.min <= 0", "grid = { T = { min = 0.0; }; };\n", NULL, 0, "grid.T.min", NULL);
+    expect_error("T.max < min", "grid = { T = { min = 2.0; max = 1.0; }; };\n", NULL, 0,
+                 "grid.T.max", NULL);
+    expect_error("T.count", "grid = { T = { count = 0; }; };\n", NULL, 0, "grid.T.count", NULL);
+    expect_error("T include <= 0", "grid = { T = { include = [-1.0]; }; };\n", NULL, 0,
+                 "grid.T.include", NULL);
+    expect_error("eps <= 0", "grid = { eps = [0.0, 1.0]; };\n", NULL, 0, "grid.eps", "> 0", NULL);
+    expect_error("L < 2", "grid = { L = [1, 64]; };\n", NULL, 0, "grid.L", ">= 2", NULL);
+    expect_error("L > context", "grid = { L = [64, 512]; };\n", NULL, 0, "grid.L", "512",
+                 "n_positions = 256", NULL);
+    expect_error("layers range", "grid = { layers = [0, 3]; };\n", NULL, 0, "grid.layers", "3",
+                 "n_layer", NULL);
+    expect_error("heads range", "grid = { heads = [-1]; };\n", NULL, 0, "grid.heads", "-1", NULL);
+    expect_error("N all >= L", "grid = { L = [32, 64]; N = [64, 100]; };\n", NULL, 0, "grid.N",
+                 "largest L", NULL);
+    expect_error("windows.count", "windows = { count = 0; };\n", NULL, 0, "windows.count", NULL);
+    expect_error("windows.stride", "windows = { stride = 0; };\n", NULL, 0, "windows.stride", NULL);
+    expect_error("windows.offset", "windows = { offset = -1; };\n", NULL, 0, "windows.offset", NULL);
+    expect_error("ks_alpha 0", "metrics = { ks_alpha = 0.0; };\n", NULL, 0, "metrics.ks_alpha", NULL);
+    expect_error("ks_alpha 1", "metrics = { ks_alpha = 1; };\n", NULL, 0, "metrics.ks_alpha", NULL);
+    expect_error("ssmax neg", "metrics = { ssmax_scale = -1.0; };\n", NULL, 0,
+                 "metrics.ssmax_scale", NULL);
+    expect_error("blas_threads", "runtime = { blas_threads = 0; };\n", NULL, 0,
+                 "runtime.blas_threads", NULL);
+    expect_error("commit_every", "runtime = { commit_every = 0; };\n", NULL, 0,
+                 "runtime.commit_every", NULL);
+    expect_error("normalizer unknown", "grid = { normalizer = [\"softmx\"]; };\n", NULL, 0,
+                 "grid.normalizer", "did you mean softmax", NULL);
+
+    /* some N >= some L is fine; N sorted; L sorted */
+    if (!load_ok(&c, "grid = { L = [64, 32]; N = [100, 1, 40]; };\n", NULL, 0, "N >= some L")) {
+        CHECK(c.axes.L[0] == 32 && c.axes.L[1] == 64, "L sorted");
+        CHECK(c.axes.N[0] == 1 && c.axes.N[1] == 40 && c.axes.N[2] == 100, "N sorted");
+        config_free(&c);
+    }
+    /* softmax moved first, the others keep the user's order */
+    if (!load_ok(&c, "grid = { normalizer = [\"ssmax\", \"softmax\", \"sparsemax\"]; };\n", NULL, 0,
+                 "norm order")) {
+        CHECK(c.axes.nNorm == 3 && c.axes.normalizer[0] == AS_NORM_SOFTMAX &&
+                  c.axes.normalizer[1] == AS_NORM_SSMAX && c.axes.normalizer[2] == AS_NORM_SPARSEMAX,
+              "softmax first, then user order");
+        config_free(&c);
+    }
+    if (!load_ok(&c, "grid = { normalizer = [\"sparsemax\", \"ssmax\"]; };\n", NULL, 0, "norm no softmax")) {
+        CHECK(c.axes.nNorm == 2 && c.axes.normalizer[0] == AS_NORM_SPARSEMAX, "user order kept");
+        config_free(&c);
+    }
+}
+
+static void test_set(void) {
+    as_config c;
+    const char *sets[] = {"grid.L=[64,128]", "output=\"x.h5\"", "metrics.seed=3",
+                          "grid.layers=all", "grid.N=1:64:8", " windows.count = 4 "};
+    if (!load_ok(&c, "grid = { L = [32]; layers = [1]; N = [1]; };\nmetrics = { seed = 1; };\n",
+                 sets, 6, "--set")) {
+        CHECK(c.axes.nL == 2 && c.axes.L[0] == 64 && c.axes.L[1] == 128, "--set grid.L");
+        CHECK(strstr(c.output, "/x.h5") != NULL, "--set output: %s", c.output);
+        CHECK(c.seed == 3, "--set metrics.seed");
+        CHECK(c.axes.nLayers == 3, "--set grid.layers=all (bare word)");
+        CHECK(c.axes.nN == 8 && c.axes.N[7] == 57, "--set grid.N=1:64:8 (bare word range)");
+        CHECK(c.windows_count == 4, "--set with spaces");
+        config_free(&c);
+    }
+    /* creating a key (and its group) absent from the file */
+    const char *create[] = {"runtime.commit_every=2", "grid.T.include=[3.0]"};
+    if (!load_ok(&c, "", create, 2, "--set creates")) {
+        CHECK(c.commit_every == 2, "--set created runtime.commit_every");
+        int has3 = 0;
+        for (size_t i = 0; i < c.axes.nT; i++) has3 |= c.axes.T[i] == 3.0;
+        CHECK(has3 && c.axes.nT == 22, "--set created grid.T.include (replaces the default 8.0)");
+        config_free(&c);
+    }
+    expect_error("--set unknown", "", (const char *[]){"grid.temps=[1.0]"}, 1, "--set grid.temps",
+                 "unknown", "did you mean", NULL);
+    expect_error("--set no =", "", (const char *[]){"grid.L"}, 1, "--set grid.L", "key=value", NULL);
+    expect_error("--set bad value", "", (const char *[]){"grid.L=[64,"}, 1, "--set grid.L",
+                 "libconfig", NULL);
+    expect_error("--set bad type", "", (const char *[]){"grid.L=\"x\""}, 1, "--set grid.L",
+                 "string", NULL);
+    expect_error("--set value error", "", (const char *[]){"windows.count=0"}, 1,
+                 "--set windows.count", NULL);
+    expect_error("--set into non-group", "grid = { T = [1.0]; };\n",
+                 (const char *[]){"grid.T.min=1.0"}, 1, "--set grid.T.min", "not a group", NULL);
+}
+
+static void test_range(void) {
+    int32_t *v;
+    size_t n;
+    as_err err;
+    CHECK(config_parse_range(&v, &n, "1:128", &err) == 0, "1:128: %s", err.msg);
+    if (n == 128) {
+        int ok = 1;
+        for (size_t i = 0; i < n; i++) ok &= v[i] == (int32_t)(i + 1);
+        CHECK(ok, "1:128 values");
+    } else CHECK(0, "1:128 count %zu", n);
+    free(v);
+    CHECK(config_parse_range(&v, &n, "1:128:4", &err) == 0, "1:128:4: %s", err.msg);
+    /* independent count: values 1 + 4k <= 128 -> k <= 31 */
+    CHECK(n == 32 && v[0] == 1 && v[31] == 125, "1:128:4 gives 1..125 step 4 (n %zu)", n);
+    free(v);
+    CHECK(config_parse_range(&v, &n, " 5 : 5 ", &err) == 0 && n == 1 && v[0] == 5, "5:5");
+    free(v);
+    const char *bad[] = {"1", "1:", ":5", "a:b", "5:1", "1:10:0", "1:10:-1", "1:2:3:4",
+                         "1.5:3", "", "1::2", "1:99999999999"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        err.msg[0] = 0;
+        CHECK(config_parse_range(&v, &n, bad[i], &err) == -1 && err.msg[0], "bad range '%s' accepted",
+              bad[i]);
+    }
+}
+
+static void test_T(void) {
+    double *T;
+    size_t n;
+    as_err err;
+    /* log spacing against exp(ln min + f ln(max/min)) */
+    CHECK(config_make_T(&T, &n, 1e-3, 1e2, 21, 1, NULL, 0, &err) == 0, "log T: %s", err.msg);
+    CHECK(n == 21, "log T count");
+    for (size_t i = 0; i < n && n == 21; i++) {
+        double want = exp(log(1e-3) + (double)i / 20.0 * log(1e2 / 1e-3));
+        char label[64];
+        snprintf(label, sizeof label, "log T[%zu]", i);
+        CHECK_CLOSE(T[i], want, 0, 1e-12, label);
+    }
+    free(T);
+    CHECK(config_make_T(&T, &n, 0.5, 2.0, 4, 0, NULL, 0, &err) == 0 && n == 4, "linear T");
+    for (size_t i = 0; i < n; i++) CHECK_CLOSE(T[i], 0.5 + 0.5 * (double)i, 0, 1e-15, "linear T");
+    free(T);
+    /* include: 1.0 coincides with generated 10^0 (merged), 8.0 is new, 200 beyond max */
+    const double inc[] = {8.0, 1.0, 200.0};
+    CHECK(config_make_T(&T, &n, 1e-3, 1e2, 21, 1, inc, 3, &err) == 0, "include: %s", err.msg);
+    CHECK(n == 23, "include merged: 21 + 8.0 + 200, got %zu", n);
+    int has1 = 0, has8 = 0, sorted = 1;
+    for (size_t i = 0; i < n; i++) {
+        has1 += T[i] == 1.0, has8 += T[i] == 8.0;
+        if (i) sorted &= T[i] > T[i - 1];
+    }
+    CHECK(has1 == 1 && has8 == 1 && sorted && T[n - 1] == 200.0, "include values exact, sorted");
+    free(T);
+    CHECK(config_make_T(&T, &n, 1.0, 1.0, 1, 1, NULL, 0, &err) == 0 && n == 1 && T[0] == 1.0,
+          "count 1");
+    free(T);
+    CHECK(config_make_T(&T, &n, 1.0, 2.0, 1, 1, NULL, 0, &err) == -1, "count 1 with min != max");
+    CHECK(config_make_T(&T, &n, 1.0, 1.0, 3, 1, NULL, 0, &err) == -1, "min == max with count 3");
+}
+
+/* Same config written twice (keys reordered, other whitespace, comments) hashes the same. */
+static void test_canonical(void) {
+    as_config a, b, c;
+    as_err err;
+    int ra = load(&a, &err,
+                  "model = \"model\"; text = { path = \"t.txt\"; format = \"text\"; };\n"
+                  "output = \"out.h5\";\ngrid = { L = [32, 64]; N = \"1:16\"; eps = [0.1, 1.0]; };\n"
+                  "metrics = { seed = 7; ks_alpha = 0.05; };\n",
+                  NULL, 0);
+    CHECK(ra == 0, "canonical a: %s", err.msg);
+    int rb = load(&b, &err,
+                  "# comment\nmetrics = {\n  ks_alpha = 5e-2;\n  seed = 7;\n};\n"
+                  "grid = {\n  eps = (1, 0.1);\n  N = [16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1];\n"
+                  "  L = [64, 32];\n};\noutput   =   \"./out.h5\";\n"
+                  "text = { path = \"t.txt\"; };\nmodel = \"model/\";\n",
+                  NULL, 0);
+    CHECK(rb == 0, "canonical b: %s", err.msg);
+    const char *sets[] = {"metrics.seed=8"};
+    int rc = load(&c, &err,
+                  "model = \"model\"; text = { path = \"t.txt\"; };\noutput = \"out.h5\";\n"
+                  "grid = { L = [32, 64]; N = \"1:16\"; eps = [0.1, 1.0]; };\n"
+                  "metrics = { seed = 7; ks_alpha = 0.05; };\n",
+                  sets, 1);
+    CHECK(rc == 0, "canonical c: %s", err.msg);
+    if (ra || rb || rc) return;
+    CHECK(!strcmp(a.sha256, b.sha256), "hash stable under reordering:\n%s\n---\n%s", a.canonical,
+          b.canonical);
+    CHECK(strcmp(a.sha256, c.sha256) != 0, "hash changes with a value");
+    CHECK(strcmp(a.file_text, b.file_text) != 0, "file texts differ (provenance keeps each)");
+
+    /* the canonical text is itself a valid config that loads to the same canonical text */
+    char path[400];
+    snprintf(path, sizeof path, "%s/canon.cfg", dir);
+    write_file(path, a.canonical);
+    as_config d;
+    CHECK(config_load(&d, path, NULL, 0, &err) == 0, "canonical reloads: %s", err.msg);
+    if (d.canonical) {
+        CHECK(!strcmp(d.sha256, a.sha256), "canonical is a fixed point");
+        config_free(&d);
+    }
+    as_config_diff diff;
+    CHECK(config_diff(&diff, a.canonical, b.canonical, &err) == 0 && diff.n == 0 &&
+              diff.verdict == AS_DIFF_HARMLESS,
+          "no diff between equal configs (n %zu)", diff.n);
+    config_free(&a);
+    config_free(&b);
+    config_free(&c);
+}
+
+static as_diff_kind diff_of(const char *old_extra, const char *new_extra, const char *const *sets,
+                            size_t n_sets, as_config_diff *d, const char *label) {
+    as_config a, b;
+    memset(d, 0, sizeof *d);
+    if (load_ok(&a, old_extra, NULL, 0, label)) return AS_DIFF_REFUSED;
+    if (load_ok(&b, new_extra, sets, n_sets, label)) {
+        config_free(&a);
+        return AS_DIFF_REFUSED;
+    }
+    as_err err;
+    int rc = config_diff(d, a.canonical, b.canonical, &err);
+    CHECK(rc == 0, "%s: %s", label, err.msg);
+    config_free(&a);
+    config_free(&b);
+    return d->verdict;
+}
+
+static int has_item(const as_config_diff *d, const char *key, as_diff_kind k) {
+    for (size_t i = 0; i < d->n; i++)
+        if (!strcmp(d->item[i].key, key) && d->item[i].kind == k) return 1;
+    return 0;
+}
+
+static void test_diff(void) {
+    as_config_diff d;
+    const char *base = "grid = { L = [32, 64]; N = [1, 4]; };\n";
+    CHECK(diff_of(base, "grid = { L = [32, 64]; N = [1, 4]; };\nwindows = { count = 3; stride = 64; };\n",
+                  NULL, 0, &d, "count grew") == AS_DIFF_EXTEND &&
+              d.n == 1 && has_item(&d, "windows.count", AS_DIFF_EXTEND),
+          "windows.count grew -> extension (n %zu)", d.n);
+    CHECK(diff_of("grid = { L = [32, 64]; N = [1, 4]; };\nwindows = { count = 3; };\n", base, NULL, 0,
+                  &d, "count shrank") == AS_DIFF_REFUSED,
+          "windows.count shrank -> refused");
+    CHECK(diff_of(base, "grid = { L = [32, 64, 128]; N = [1, 4]; };\nwindows = { stride = 64; };\n",
+                  NULL, 0, &d, "L grew") == AS_DIFF_EXTEND &&
+              has_item(&d, "grid.L", AS_DIFF_EXTEND),
+          "grid.L grew -> extension");
+    CHECK(diff_of(base, "grid = { L = [32, 128]; N = [1, 4]; };\nwindows = { stride = 64; };\n",
+                  NULL, 0, &d, "L changed") == AS_DIFF_REFUSED &&
+              has_item(&d, "grid.L", AS_DIFF_REFUSED),
+          "grid.L lost a value -> refused");
+    CHECK(diff_of(base, base, (const char *[]){"output=\"other.h5\"", "runtime.blas_threads=2"}, 2, &d,
+                  "harmless") == AS_DIFF_HARMLESS &&
+              d.n == 2,
+          "output/runtime -> harmless (n %zu)", d.n);
+    CHECK(diff_of(base, base, (const char *[]){"metrics.seed=2"}, 1, &d, "seed") == AS_DIFF_REFUSED &&
+              has_item(&d, "metrics.seed", AS_DIFF_REFUSED),
+          "seed -> refused");
+    CHECK(diff_of(base, base, (const char *[]){"grid.T=[1.0]"}, 1, &d, "T") == AS_DIFF_REFUSED,
+          "T -> refused");
+    /* both extensions at once, and an extension with a refused change */
+    CHECK(diff_of(base, "grid = { L = [32, 64, 128]; N = [1, 4]; };\nwindows = { count = 2; stride = 64; };\n",
+                  NULL, 0, &d, "both") == AS_DIFF_EXTEND && d.n == 2,
+          "L and count grew -> extension");
+    CHECK(diff_of(base, "grid = { L = [32, 64, 128]; N = [1, 4]; };\nwindows = { stride = 64; };\n",
+                  (const char *[]){"metrics.seed=5"}, 1, &d, "ext+seed") == AS_DIFF_REFUSED,
+          "extension + seed -> refused");
+    /* a moved model dir (same contents) -> path */
+    char moved[400];
+    snprintf(moved, sizeof moved, "%s/model2", dir);
+    write_model(moved, 256);
+    /* --set paths resolve against cwd: set an absolute one */
+    char set_model[450];
+    snprintf(set_model, sizeof set_model, "model=\"%s\"", moved);
+    CHECK(diff_of(base, base, (const char *[]){set_model}, 1, &d, "path") == AS_DIFF_PATH &&
+              has_item(&d, "model", AS_DIFF_PATH),
+          "model moved -> path");
+    char desc[512];
+    diff_of(base, "grid = { L = [32, 64, 128]; N = [1, 4]; };\nwindows = { stride = 64; };\n",
+            (const char *[]){"metrics.seed=5"}, 1, &d, "describe");
+    config_diff_describe(&d, desc, sizeof desc);
+    CHECK(strstr(desc, "grid.L (extension)") && strstr(desc, "metrics.seed (refused)"),
+          "describe: %s", desc);
+    as_err err;
+    CHECK(config_diff(&d, "x = ", "y = 1;", &err) == -1 && strstr(err.msg, "stored config"),
+          "unparsable stored text: %s", err.msg);
+}
+
+int main(void) {
+    snprintf(dir, sizeof dir, "/tmp/test_config.%d", (int)getpid());
+    mkdir(dir, 0777);
+    snprintf(model_dir, sizeof model_dir, "%s/model", dir);
+    write_model(model_dir, 256);
+    test_defaults();
+    test_paths();
+    test_syntax_and_unknown();
+    test_types();
+    test_values();
+    test_set();
+    test_range();
+    test_T();
+    test_canonical();
+    test_diff();
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd)) fprintf(stderr, "could not remove %s\n", dir);
+    return check_summary("test_config");
+}

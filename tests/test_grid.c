@@ -1,0 +1,150 @@
+/* test_grid.c -- cell enumeration (bijection), dispatch order, cell lookup,
+ * window starts, the cost model's FLOPs and the block/output sizes, each
+ * against an independent formula or a brute-force enumeration. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cellresult.h"
+#include "check.h"
+#include "grid.h"
+
+static char dir[256];
+
+static void write_file(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        perror(path);
+        exit(1);
+    }
+    fputs(text, f);
+    fclose(f);
+}
+
+static int load(as_config *c, const char *model_json, const char *extra) {
+    char path[400], text[2048];
+    snprintf(path, sizeof path, "%s/model", dir);
+    mkdir(path, 0777);
+    snprintf(path, sizeof path, "%s/model/config.json", dir);
+    write_file(path, model_json);
+    snprintf(path, sizeof path, "%s/g.cfg", dir);
+    snprintf(text, sizeof text,
+             "model = \"model\";\ntext = { path = \"t\"; };\noutput = \"o.h5\";\n%s", extra);
+    write_file(path, text);
+    as_err err;
+    int rc = config_load(c, path, NULL, 0, &err);
+    CHECK(rc == 0, "load: %s", err.msg);
+    return rc;
+}
+
+static const char *tiny_json =
+    "{\"n_layer\": 3, \"n_head\": 4, \"n_embd\": 32, \"n_positions\": 256, \"vocab_size\": 100}";
+
+static void test_cells(void) {
+    as_config c;
+    if (load(&c, tiny_json,
+             "windows = { count = 5; offset = 7; stride = 33; };\n"
+             "grid = { L = [128, 16, 64, 32]; N = [1, 2]; T = [1.0]; };\n"))
+        return;
+    as_grid g;
+    as_err err;
+    CHECK(grid_init(&g, &c, &err) == 0, "grid_init: %s", err.msg);
+    CHECK(g.n_cells == 20 && g.nL == 4 && g.n_windows == 5, "sizes");
+
+    /* bijection: every (w, l) gets a distinct index in range, and back */
+    int *seen = calloc(g.n_cells, sizeof *seen);
+    for (size_t w = 0; w < g.n_windows; w++)
+        for (size_t l = 0; l < g.nL; l++) {
+            size_t cell = grid_cell_index(&g, w, l), w2, l2;
+            CHECK(cell < g.n_cells, "index in range");
+            if (cell < g.n_cells) seen[cell]++;
+            grid_cell_of(&g, cell, &w2, &l2);
+            CHECK(w2 == w && l2 == l, "cell_of inverts cell_index (%zu, %zu)", w, l);
+            CHECK(grid_cell_find(&g, w, c.axes.L[l]) == (long)cell, "find (w, L value)");
+        }
+    for (size_t k = 0; k < g.n_cells; k++) CHECK(seen[k] == 1, "cell %zu hit %d times", k, seen[k]);
+    CHECK(grid_cell_find(&g, 0, 48) == -1 && grid_cell_find(&g, 5, 16) == -1, "find misses");
+
+    /* dispatch order: a permutation; brute force: the expected sequence is,
+     * for each L from the largest down, every window ascending */
+    memset(seen, 0, g.n_cells * sizeof *seen);
+    static const int32_t L_desc[] = {128, 64, 32, 16};
+    size_t k = 0;
+    for (size_t li = 0; li < 4; li++)
+        for (size_t w = 0; w < 5; w++, k++) {
+            size_t ww, ll;
+            grid_cell_of(&g, g.dispatch[k], &ww, &ll);
+            CHECK(ww == w && c.axes.L[ll] == L_desc[li], "dispatch[%zu] = (w %zu, L %d)", k, ww,
+                  (int)c.axes.L[ll]);
+            seen[g.dispatch[k]]++;
+        }
+    for (size_t j = 0; j < g.n_cells; j++) CHECK(seen[j] == 1, "dispatch is a permutation");
+    free(seen);
+
+    for (size_t w = 0; w < 5; w++) CHECK(g.window_start[w] == 7 + 33 * (int64_t)w, "window_start");
+
+    /* cost grows with L; cells of equal L cost the same */
+    for (size_t j = 1; j < g.n_cells; j++)
+        CHECK(grid_cell_cost(&g, g.dispatch[j]) <= grid_cell_cost(&g, g.dispatch[j - 1]),
+              "dispatch is by non-increasing cost");
+    CHECK(grid_cell_cost(&g, grid_cell_index(&g, 0, 3)) > grid_cell_cost(&g, grid_cell_index(&g, 0, 0)),
+          "longer L costs more");
+
+    /* block size: cellresult.h's shapes, counted by hand */
+    size_t H = c.axes.nNorm * c.axes.nLayers * c.axes.nHeads, nN = 2, nT = 1, nE = 3, nZ = 1;
+    size_t want = 7 * nN * nT * H + 4 * nT * H + nT * nE * H + 2 * nN * nT * nZ + nT * nZ + 2;
+    CHECK(grid_block_doubles(&c) == want, "block doubles %zu want %zu", grid_block_doubles(&c), want);
+    double want_out = (double)g.n_cells * (4.0 * (7 * nN * nT * H + 4 * nT * H + nT * nE * H + nT * nZ) +
+                                           8.0 * 2 * nN * nT * nZ + 17.0);
+    double out = grid_output_bytes(&g);
+    CHECK(out >= want_out && out < want_out + 4096, "output bytes %.0f vs cells-only %.0f", out, want_out);
+
+    as_rank_memory m;
+    grid_rank_memory(&m, &g);
+    CHECK(m.weights == model_param_count(&c.model) * 4, "weights bytes");
+    CHECK(m.cell_block == want * 8, "cell block bytes");
+    CHECK(m.total == m.weights + m.activations + m.metrics + m.cell_block, "memory total");
+    grid_free(&g);
+    config_free(&c);
+}
+
+/* GPT-2 small shapes: the forward FLOPs the platform notes quote (193 GFLOP at L = 1024). */
+static void test_flops(void) {
+    as_config c;
+    if (load(&c, "{\"n_layer\": 12, \"n_head\": 12, \"n_embd\": 768, \"n_positions\": 1024, "
+                 "\"vocab_size\": 50257}",
+             "grid = { L = [1024]; N = [1]; T = [8.0]; };\n"))
+        return;
+    double C = 768, L = 1024;
+    double want = 2.0 * 12 * (12 * C * C + 13 * C) * L + 2.0 * 12 * L * L * C;
+    CHECK_CLOSE(grid_forward_flops(&c, 1024), want, 0, 1e-12, "forward flops");
+    CHECK_CLOSE(grid_forward_flops(&c, 1024), 193e9, 0, 0.01, "platform.md: 193 GFLOP");
+    as_grid g;
+    as_err err;
+    if (!grid_init(&g, &c, &err)) {
+        CHECK_CLOSE(grid_forward_seconds(&g, 1024), want / 100e9, 0, 1e-12, "at 100 GFLOP/s");
+        grid_free(&g);
+    }
+    config_free(&c);
+    /* layers [0, 2]: the forward pass stops after block 2 (3 of 12 blocks) */
+    if (load(&c, "{\"n_layer\": 12, \"n_head\": 12, \"n_embd\": 768, \"n_positions\": 1024, "
+                 "\"vocab_size\": 50257}",
+             "grid = { L = [1024]; N = [1]; T = [8.0]; layers = [0, 2]; };\n"))
+        return;
+    CHECK_CLOSE(grid_forward_flops(&c, 1024), want * 3 / 12, 0, 1e-12, "forward to layer 2");
+    config_free(&c);
+}
+
+int main(void) {
+    snprintf(dir, sizeof dir, "/tmp/test_grid.%d", (int)getpid());
+    mkdir(dir, 0777);
+    test_cells();
+    test_flops();
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd)) fprintf(stderr, "could not remove %s\n", dir);
+    return check_summary("test_grid");
+}
