@@ -1,0 +1,69 @@
+/* cell.h -- one cell of the sweep: a text window's forward pass and every
+ * metric of it, written into the flat result block of cellresult.h.
+ *
+ * A cell is (window, L). Because GPT-2 is causal, the rows t < L' of a pass at
+ * L are the rows of a pass at L' < L (metrics.md section 7), so one call may
+ * serve several context lengths of the same window: cell_compute() runs the
+ * forward pass once at the largest cut and the metrics module takes the means
+ * for each cut. With one cut it is exactly "one cell".
+ *
+ * Per captured layer the forward pass calls back (gpt2.h); each measured head
+ * goes through met_head() (metrics.h), whose per-head means are scattered into
+ * the block at [.., layer index, head index]. After the last layer the
+ * cross-head KS test and critical N (metrics.md section 3) fill ks_* and
+ * crit_N. Knows gpt2 + metrics + the grid's axes; nothing of MPI or HDF5.
+ *
+ * Memory: cell_worker_init() allocates everything once (the forward pass's
+ * activation arena for the largest L of the grid, the metrics workspace, the
+ * per-head output); cell_compute() allocates nothing. */
+#ifndef ATTNSWEEP_CELL_H
+#define ATTNSWEEP_CELL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cellresult.h"
+#include "config.h"
+#include "errors.h"
+#include "gpt2.h"
+#include "metrics.h"
+#include "model.h"
+
+#define CELL_MAX_CUTS 64
+
+typedef struct {
+    const gpt2_model *model;
+    const as_config *cfg;
+    cr_layout layout;
+    gpt2_workspace fwd;
+    met_axes axes;               /* window/layer/head keys are set per head */
+    met_normalizer *norms;       /* [nNorm] the config's normalizers for metrics.h */
+    void *met_ws;
+    size_t met_ws_bytes;
+    double *head_out;            /* [CELL_MAX_CUTS][met_out_count] one head's means */
+    double *ks_x, *ks_y;         /* [nLayers * nHeads] the two KS samples */
+    double *ks_p;                /* [nN] p-values of one (T, normalizer) */
+    double *ks_scratch;          /* ks_scratch_doubles() */
+    int rank;                    /* recorded in the block's `rank` */
+    /* Asked between layers; nonzero abandons the cell (a stop was requested
+     * and its result would be thrown away). May be NULL. */
+    int (*should_stop)(void);
+    /* per call */
+    size_t cuts[CELL_MAX_CUTS];
+    size_t ncuts;
+    double *const *blocks;
+    int64_t window;
+} cell_worker;
+
+/* Plans and allocates for the largest L of cfg's grid. */
+int cell_worker_init(cell_worker *w, const gpt2_model *model, const as_config *cfg, int rank,
+                     as_err *err);
+void cell_worker_free(cell_worker *w);
+
+/* Computes window `window` (tokens: at least cuts[ncuts-1] ids) at each
+ * context length cuts[0] < cuts[1] < ... (ncuts <= CELL_MAX_CUTS), writing the
+ * block of cut c into blocks[c] (layout.total doubles each). */
+int cell_compute(cell_worker *w, int64_t window, const int32_t *tokens, const size_t *cuts,
+                 size_t ncuts, double *const *blocks, as_err *err);
+
+#endif

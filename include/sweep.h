@@ -1,0 +1,57 @@
+/* sweep.h -- one run of a sweep, on every rank of an MPI communicator.
+ *
+ * The order of things (each step fails with one line naming what to fix,
+ * before any result is touched):
+ *   1. every rank loads and validates the config (config.h) and its grid;
+ *   2. rank 0 loads the text (tokenized once per run), checks that the
+ *      windows fit, and broadcasts the token ids;
+ *   3. every rank loads the model;
+ *   4. rank 0 compares the config with the one the output was made with
+ *      (a changed config is refused, except added windows or L values),
+ *      opens the store (lock, journal, HDF5 view, provenance segment) and
+ *      lists the cells not yet done, largest L first;
+ *   5. the scheduler hands those cells to the ranks; each computes its cells
+ *      (cell.h) and rank 0 commits them in batches;
+ *   6. rank 0 closes the store with the state "finished", "interrupted" or
+ *      "failed".
+ * Errors found on one rank are made known to all, so every rank returns the
+ * same result. Only rank 0 fills err with the real message. */
+#ifndef ATTNSWEEP_SWEEP_H
+#define ATTNSWEEP_SWEEP_H
+
+#include <mpi.h>
+#include <stddef.h>
+
+#include "errors.h"
+
+typedef struct {
+    const char *config_path;
+    const char *const *sets;   /* "key=value" overrides */
+    size_t n_sets;
+    int fresh;                 /* refuse to resume an existing output */
+    double progress_every_s;   /* 0: the scheduler's default */
+    /* Sharding (a sweep split over a job array): with shard_count K > 0 this
+     * run computes only the cells at positions i of the dispatch order with
+     * i % K == shard_index, and writes them to OUT.shard-I-of-K.h5 next to the
+     * config's output (sweep_shard_path); `attnsweep merge` joins the shards.
+     * Round robin over the largest-first order gives every shard a similar
+     * share of long and short cells. */
+    int shard_index, shard_count;
+} sweep_opts;
+
+typedef enum { SWEEP_COMPLETE = 0, SWEEP_INTERRUPTED = 1, SWEEP_CELLS_FAILED = 2 } sweep_outcome;
+
+typedef struct {
+    size_t total, done_before, done, failed;
+    double elapsed_s;
+    char output[4096];
+} sweep_summary;
+
+/* The output of shard I of K: "results/paper.h5" -> "results/paper.shard-I-of-K.h5"
+ * (the suffix goes before a final ".h5" or ".nc", else at the end). */
+int sweep_shard_path(char *out, size_t size, const char *output, int shard_index, int shard_count);
+
+/* Returns a sweep_outcome, or -1 with err set (on rank 0). */
+int sweep_run(MPI_Comm comm, const sweep_opts *opts, sweep_summary *summary, as_err *err);
+
+#endif
