@@ -1,11 +1,280 @@
-/* cmd_dump.c -- attnsweep dump (not built yet). */
+/* cmd_dump.c -- attnsweep dump: one window's attention internals to HDF5
+ * (layout in dump.h and results.md, "The dump file"). */
+#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "cli.h"
+#include "dump.h"
+#include "gpt2.h"
+#include "model.h"
+
+static void usage(FILE *out) {
+    fprintf(out,
+            "usage: attnsweep dump --model DIR (--text FILE | --tokens FILE) --length L\n"
+            "                      [--window-start K] [--layers LIST] --out FILE.h5\n\n"
+            "Runs GPT-2 over tokens [K, K+L) and writes tokens, each listed layer's q, k, v\n"
+            "[head, L, d_head], raw scores q.k [head, L, L] (NaN above the diagonal),\n"
+            "attention pattern [head, L, L] and the last position's logits to FILE.h5\n"
+            "(written to FILE.h5.tmp.PID, then renamed).\n\n"
+            "  --model DIR         config.json + model.safetensors (Hugging Face layout)\n"
+            "  --tokens FILE       token ids: whitespace-separated integers, or raw\n"
+            "                      little-endian uint16 if FILE ends in .bin\n"
+            "  --text FILE         UTF-8 text (needs the tokenizer; not wired in yet)\n"
+            "  --length L          window length, 1..n_positions\n"
+            "  --window-start K    first token of the window (default 0)\n"
+            "  --layers LIST       e.g. 0,3,5-7 or all (default all)\n"
+            "  --out FILE.h5       output file\n"
+            "OpenBLAS threads: OPENBLAS_NUM_THREADS.\n");
+}
+
+static int parse_size(const char *s, size_t *out) {
+    if (!s || !*s || *s == '-') return -1;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *end) return -1;
+    *out = (size_t)v;
+    return 0;
+}
+
+/* "all" or "a,b,c-d" -> bit mask; -1 with a message on a bad list */
+static int parse_layers(const char *s, size_t n_layer, uint64_t *mask, as_err *err) {
+    if (!strcmp(s, "all")) {
+        *mask = n_layer >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << n_layer) - 1);
+        return 0;
+    }
+    *mask = 0;
+    const char *p = s;
+    while (*p) {
+        char *end;
+        errno = 0;
+        long a = strtol(p, &end, 10), b;
+        if (end == p || errno) return as_fail(err, "--layers '%s': expected numbers like 0,3,5-7", s);
+        p = end;
+        b = a;
+        if (*p == '-') {
+            p++;
+            b = strtol(p, &end, 10);
+            if (end == p || errno) return as_fail(err, "--layers '%s': bad range", s);
+            p = end;
+        }
+        if (a < 0 || b < a || (size_t)b >= n_layer)
+            return as_fail(err, "--layers '%s': layer range %ld-%ld outside 0..%zu", s, a, b,
+                           n_layer - 1);
+        for (long l = a; l <= b; l++) *mask |= (uint64_t)1 << l;
+        if (*p == ',') p++;
+        else if (*p) return as_fail(err, "--layers '%s': unexpected '%c'", s, *p);
+    }
+    if (!*mask) return as_fail(err, "--layers '%s': no layer named", s);
+    return 0;
+}
+
+static int ends_with(const char *s, const char *suffix) {
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && !strcmp(s + n - m, suffix);
+}
+
+/* Reads all token ids of FILE into a malloc'd array. */
+static int read_tokens(const char *path, int32_t **out, size_t *count, as_err *err) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return as_fail(err, "%s: %s", path, strerror(errno));
+    size_t cap = 1 << 16, n = 0;
+    int32_t *ids = malloc(cap * sizeof *ids);
+    int rc = 0;
+    if (!ids) rc = as_fail(err, "%s: out of memory", path);
+    if (rc == 0 && ends_with(path, ".bin")) {
+        unsigned char b[2];
+        while (rc == 0 && fread(b, 1, 2, f) == 2) {
+            if (n == cap) {
+                int32_t *grown = realloc(ids, (cap *= 2) * sizeof *ids);
+                if (!grown) { rc = as_fail(err, "%s: out of memory", path); break; }
+                ids = grown;
+            }
+            ids[n++] = (int32_t)(b[0] | b[1] << 8);
+        }
+        if (rc == 0 && (ferror(f) || fgetc(f) != EOF))
+            rc = as_fail(err, "%s: not a whole number of little-endian uint16 ids", path);
+    } else if (rc == 0) {
+        char word[64];
+        int c;
+        size_t len = 0;
+        do {
+            c = fgetc(f);
+            if (c == EOF || c == ' ' || c == '\n' || c == '\t' || c == '\r') {
+                if (!len) continue;
+                word[len] = 0;
+                len = 0;
+                char *end;
+                errno = 0;
+                long v = strtol(word, &end, 10);
+                if (*end || errno || v < 0 || v > INT32_MAX) {
+                    rc = as_fail(err, "%s: token %zu ('%s') is not a non-negative integer", path,
+                                 n, word);
+                    break;
+                }
+                if (n == cap) {
+                    int32_t *grown = realloc(ids, (cap *= 2) * sizeof *ids);
+                    if (!grown) { rc = as_fail(err, "%s: out of memory", path); break; }
+                    ids = grown;
+                }
+                ids[n++] = (int32_t)v;
+            } else if (len + 1 < sizeof word) {
+                word[len++] = (char)c;
+            } else {
+                rc = as_fail(err, "%s: token %zu is not a number (too long)", path, n);
+                break;
+            }
+        } while (c != EOF);
+        if (rc == 0 && ferror(f)) rc = as_fail(err, "%s: read error", path);
+    }
+    fclose(f);
+    if (rc != 0) {
+        free(ids);
+        return -1;
+    }
+    *out = ids;
+    *count = n;
+    return 0;
+}
+
+static int write_layer(const gpt2_layer_view *view, void *user, as_err *err) {
+    return dump_write_layer(user, view, err);
+}
 
 int cmd_dump(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "attnsweep dump: not implemented yet\n");
-    return AS_EXIT_ERROR;
+    const char *model_dir = NULL, *text = NULL, *tokens_path = NULL, *out = NULL;
+    const char *length_s = NULL, *start_s = "0", *layers_s = "all";
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            return AS_EXIT_OK;
+        }
+        const char **slot = !strcmp(a, "--model")          ? &model_dir
+                            : !strcmp(a, "--text")         ? &text
+                            : !strcmp(a, "--tokens")       ? &tokens_path
+                            : !strcmp(a, "--length")       ? &length_s
+                            : !strcmp(a, "--window-start") ? &start_s
+                            : !strcmp(a, "--layers")       ? &layers_s
+                            : !strcmp(a, "--out")          ? &out
+                                                           : NULL;
+        if (!slot) {
+            fprintf(stderr, "attnsweep dump: unknown option '%s' (try --help)\n", a);
+            return AS_EXIT_USAGE;
+        }
+        if (i + 1 >= argc) {
+            fprintf(stderr, "attnsweep dump: %s needs a value\n", a);
+            return AS_EXIT_USAGE;
+        }
+        *slot = argv[++i];
+    }
+    const char *missing = !model_dir ? "--model" : !length_s ? "--length" : !out ? "--out"
+                          : (!text && !tokens_path) ? "--tokens or --text" : NULL;
+    if (missing) {
+        fprintf(stderr, "attnsweep dump: %s is required (try --help)\n", missing);
+        return AS_EXIT_USAGE;
+    }
+    if (text && tokens_path) {
+        fprintf(stderr, "attnsweep dump: give --text or --tokens, not both\n");
+        return AS_EXIT_USAGE;
+    }
+    if (text) {
+        fprintf(stderr, "attnsweep dump: --text needs the tokenizer (not built yet); use --tokens\n");
+        return AS_EXIT_USAGE;
+    }
+    size_t L, start;
+    if (parse_size(length_s, &L) != 0 || L < 1) {
+        fprintf(stderr, "attnsweep dump: --length '%s' is not a positive integer\n", length_s);
+        return AS_EXIT_USAGE;
+    }
+    if (parse_size(start_s, &start) != 0) {
+        fprintf(stderr, "attnsweep dump: --window-start '%s' is not a non-negative integer\n",
+                start_s);
+        return AS_EXIT_USAGE;
+    }
+
+    as_err err = {{0}};
+    gpt2_model model;
+    if (model_load(&model, model_dir, &err) != 0) {
+        fprintf(stderr, "attnsweep dump: %s\n", err.msg);
+        return AS_EXIT_ERROR;
+    }
+    const gpt2_config *cfg = &model.cfg;
+    int32_t *all = NULL;
+    size_t n_all = 0;
+    uint64_t mask = 0;
+    gpt2_workspace ws = {0};
+    dump_writer *w = NULL;
+    float *logits = NULL;
+    int rc = AS_EXIT_ERROR;
+    if (L > cfg->n_positions) {
+        fprintf(stderr, "attnsweep dump: --length %zu exceeds the model's n_positions %zu\n", L,
+                cfg->n_positions);
+        rc = AS_EXIT_USAGE;
+        goto done;
+    }
+    if (parse_layers(layers_s, cfg->n_layer, &mask, &err) != 0) {
+        fprintf(stderr, "attnsweep dump: %s\n", err.msg);
+        rc = AS_EXIT_USAGE;
+        goto done;
+    }
+    if (read_tokens(tokens_path, &all, &n_all, &err) != 0) {
+        fprintf(stderr, "attnsweep dump: %s\n", err.msg);
+        goto done;
+    }
+    if (start > n_all || L > n_all - start) {
+        fprintf(stderr,
+                "attnsweep dump: window [%zu, %zu) needs %zu tokens but %s has %zu\n", start,
+                start + L, start + L, tokens_path, n_all);
+        rc = AS_EXIT_USAGE;
+        goto done;
+    }
+    const int32_t *tokens = all + start;
+    for (size_t t = 0; t < L; t++)
+        if ((size_t)tokens[t] >= cfg->vocab_size) {
+            fprintf(stderr, "attnsweep dump: %s: token %zu is id %d, outside the vocabulary of %zu\n",
+                    tokens_path, start + t, tokens[t], cfg->vocab_size);
+            goto done;
+        }
+    logits = malloc(cfg->vocab_size * sizeof *logits);
+    if (!logits) {
+        fprintf(stderr, "attnsweep dump: out of memory for the logits\n");
+        goto done;
+    }
+    if (gpt2_workspace_init(&ws, cfg, L, &err) != 0) {
+        fprintf(stderr, "attnsweep dump: %s\n", err.msg);
+        goto done;
+    }
+    dump_provenance prov = {.window_start = start, .model_dir = model_dir,
+                            .weights_sha256 = model.weights_sha256};
+    w = dump_open(out, tokens, L, &prov, &err);
+    if (!w) {
+        fprintf(stderr, "attnsweep dump: %s\n", err.msg);
+        goto done;
+    }
+    size_t last = L - 1;
+    gpt2_request req = {.capture_mask = mask, .on_layer = write_layer, .user = w,
+                        .logit_positions = &last, .n_logit_positions = 1, .logits = logits};
+    if (gpt2_forward(&ws, &model, tokens, L, &req, &err) != 0 ||
+        dump_write_logits(w, logits, cfg->vocab_size, &err) != 0) {
+        fprintf(stderr, "attnsweep dump: %s\n", err.msg);
+        goto done;
+    }
+    dump_writer *closing = w;
+    w = NULL;
+    if (dump_close(closing, &err) != 0) {
+        fprintf(stderr, "attnsweep dump: %s\n", err.msg);
+        goto done;
+    }
+    rc = AS_EXIT_OK;
+done:
+    dump_abort(w);
+    gpt2_workspace_free(&ws);
+    free(logits);
+    free(all);
+    model_free(&model);
+    return rc;
 }
