@@ -1,11 +1,160 @@
-/* cmd_tokenize.c -- attnsweep tokenize (not built yet). */
+/* cmd_tokenize.c -- attnsweep tokenize: GPT-2 BPE text -> ids, and --decode ids -> text. */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "cli.h"
+#include "tokenizer.h"
+
+static void tokenize_usage(FILE *out) {
+    fprintf(out,
+            "usage: attnsweep tokenize --model DIR [--lines] [--decode] [FILE]\n"
+            "\n"
+            "Encodes FILE (stdin when absent) with GPT-2's byte-level BPE and prints the\n"
+            "token ids, space-separated, on one line. With --decode, reads whitespace-\n"
+            "separated ids and writes the text they stand for.\n"
+            "\n"
+            "  --model DIR   directory with vocab.json + merges.txt (or encoder.json + vocab.bpe)\n"
+            "  --lines       one output line per input line (each line encoded without its\n"
+            "                newline; with --decode, each line of ids becomes one text line)\n"
+            "  --decode      ids in, text out\n"
+            "  -h, --help    this text\n"
+            "\n"
+            "\"<|endoftext|>\" in the text is encoded as plain characters, never as id 50256.\n"
+            "Invalid UTF-8 is accepted: such bytes are encoded byte-level, and decode gives\n"
+            "them back unchanged.\n");
+}
+
+static char *slurp(FILE *f, size_t *n) {
+    size_t cap = 1 << 16, len = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        len += fread(buf + len, 1, cap - len, f);
+        if (len < cap) break;
+        char *nb = realloc(buf, cap * 2);
+        if (!nb) { free(buf); return NULL; }
+        buf = nb;
+        cap *= 2;
+    }
+    if (buf && ferror(f)) { free(buf); return NULL; }
+    *n = len;
+    return buf;
+}
+
+static int encode_span(tokenizer *t, const char *s, size_t n, int32_t *ids, FILE *out, as_err *err) {
+    size_t k;
+    if (tokenizer_encode(t, s, n, ids, n, &k, err)) return -1;
+    for (size_t i = 0; i < k; i++) fprintf(out, i ? " %d" : "%d", (int)ids[i]);
+    fputc('\n', out);
+    return 0;
+}
+
+/* Parses the ids of s[0..n) and writes their bytes to out (when out is not
+ * NULL); line_no names the input line in errors (0 = whole stream). */
+static int decode_pass(const tokenizer *t, const char *s, size_t n, size_t line_no, FILE *out, as_err *err) {
+    size_t i = 0, k = 0;
+    while (i < n) {
+        while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r')) i++;
+        if (i == n) break;
+        size_t start = i;
+        long v = 0;
+        while (i < n && s[i] >= '0' && s[i] <= '9' && v <= 1000000000L) v = v * 10 + (s[i++] - '0');
+        if (i == start || (i < n && !(s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r'))) {
+            size_t e = start;
+            while (e < n && !(s[e] == ' ' || s[e] == '\t' || s[e] == '\n' || s[e] == '\r')) e++;
+            if (line_no) return as_fail(err, "line %zu, id %zu: '%.*s' is not a token id", line_no, k + 1, (int)(e - start > 40 ? 40 : e - start), s + start);
+            return as_fail(err, "id %zu: '%.*s' is not a token id", k + 1, (int)(e - start > 40 ? 40 : e - start), s + start);
+        }
+        size_t len;
+        const char *b = v <= INT32_MAX ? tokenizer_token_bytes(t, (int32_t)v, &len) : NULL;
+        if (!b) {
+            if (line_no) return as_fail(err, "line %zu, id %zu: %ld is not in the vocabulary (%zu ids)", line_no, k + 1, v, tokenizer_vocab_size(t));
+            return as_fail(err, "id %zu: %ld is not in the vocabulary (%zu ids)", k + 1, v, tokenizer_vocab_size(t));
+        }
+        if (out) fwrite(b, 1, len, out);
+        k++;
+    }
+    return 0;
+}
+
+/* Checks every id first, so a bad id leaves no partial text behind. */
+static int decode_span(const tokenizer *t, const char *s, size_t n, size_t line_no, FILE *out, as_err *err) {
+    if (decode_pass(t, s, n, line_no, NULL, err)) return -1;
+    return decode_pass(t, s, n, line_no, out, err);
+}
 
 int cmd_tokenize(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "attnsweep tokenize: not implemented yet\n");
-    return AS_EXIT_ERROR;
+    const char *model = NULL, *file = NULL;
+    int lines = 0, decode = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { tokenize_usage(stdout); return AS_EXIT_OK; }
+        if (!strcmp(a, "--lines")) lines = 1;
+        else if (!strcmp(a, "--decode")) decode = 1;
+        else if (!strcmp(a, "--model")) {
+            if (++i >= argc) { fprintf(stderr, "attnsweep tokenize: --model needs a directory\n"); return AS_EXIT_USAGE; }
+            model = argv[i];
+        } else if (!strncmp(a, "--model=", 8)) model = a + 8;
+        else if (a[0] == '-' && a[1]) {
+            fprintf(stderr, "attnsweep tokenize: unknown option '%s' (try --help)\n", a);
+            return AS_EXIT_USAGE;
+        } else if (file) {
+            fprintf(stderr, "attnsweep tokenize: more than one FILE ('%s' and '%s')\n", file, a);
+            return AS_EXIT_USAGE;
+        } else file = a;
+    }
+    if (!model) { fprintf(stderr, "attnsweep tokenize: --model DIR is required (try --help)\n"); return AS_EXIT_USAGE; }
+    as_err err = {{0}};
+    tokenizer *t = tokenizer_load(model, &err);
+    if (!t) { fprintf(stderr, "attnsweep tokenize: %s\n", err.msg); return AS_EXIT_ERROR; }
+    FILE *in = stdin;
+    if (file && strcmp(file, "-")) {
+        in = fopen(file, "rb");
+        if (!in) {
+            fprintf(stderr, "attnsweep tokenize: %s: cannot open: %s\n", file, strerror(errno));
+            tokenizer_free(t);
+            return AS_EXIT_ERROR;
+        }
+    }
+    size_t n = 0;
+    char *text = slurp(in, &n);
+    if (in != stdin) fclose(in);
+    if (!text) {
+        fprintf(stderr, "attnsweep tokenize: %s: read error or out of memory\n", file ? file : "stdin");
+        tokenizer_free(t);
+        return AS_EXIT_ERROR;
+    }
+    int32_t *ids = decode ? NULL : malloc((n ? n : 1) * sizeof *ids);
+    int rc = 0;
+    if (!decode && !ids) rc = as_fail(&err, "out of memory for %zu ids", n);
+    else if (!lines) {
+        rc = decode ? decode_span(t, text, n, 0, stdout, &err) : encode_span(t, text, n, ids, stdout, &err);
+    } else {
+        size_t line_no = 0;
+        for (size_t i = 0; i < n && rc == 0;) {
+            size_t e = i;
+            while (e < n && text[e] != '\n') e++;
+            line_no++;
+            if (decode) {
+                rc = decode_span(t, text + i, e - i, line_no, stdout, &err);
+                if (!rc) fputc('\n', stdout);
+            } else {
+                rc = encode_span(t, text + i, e - i, ids, stdout, &err);
+            }
+            i = e + 1;
+        }
+    }
+    free(ids);
+    free(text);
+    tokenizer_free(t);
+    if (fflush(stdout) || ferror(stdout)) {
+        fprintf(stderr, "attnsweep tokenize: write error on stdout\n");
+        return AS_EXIT_ERROR;
+    }
+    if (rc) {
+        fprintf(stderr, "attnsweep tokenize: %s%s%s\n", file ? file : "stdin", ": ", err.msg);
+        return AS_EXIT_ERROR;
+    }
+    return AS_EXIT_OK;
 }

@@ -1,0 +1,268 @@
+/* textsrc.c -- see textsrc.h. */
+#include "textsrc.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tokenizer.h"
+
+static unsigned char *read_all(const char *path, size_t *n, as_err *err) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        as_fail(err, "%s: cannot open: %s", path, strerror(errno));
+        return NULL;
+    }
+    size_t cap = 1 << 20, len = 0;
+    unsigned char *buf = malloc(cap);
+    while (buf) {
+        len += fread(buf + len, 1, cap - len, f);
+        if (len < cap) break;
+        unsigned char *nb = realloc(buf, cap * 2);
+        if (!nb) { free(buf); buf = NULL; break; }
+        buf = nb;
+        cap *= 2;
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (!buf) { as_fail(err, "%s: out of memory reading it", path); return NULL; }
+    if (bad) { free(buf); as_fail(err, "%s: read error", path); return NULL; }
+    *n = len;
+    return buf;
+}
+
+static const char *find_marker_line(const char *s, size_t len, size_t from, const char *word, size_t *line_start,
+                                    size_t *line_end) {
+    /* "*** WORD OF" or "***WORD OF" anywhere on a line */
+    char pat1[32], pat2[32];
+    snprintf(pat1, sizeof pat1, "*** %s OF", word);
+    snprintf(pat2, sizeof pat2, "***%s OF", word);
+    for (size_t i = from; i < len;) {
+        size_t e = i;
+        while (e < len && s[e] != '\n') e++;
+        for (int k = 0; k < 2; k++) {
+            const char *p = k ? pat2 : pat1;
+            size_t pl = strlen(p);
+            for (size_t j = i; j + pl <= e; j++)
+                if (s[j] == '*' && !memcmp(s + j, p, pl)) {
+                    *line_start = i;
+                    *line_end = e < len ? e + 1 : e;
+                    return s + j;
+                }
+        }
+        i = e + 1;
+    }
+    return NULL;
+}
+
+int textsrc_strip_gutenberg(const char *text, size_t len, size_t *begin, size_t *end, const char *path,
+                            as_err *err) {
+    size_t s0, s1, e0, e1;
+    if (!find_marker_line(text, len, 0, "START", &s0, &s1))
+        return as_fail(err, "%s: strip_gutenberg is on but there is no \"*** START OF\" line (not a Project Gutenberg text? set strip_gutenberg = false)", path);
+    if (!find_marker_line(text, len, s1, "END", &e0, &e1))
+        return as_fail(err, "%s: strip_gutenberg is on but there is no \"*** END OF\" line after the \"*** START OF\" line", path);
+    *begin = s1;
+    *end = e0;
+    return 0;
+}
+
+int textsrc_parse_format(const char *s, textsrc_format *out, as_err *err) {
+    if (!strcmp(s, "text")) *out = TEXTSRC_TEXT;
+    else if (!strcmp(s, "tokens")) *out = TEXTSRC_TOKENS;
+    else return as_fail(err, "text.format: '%s' is not \"text\" or \"tokens\"", s);
+    return 0;
+}
+
+int textsrc_parse_dtype(const char *s, textsrc_dtype *out, as_err *err) {
+    if (!strcmp(s, "uint16") || !strcmp(s, "u2") || !strcmp(s, "<u2")) *out = TEXTSRC_U16;
+    else if (!strcmp(s, "uint32") || !strcmp(s, "u4") || !strcmp(s, "<u4")) *out = TEXTSRC_U32;
+    else return as_fail(err, "text.dtype: '%s' is not \"uint16\" or \"uint32\"", s);
+    return 0;
+}
+
+static uint32_t le32(const unsigned char *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* Converts n little-endian values of `size` bytes (signed if is_signed) to
+ * int32 ids, checking each against vocab_size. */
+static int convert_ids(textsrc *ts, const unsigned char *p, size_t n, int size, int is_signed, size_t vocab_size,
+                       as_err *err) {
+    ts->tokens = malloc((n ? n : 1) * sizeof *ts->tokens);
+    if (!ts->tokens) return as_fail(err, "%s: out of memory for %zu tokens", ts->path, n);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t u = 0;
+        for (int b = 0; b < size; b++) u |= (uint64_t)p[i * (size_t)size + (size_t)b] << (8 * b);
+        int negative = is_signed && (u >> (8 * size - 1)) & 1;
+        if (negative || u >= vocab_size) {
+            long long v = negative ? (long long)(u | (size < 8 ? ~0ull << (8 * size) : 0)) : (long long)u;
+            free(ts->tokens);
+            ts->tokens = NULL;
+            return as_fail(err, "%s: token %zu is %lld, not an id of the model's vocabulary (0..%zu)", ts->path, i, v,
+                           vocab_size - 1);
+        }
+        ts->tokens[i] = (int32_t)u;
+    }
+    ts->n_tokens = n;
+    return 0;
+}
+
+static int load_npy(textsrc *ts, const unsigned char *b, size_t n, size_t vocab_size, as_err *err) {
+    if (n < 10) return as_fail(err, "%s: truncated .npy header", ts->path);
+    size_t hlen, hoff;
+    if (b[6] == 1) { hlen = (size_t)b[8] | (size_t)b[9] << 8; hoff = 10; }
+    else if (b[6] == 2 || b[6] == 3) {
+        if (n < 12) return as_fail(err, "%s: truncated .npy header", ts->path);
+        hlen = le32(b + 8); hoff = 12;
+    } else return as_fail(err, "%s: .npy format version %d is not supported", ts->path, b[6]);
+    if (hoff + hlen > n) return as_fail(err, "%s: truncated .npy header", ts->path);
+    char h[4096];
+    size_t hl = hlen < sizeof h - 1 ? hlen : sizeof h - 1;
+    memcpy(h, b + hoff, hl);
+    h[hl] = 0;
+    const char *d = strstr(h, "'descr'"), *fo = strstr(h, "'fortran_order'"), *sh = strstr(h, "'shape'");
+    if (!d || !fo || !sh) return as_fail(err, "%s: .npy header lacks descr/fortran_order/shape", ts->path);
+    d = strchr(d + 7, '\'');
+    if (!d) return as_fail(err, "%s: bad .npy descr", ts->path);
+    d++;
+    const char *dq = strchr(d, '\'');
+    if (!dq) return as_fail(err, "%s: bad .npy descr", ts->path);
+    char descr[16];
+    snprintf(descr, sizeof descr, "%.*s", (int)(dq - d > 15 ? 15 : dq - d), d);
+    int size, is_signed;
+    if (!strcmp(descr, "<u2")) { size = 2; is_signed = 0; }
+    else if (!strcmp(descr, "<u4")) { size = 4; is_signed = 0; }
+    else if (!strcmp(descr, "<i4")) { size = 4; is_signed = 1; }
+    else if (!strcmp(descr, "<i8")) { size = 8; is_signed = 1; }
+    else return as_fail(err, "%s: .npy dtype '%s' is not one of '<u2', '<u4', '<i4', '<i8'", ts->path, descr);
+    sh = strchr(sh, '(');
+    const char *she = sh ? strchr(sh, ')') : NULL;
+    if (!sh || !she) return as_fail(err, "%s: bad .npy shape", ts->path);
+    size_t dims = 0, count = 1;
+    for (const char *p = sh + 1; p < she;) {
+        while (p < she && (*p == ' ' || *p == ',')) p++;
+        if (p >= she) break;
+        char *e;
+        unsigned long long v = strtoull(p, &e, 10);
+        if (e == p) return as_fail(err, "%s: bad .npy shape", ts->path);
+        count *= (size_t)v;
+        dims++;
+        p = e;
+    }
+    if (dims != 1) return as_fail(err, "%s: .npy array has %zu dimensions; a token file must be 1-D", ts->path, dims);
+    size_t data = hoff + hlen;
+    if ((n - data) / (size_t)size < count)
+        return as_fail(err, "%s: .npy says %zu tokens but holds %zu bytes of data", ts->path, count, n - data);
+    snprintf(ts->kind, sizeof ts->kind, "npy %s", descr);
+    return convert_ids(ts, b + data, count, size, is_signed, vocab_size, err);
+}
+
+static int load_tokens(textsrc *ts, const textsrc_spec *spec, size_t vocab_size, as_err *err) {
+    size_t n;
+    unsigned char *b = read_all(spec->path, &n, err);
+    if (!b) return -1;
+    int rc;
+    if (n >= 6 && !memcmp(b, "\x93NUMPY", 6)) {
+        rc = load_npy(ts, b, n, vocab_size, err);
+    } else if (n >= 1024 && le32(b) == 20240520u) {
+        uint32_t version = le32(b + 4), count = le32(b + 8);
+        int size = version == 1 ? 2 : version == 2 ? 4 : 0;
+        if (!size) rc = as_fail(err, "%s: llm.c token file version %u is not 1 (uint16) or 2 (uint32)", ts->path, version);
+        else if ((spec->dtype == TEXTSRC_U16 && size != 2) || (spec->dtype == TEXTSRC_U32 && size != 4))
+            rc = as_fail(err, "%s: text.dtype says %s but the llm.c header says uint%d", ts->path,
+                         spec->dtype == TEXTSRC_U16 ? "uint16" : "uint32", size * 8);
+        else if ((n - 1024) / (size_t)size < count)
+            rc = as_fail(err, "%s: llm.c header says %u tokens but the file holds %zu bytes after it", ts->path, count, n - 1024);
+        else {
+            snprintf(ts->kind, sizeof ts->kind, "llm.c uint%d", size * 8);
+            rc = convert_ids(ts, b + 1024, count, size, 0, vocab_size, err);
+        }
+    } else if (spec->dtype == TEXTSRC_DTYPE_AUTO) {
+        rc = as_fail(err, "%s: raw token file (no .npy or llm.c header): give its dtype, uint16 or uint32", ts->path);
+    } else {
+        int size = spec->dtype == TEXTSRC_U16 ? 2 : 4;
+        if (n % (size_t)size)
+            rc = as_fail(err, "%s: %zu bytes is not a whole number of uint%d tokens", ts->path, n, size * 8);
+        else {
+            snprintf(ts->kind, sizeof ts->kind, "raw uint%d", size * 8);
+            rc = convert_ids(ts, b, n / (size_t)size, size, 0, vocab_size, err);
+        }
+    }
+    free(b);
+    return rc;
+}
+
+static int load_text(textsrc *ts, const textsrc_spec *spec, const char *model_dir, size_t vocab_size, as_err *err) {
+    if (!model_dir) return as_fail(err, "%s: a text source needs the model directory's tokenizer", ts->path);
+    size_t n;
+    unsigned char *b = read_all(spec->path, &n, err);
+    if (!b) return -1;
+    size_t begin = 0, end = n;
+    if (spec->strip_gutenberg && textsrc_strip_gutenberg((const char *)b, n, &begin, &end, ts->path, err)) {
+        free(b);
+        return -1;
+    }
+    tokenizer *tok = tokenizer_load(model_dir, err);
+    if (!tok) { free(b); return -1; }
+    int rc = 0;
+    if (tokenizer_vocab_size(tok) > vocab_size)
+        rc = as_fail(err, "%s: the tokenizer has %zu ids but the model only %zu", tokenizer_vocab_path(tok),
+                     tokenizer_vocab_size(tok), vocab_size);
+    size_t len = end - begin;
+    ts->tokens = rc ? NULL : malloc((len ? len : 1) * sizeof *ts->tokens);
+    if (!rc && !ts->tokens) rc = as_fail(err, "%s: out of memory for %zu tokens", ts->path, len);
+    size_t k = 0;
+    if (!rc && tokenizer_encode(tok, (const char *)b + begin, len, ts->tokens, len, &k, err)) rc = as_wrap(err, "%s", ts->path);
+    tokenizer_free(tok);
+    free(b);
+    if (rc) { free(ts->tokens); ts->tokens = NULL; return -1; }
+    int32_t *shrunk = realloc(ts->tokens, (k ? k : 1) * sizeof *ts->tokens);
+    if (shrunk) ts->tokens = shrunk;
+    ts->n_tokens = k;
+    ts->text_bytes = len;
+    snprintf(ts->kind, sizeof ts->kind, "%s", spec->strip_gutenberg ? "text (Gutenberg stripped)" : "text");
+    return 0;
+}
+
+int textsrc_load(textsrc *ts, const textsrc_spec *spec, const char *model_dir, size_t vocab_size, as_err *err) {
+    memset(ts, 0, sizeof *ts);
+    if (!spec->path || !spec->path[0]) return as_fail(err, "text.path: empty");
+    snprintf(ts->path, sizeof ts->path, "%s", spec->path);
+    if (vocab_size == 0 || vocab_size > (size_t)INT32_MAX) return as_fail(err, "%s: model vocab_size %zu is not usable", spec->path, vocab_size);
+    if (spec->format == TEXTSRC_TEXT) return load_text(ts, spec, model_dir, vocab_size, err);
+    if (spec->format == TEXTSRC_TOKENS) return load_tokens(ts, spec, vocab_size, err);
+    return as_fail(err, "%s: unknown text format %d", spec->path, (int)spec->format);
+}
+
+void textsrc_free(textsrc *ts) {
+    free(ts->tokens);
+    ts->tokens = NULL;
+    ts->n_tokens = 0;
+}
+
+int64_t textsrc_window_start(int64_t offset, int64_t stride, int64_t w) { return offset + w * stride; }
+
+void textsrc_window_starts(int64_t *starts, int64_t count, int64_t offset, int64_t stride) {
+    for (int64_t w = 0; w < count; w++) starts[w] = textsrc_window_start(offset, stride, w);
+}
+
+int textsrc_check_fit(const textsrc *ts, int64_t count, int64_t offset, int64_t stride, int64_t max_L, as_err *err) {
+    if (count < 1 || offset < 0 || stride < 0 || max_L < 1)
+        return as_fail(err, "%s: windows need count >= 1, offset >= 0, stride >= 0 and L >= 1 (got count %lld, offset %lld, stride %lld, L %lld)",
+                       ts->path, (long long)count, (long long)offset, (long long)stride, (long long)max_L);
+    /* needed = offset + (count - 1) * stride + max_L, in 128 bits' worth of care */
+    double approx = (double)offset + (double)(count - 1) * (double)stride + (double)max_L;
+    int64_t needed = approx > 9e18 ? INT64_MAX : offset + (count - 1) * stride + max_L;
+    if ((uint64_t)needed > (uint64_t)ts->n_tokens)
+        return as_fail(err, "%s: has %zu tokens, the windows need %lld (offset %lld + (count %lld - 1) * stride %lld + L %lld)",
+                       ts->path, ts->n_tokens, (long long)needed, (long long)offset, (long long)count, (long long)stride,
+                       (long long)max_L);
+    return 0;
+}
+
+const int32_t *textsrc_window(const textsrc *ts, int64_t start, int64_t L) {
+    if (start < 0 || L < 0 || (uint64_t)start > ts->n_tokens || (uint64_t)L > ts->n_tokens - (uint64_t)start) return NULL;
+    return ts->tokens + start;
+}

@@ -1,0 +1,992 @@
+/* tokenizer.c -- see tokenizer.h. GPT-2 byte-level BPE.
+ *
+ * vocab.json is read by a small dedicated reader (the file is one flat
+ * object {"string": integer, ...}; strings may use every JSON escape
+ * including \uXXXX surrogate pairs). Token strings are GPT-2's byte-level
+ * alphabet (each byte shown as one printable code point); they are turned
+ * back into raw bytes on load, so everything below works on bytes. */
+#include "tokenizer.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "unicode_tables.h"
+
+/* ------------------------------------------------------------------ unicode */
+
+static const uint8_t ascii_class[128] = {
+    ['\t'] = UC_SPACE, ['\n'] = UC_SPACE, ['\v'] = UC_SPACE, ['\f'] = UC_SPACE, ['\r'] = UC_SPACE,
+    [' '] = UC_SPACE,
+    ['0'] = UC_NUMBER, ['1'] = UC_NUMBER, ['2'] = UC_NUMBER, ['3'] = UC_NUMBER, ['4'] = UC_NUMBER,
+    ['5'] = UC_NUMBER, ['6'] = UC_NUMBER, ['7'] = UC_NUMBER, ['8'] = UC_NUMBER, ['9'] = UC_NUMBER,
+    ['A'] = UC_LETTER, ['B'] = UC_LETTER, ['C'] = UC_LETTER, ['D'] = UC_LETTER, ['E'] = UC_LETTER,
+    ['F'] = UC_LETTER, ['G'] = UC_LETTER, ['H'] = UC_LETTER, ['I'] = UC_LETTER, ['J'] = UC_LETTER,
+    ['K'] = UC_LETTER, ['L'] = UC_LETTER, ['M'] = UC_LETTER, ['N'] = UC_LETTER, ['O'] = UC_LETTER,
+    ['P'] = UC_LETTER, ['Q'] = UC_LETTER, ['R'] = UC_LETTER, ['S'] = UC_LETTER, ['T'] = UC_LETTER,
+    ['U'] = UC_LETTER, ['V'] = UC_LETTER, ['W'] = UC_LETTER, ['X'] = UC_LETTER, ['Y'] = UC_LETTER,
+    ['Z'] = UC_LETTER,
+    ['a'] = UC_LETTER, ['b'] = UC_LETTER, ['c'] = UC_LETTER, ['d'] = UC_LETTER, ['e'] = UC_LETTER,
+    ['f'] = UC_LETTER, ['g'] = UC_LETTER, ['h'] = UC_LETTER, ['i'] = UC_LETTER, ['j'] = UC_LETTER,
+    ['k'] = UC_LETTER, ['l'] = UC_LETTER, ['m'] = UC_LETTER, ['n'] = UC_LETTER, ['o'] = UC_LETTER,
+    ['p'] = UC_LETTER, ['q'] = UC_LETTER, ['r'] = UC_LETTER, ['s'] = UC_LETTER, ['t'] = UC_LETTER,
+    ['u'] = UC_LETTER, ['v'] = UC_LETTER, ['w'] = UC_LETTER, ['x'] = UC_LETTER, ['y'] = UC_LETTER,
+    ['z'] = UC_LETTER,
+};
+
+int unicode_class(uint32_t cp) {
+    if (cp < 128) return ascii_class[cp];
+    switch (cp) { /* White_Space beyond ASCII (PropList.txt) */
+    case 0x85: case 0xA0: case 0x1680: case 0x2028: case 0x2029: case 0x202F: case 0x205F:
+    case 0x3000:
+        return UC_SPACE;
+    default:
+        if (cp >= 0x2000 && cp <= 0x200A) return UC_SPACE;
+    }
+    size_t lo = 0, hi = unicode_letter_number_range_count;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const unicode_range *r = &unicode_letter_number_ranges[mid];
+        if (cp < r->first) hi = mid;
+        else if (cp > r->last) lo = mid + 1;
+        else return (int)r->cls;
+    }
+    return UC_OTHER;
+}
+
+/* Class of the code unit at pos and its length in bytes. A byte that does
+ * not start a well-formed sequence (Unicode 3-7) is a 1-byte UC_OTHER unit. */
+static inline int unit_at(const uint8_t *s, size_t len, size_t pos, size_t *unit_len) {
+    uint8_t b = s[pos];
+    if (b < 0x80) {
+        *unit_len = 1;
+        return ascii_class[b];
+    }
+    size_t left = len - pos;
+    uint32_t cp;
+    if (b >= 0xC2 && b <= 0xDF) {
+        if (left < 2 || (s[pos + 1] & 0xC0) != 0x80) goto invalid;
+        cp = ((uint32_t)(b & 0x1F) << 6) | (s[pos + 1] & 0x3F);
+        *unit_len = 2;
+    } else if (b >= 0xE0 && b <= 0xEF) {
+        if (left < 3) goto invalid;
+        uint8_t b1 = s[pos + 1], b2 = s[pos + 2];
+        uint8_t lo1 = b == 0xE0 ? 0xA0 : 0x80, hi1 = b == 0xED ? 0x9F : 0xBF;
+        if (b1 < lo1 || b1 > hi1 || (b2 & 0xC0) != 0x80) goto invalid;
+        cp = ((uint32_t)(b & 0x0F) << 12) | ((uint32_t)(b1 & 0x3F) << 6) | (b2 & 0x3F);
+        *unit_len = 3;
+    } else if (b >= 0xF0 && b <= 0xF4) {
+        if (left < 4) goto invalid;
+        uint8_t b1 = s[pos + 1], b2 = s[pos + 2], b3 = s[pos + 3];
+        uint8_t lo1 = b == 0xF0 ? 0x90 : 0x80, hi1 = b == 0xF4 ? 0x8F : 0xBF;
+        if (b1 < lo1 || b1 > hi1 || (b2 & 0xC0) != 0x80 || (b3 & 0xC0) != 0x80) goto invalid;
+        cp = ((uint32_t)(b & 0x07) << 18) | ((uint32_t)(b1 & 0x3F) << 12) |
+             ((uint32_t)(b2 & 0x3F) << 6) | (b3 & 0x3F);
+        *unit_len = 4;
+    } else {
+        goto invalid;
+    }
+    return unicode_class(cp);
+invalid:
+    *unit_len = 1;
+    return UC_OTHER;
+}
+
+/* End of the run of units of class cls starting at pos. */
+static inline size_t run_end(const uint8_t *s, size_t len, size_t pos, int cls) {
+    while (pos < len) {
+        size_t n;
+        if (unit_at(s, len, pos, &n) != cls) break;
+        pos += n;
+    }
+    return pos;
+}
+
+/* Alternatives of GPT-2's pattern, tried in order at pos; the first that
+ * matches wins (regex alternation is ordered, each branch greedy). */
+size_t tokenizer_piece_end(const char *text, size_t len, size_t pos) {
+    const uint8_t *s = (const uint8_t *)text;
+    if (s[pos] == '\'' && pos + 1 < len) { /* 's|'t|'re|'ve|'m|'ll|'d */
+        uint8_t c1 = s[pos + 1];
+        if (c1 == 's' || c1 == 't' || c1 == 'm' || c1 == 'd') return pos + 2;
+        if (pos + 2 < len) {
+            uint8_t c2 = s[pos + 2];
+            if ((c1 == 'r' && c2 == 'e') || (c1 == 'v' && c2 == 'e') || (c1 == 'l' && c2 == 'l'))
+                return pos + 3;
+        }
+    }
+    size_t n0;
+    int cls0 = unit_at(s, len, pos, &n0);
+    if (s[pos] == ' ' && pos + 1 < len) { /*  ?\p{L}+ |  ?\p{N}+ |  ?[^\s\p{L}\p{N}]+ */
+        size_t n1;
+        int cls1 = unit_at(s, len, pos + 1, &n1);
+        if (cls1 != UC_SPACE) return run_end(s, len, pos + 1 + n1, cls1);
+    }
+    if (cls0 != UC_SPACE) return run_end(s, len, pos + n0, cls0);
+    /* \s+(?!\S) | \s+ : a run followed by non-space gives back its last unit
+     * unless that would leave it empty. */
+    size_t q = pos, last = pos, units = 0;
+    while (q < len) {
+        size_t n;
+        if (unit_at(s, len, q, &n) != UC_SPACE) break;
+        last = q;
+        q += n;
+        units++;
+    }
+    if (q == len || units < 2) return q;
+    return last;
+}
+
+/* ------------------------------------------------------- byte-level alphabet */
+
+/* GPT-2's bytes_to_unicode: printable Latin-1 bytes stand for themselves, the
+ * other 68 bytes map to U+0100.. in byte order. Byte order of this list is
+ * also the order of ids 0..255 in GPT-2's vocabulary. */
+static int byte_is_printable(int b) {
+    return (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255);
+}
+static void byte_unicode_tables(uint32_t byte_to_cp[256], int cp_to_byte[324], uint8_t id_order[256]) {
+    int n = 0, k = 0;
+    for (int i = 0; i < 324; i++) cp_to_byte[i] = -1;
+    for (int b = 0; b < 256; b++)
+        if (byte_is_printable(b)) {
+            byte_to_cp[b] = (uint32_t)b;
+            id_order[k++] = (uint8_t)b;
+        }
+    for (int b = 0; b < 256; b++)
+        if (!byte_is_printable(b)) {
+            byte_to_cp[b] = 256u + (uint32_t)n++;
+            id_order[k++] = (uint8_t)b;
+        }
+    for (int b = 0; b < 256; b++) cp_to_byte[byte_to_cp[b]] = b;
+}
+
+static size_t utf8_put(char *out, uint32_t cp) {
+    if (cp < 0x80) { out[0] = (char)cp; return 1; }
+    if (cp < 0x800) {
+        out[0] = (char)(0xC0 | (cp >> 6)); out[1] = (char)(0x80 | (cp & 0x3F)); return 2;
+    }
+    if (cp < 0x10000) {
+        out[0] = (char)(0xE0 | (cp >> 12)); out[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        out[2] = (char)(0x80 | (cp & 0x3F)); return 3;
+    }
+    out[0] = (char)(0xF0 | (cp >> 18)); out[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+    out[2] = (char)(0x80 | ((cp >> 6) & 0x3F)); out[3] = (char)(0x80 | (cp & 0x3F));
+    return 4;
+}
+
+/* Decodes valid UTF-8 s[0..n) of byte-level code points into raw bytes
+ * (in place is fine: output is never longer). Returns the byte count, or
+ * (size_t)-1 when a code point is not in the byte-level alphabet. */
+static size_t byte_level_to_bytes(const int cp_to_byte[324], const uint8_t *s, size_t n, uint8_t *out) {
+    size_t o = 0;
+    for (size_t i = 0; i < n;) {
+        uint32_t cp;
+        uint8_t b = s[i];
+        if (b < 0x80) { cp = b; i += 1; }
+        else if ((b & 0xE0) == 0xC0 && i + 1 < n) { cp = ((uint32_t)(b & 0x1F) << 6) | (s[i + 1] & 0x3F); i += 2; }
+        else return (size_t)-1;
+        if (cp >= 324 || cp_to_byte[cp] < 0) return (size_t)-1;
+        out[o++] = (uint8_t)cp_to_byte[cp];
+    }
+    return o;
+}
+
+/* -------------------------------------------------------------- hash tables */
+
+static inline uint64_t hash_bytes(const uint8_t *p, size_t n) {
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ (n * 0xC2B2AE3D27D4EB4Full);
+    while (n >= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        h = (h ^ w) * 0xFF51AFD7ED558CCDull;
+        h ^= h >> 32;
+        p += 8;
+        n -= 8;
+    }
+    uint64_t w = 0;
+    memcpy(&w, p, n);
+    h = (h ^ w) * 0xC4CEB9FE1A85EC53ull;
+    h ^= h >> 29;
+    return h;
+}
+static inline uint64_t hash_u64(uint64_t x) {
+    x ^= x >> 33;
+    x *= 0xFF51AFD7ED558CCDull;
+    x ^= x >> 33;
+    x *= 0xC4CEB9FE1A85EC53ull;
+    x ^= x >> 33;
+    return x;
+}
+
+typedef struct {
+    uint64_t key; /* left id << 32 | right id; UINT64_MAX = empty */
+    uint32_t rank;
+    int32_t merged;
+} merge_slot;
+
+typedef struct { /* one cached piece */
+    uint64_t hash;
+    uint32_t text_off, text_len; /* in cache_text */
+    uint32_t ids_off, n_ids;     /* in cache_ids */
+} cache_slot;
+
+enum { CACHE_SLOTS = 1 << 16, CACHE_MAX_PIECE = 64, CACHE_TEXT_CAP = 2 << 20 };
+
+struct tokenizer {
+    /* id -> bytes */
+    uint8_t *pool;
+    size_t pool_len;
+    size_t *tok_off;
+    uint32_t *tok_len; /* 0 = id unused */
+    size_t n_ids;      /* max id + 1 */
+    size_t max_token_len;
+    int32_t eot;
+    /* bytes -> id (only while loading merges) */
+    int32_t byte_id[256];
+    /* pair -> merge */
+    merge_slot *merges;
+    size_t merge_mask;
+    /* piece cache */
+    cache_slot *cache;
+    size_t cache_used;
+    uint8_t *cache_text;
+    size_t cache_text_len;
+    int32_t *cache_ids;
+    size_t cache_ids_len;
+    int cache_disabled;
+    /* scratch for BPE, grown to the longest piece seen */
+    size_t scratch_cap;
+    int32_t *s_tok, *s_next, *s_prev;
+    struct heap_entry *heap;
+    size_t heap_threshold;
+    char vocab_path[4096], merges_path[4096];
+};
+
+static inline const merge_slot *merge_find(const tokenizer *t, int32_t a, int32_t b) {
+    uint64_t key = ((uint64_t)(uint32_t)a << 32) | (uint32_t)b;
+    size_t i = hash_u64(key) & t->merge_mask;
+    for (;;) {
+        const merge_slot *s = &t->merges[i];
+        if (s->key == key) return s;
+        if (s->key == UINT64_MAX) return NULL;
+        i = (i + 1) & t->merge_mask;
+    }
+}
+
+/* ---------------------------------------------------------------- file I/O */
+
+static char *read_file(const char *path, size_t *n, as_err *err) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        as_fail(err, "%s: cannot open: %s", path, strerror(errno));
+        return NULL;
+    }
+    size_t cap = 1 << 20, len = 0;
+    char *buf = malloc(cap + 1);
+    while (buf) {
+        size_t got = fread(buf + len, 1, cap - len, f);
+        len += got;
+        if (len < cap) break;
+        char *nb = realloc(buf, cap * 2 + 1);
+        if (!nb) { free(buf); buf = NULL; break; }
+        buf = nb;
+        cap *= 2;
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (!buf) { as_fail(err, "%s: out of memory reading it", path); return NULL; }
+    if (bad) { free(buf); as_fail(err, "%s: read error", path); return NULL; }
+    buf[len] = 0;
+    *n = len;
+    return buf;
+}
+
+static int file_exists(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+static int join_path(char *out, size_t cap, const char *dir, const char *name) {
+    int n = snprintf(out, cap, "%s/%s", dir, name);
+    return n >= 0 && (size_t)n < cap;
+}
+
+/* ------------------------------------------------------- vocab.json reader */
+
+typedef struct {
+    const char *path;
+    const char *s;
+    size_t n, i;
+    as_err *err;
+} json_reader;
+
+static void skip_ws(json_reader *r) {
+    while (r->i < r->n && (r->s[r->i] == ' ' || r->s[r->i] == '\t' || r->s[r->i] == '\n' || r->s[r->i] == '\r'))
+        r->i++;
+}
+
+static int hex4(json_reader *r, uint32_t *v) {
+    if (r->i + 4 > r->n) return -1;
+    uint32_t x = 0;
+    for (int k = 0; k < 4; k++) {
+        char c = r->s[r->i++];
+        x <<= 4;
+        if (c >= '0' && c <= '9') x |= (uint32_t)(c - '0');
+        else if (c >= 'a' && c <= 'f') x |= (uint32_t)(c - 'a' + 10);
+        else if (c >= 'A' && c <= 'F') x |= (uint32_t)(c - 'A' + 10);
+        else return -1;
+    }
+    *v = x;
+    return 0;
+}
+
+/* Reads a JSON string at r->i into out as UTF-8 (out holds r->n bytes). */
+static int read_string(json_reader *r, char *out, size_t *out_len) {
+    size_t start = r->i, o = 0;
+    if (r->i >= r->n || r->s[r->i] != '"') return as_fail(r->err, "%s: byte %zu: expected a string", r->path, r->i);
+    r->i++;
+    for (;;) {
+        if (r->i >= r->n) return as_fail(r->err, "%s: byte %zu: unterminated string", r->path, start);
+        unsigned char c = (unsigned char)r->s[r->i++];
+        if (c == '"') break;
+        if (c < 0x20) return as_fail(r->err, "%s: byte %zu: control character in string", r->path, r->i - 1);
+        if (c != '\\') { out[o++] = (char)c; continue; }
+        if (r->i >= r->n) return as_fail(r->err, "%s: byte %zu: unterminated escape", r->path, r->i);
+        char e = r->s[r->i++];
+        uint32_t cp;
+        switch (e) {
+        case '"': out[o++] = '"'; break;
+        case '\\': out[o++] = '\\'; break;
+        case '/': out[o++] = '/'; break;
+        case 'b': out[o++] = '\b'; break;
+        case 'f': out[o++] = '\f'; break;
+        case 'n': out[o++] = '\n'; break;
+        case 'r': out[o++] = '\r'; break;
+        case 't': out[o++] = '\t'; break;
+        case 'u':
+            if (hex4(r, &cp)) return as_fail(r->err, "%s: byte %zu: bad \\u escape", r->path, r->i);
+            if (cp >= 0xD800 && cp <= 0xDBFF) {
+                uint32_t lo;
+                if (r->i + 2 > r->n || r->s[r->i] != '\\' || r->s[r->i + 1] != 'u')
+                    return as_fail(r->err, "%s: byte %zu: lone high surrogate", r->path, r->i);
+                r->i += 2;
+                if (hex4(r, &lo) || lo < 0xDC00 || lo > 0xDFFF)
+                    return as_fail(r->err, "%s: byte %zu: bad low surrogate", r->path, r->i);
+                cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+            } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
+                return as_fail(r->err, "%s: byte %zu: lone low surrogate", r->path, r->i);
+            }
+            o += utf8_put(out + o, cp);
+            break;
+        default:
+            return as_fail(r->err, "%s: byte %zu: bad escape \\%c", r->path, r->i - 1, e);
+        }
+    }
+    *out_len = o;
+    return 0;
+}
+
+/* Parses the whole {"token": id, ...} object into t's id -> bytes table. */
+static int read_vocab(tokenizer *t, const char *path, as_err *err) {
+    size_t n;
+    char *s = read_file(path, &n, err);
+    if (!s) return -1;
+    json_reader r = {path, s, n, 0, err};
+    int cp_to_byte[324];
+    uint32_t byte_to_cp[256];
+    uint8_t order[256];
+    byte_unicode_tables(byte_to_cp, cp_to_byte, order);
+    /* Two passes would be exact; the pool needs at most n bytes, ids at most n/4. */
+    size_t max_entries = n / 4 + 1;
+    t->pool = malloc(n + 1);
+    t->tok_off = calloc(max_entries, sizeof *t->tok_off);
+    t->tok_len = calloc(max_entries, sizeof *t->tok_len);
+    char *str = malloc(n + 1);
+    int rc = -1;
+    if (!t->pool || !t->tok_off || !t->tok_len || !str) { as_fail(err, "%s: out of memory", path); goto done; }
+    skip_ws(&r);
+    if (r.i >= n || s[r.i] != '{') { as_fail(err, "%s: expected a JSON object {\"token\": id, ...}", path); goto done; }
+    r.i++;
+    skip_ws(&r);
+    size_t count = 0;
+    if (r.i < n && s[r.i] == '}') { r.i++; goto closed; }
+    for (;;) {
+        size_t slen = 0;
+        skip_ws(&r);
+        if (read_string(&r, str, &slen)) goto done;
+        skip_ws(&r);
+        if (r.i >= n || s[r.i] != ':') { as_fail(err, "%s: byte %zu: expected ':'", path, r.i); goto done; }
+        r.i++;
+        skip_ws(&r);
+        size_t id = 0, digits = 0;
+        while (r.i < n && s[r.i] >= '0' && s[r.i] <= '9' && digits < 10) {
+            id = id * 10 + (size_t)(s[r.i++] - '0');
+            digits++;
+        }
+        if (digits == 0 || (r.i < n && (s[r.i] == '.' || s[r.i] == 'e' || s[r.i] == 'E' || (s[r.i] >= '0' && s[r.i] <= '9'))))
+            { as_fail(err, "%s: byte %zu: token id must be a non-negative integer below 10^10", path, r.i); goto done; }
+        if (id >= max_entries || id > INT32_MAX) { as_fail(err, "%s: id %zu is larger than the vocabulary can be", path, id); goto done; }
+        size_t blen = byte_level_to_bytes(cp_to_byte, (const uint8_t *)str, slen, t->pool + t->pool_len);
+        if (blen == (size_t)-1 || blen == 0) {
+            str[slen] = 0;
+            as_fail(err, "%s: token \"%.60s\" (id %zu) is not in GPT-2's byte-level alphabet", path, str, id);
+            goto done;
+        }
+        if (t->tok_len[id]) { as_fail(err, "%s: id %zu appears twice", path, id); goto done; }
+        t->tok_off[id] = t->pool_len;
+        t->tok_len[id] = (uint32_t)blen;
+        t->pool_len += blen;
+        if (blen > t->max_token_len) t->max_token_len = blen;
+        if (id + 1 > t->n_ids) t->n_ids = id + 1;
+        if (blen == 1 && t->byte_id[t->pool[t->tok_off[id]]] < 0) t->byte_id[t->pool[t->tok_off[id]]] = (int32_t)id;
+        if (blen == 13 && !memcmp(t->pool + t->tok_off[id], "<|endoftext|>", 13)) t->eot = (int32_t)id;
+        count++;
+        skip_ws(&r);
+        if (r.i < n && s[r.i] == ',') { r.i++; continue; }
+        if (r.i < n && s[r.i] == '}') { r.i++; break; }
+        as_fail(err, "%s: byte %zu: expected ',' or '}'", path, r.i);
+        goto done;
+    }
+closed:
+    skip_ws(&r);
+    if (r.i != n) { as_fail(err, "%s: byte %zu: trailing data after the object", path, r.i); goto done; }
+    for (int b = 0; b < 256; b++)
+        if (t->byte_id[b] < 0) { as_fail(err, "%s: no token for byte 0x%02X (a byte-level vocabulary has all 256)", path, b); goto done; }
+    (void)count;
+    rc = 0;
+done:
+    free(str);
+    free(s);
+    return rc;
+}
+
+/* ------------------------------------------------------- merges.txt reader */
+
+/* Bytes -> id table used only while reading merges. */
+typedef struct {
+    int32_t *slots;
+    size_t mask;
+} id_index;
+
+static int32_t index_find(const tokenizer *t, const id_index *ix, const uint8_t *p, size_t n) {
+    size_t i = hash_bytes(p, n) & ix->mask;
+    for (;;) {
+        int32_t id = ix->slots[i];
+        if (id < 0) return -1;
+        if (t->tok_len[id] == n && !memcmp(t->pool + t->tok_off[id], p, n)) return id;
+        i = (i + 1) & ix->mask;
+    }
+}
+
+static int read_merges(tokenizer *t, const char *path, as_err *err) {
+    size_t n;
+    char *s = read_file(path, &n, err);
+    if (!s) return -1;
+    int rc = -1;
+    id_index ix = {0};
+    size_t cap = 1;
+    while (cap < 2 * t->n_ids) cap <<= 1;
+    ix.slots = malloc(cap * sizeof *ix.slots);
+    ix.mask = cap - 1;
+    size_t lines = 1;
+    for (size_t i = 0; i < n; i++) lines += s[i] == '\n';
+    size_t mcap = 1;
+    while (mcap < 2 * lines) mcap <<= 1;
+    t->merges = malloc(mcap * sizeof *t->merges);
+    t->merge_mask = mcap - 1;
+    uint8_t *a = malloc(n + 1), *ab = malloc(2 * n + 2);
+    int cp_to_byte[324];
+    uint32_t byte_to_cp[256];
+    uint8_t order[256];
+    byte_unicode_tables(byte_to_cp, cp_to_byte, order);
+    if (!ix.slots || !t->merges || !a || !ab) { as_fail(err, "%s: out of memory", path); goto done; }
+    memset(ix.slots, 0xFF, cap * sizeof *ix.slots);
+    for (size_t m = 0; m < mcap; m++) t->merges[m].key = UINT64_MAX;
+    for (size_t id = 0; id < t->n_ids; id++) {
+        if (!t->tok_len[id]) continue;
+        const uint8_t *p = t->pool + t->tok_off[id];
+        if (index_find(t, &ix, p, t->tok_len[id]) >= 0) continue; /* duplicate string: first id wins */
+        size_t k = hash_bytes(p, t->tok_len[id]) & ix.mask;
+        while (ix.slots[k] >= 0) k = (k + 1) & ix.mask;
+        ix.slots[k] = (int32_t)id;
+    }
+    uint32_t rank = 0;
+    size_t line_no = 0;
+    for (size_t i = 0; i < n;) {
+        size_t e = i;
+        while (e < n && s[e] != '\n') e++;
+        size_t next = e + 1;
+        line_no++;
+        if (e > i && s[e - 1] == '\r') e--;
+        if (e == i || (line_no == 1 && e - i >= 8 && !memcmp(s + i, "#version", 8))) { i = next; continue; }
+        size_t sp = i;
+        while (sp < e && s[sp] != ' ') sp++;
+        if (sp == e || sp == i || sp + 1 == e || memchr(s + sp + 1, ' ', e - sp - 1)) {
+            as_fail(err, "%s: line %zu: expected two tokens separated by one space", path, line_no);
+            goto done;
+        }
+        size_t la = byte_level_to_bytes(cp_to_byte, (const uint8_t *)s + i, sp - i, a);
+        size_t lb = byte_level_to_bytes(cp_to_byte, (const uint8_t *)s + sp + 1, e - sp - 1, ab + (la == (size_t)-1 ? 0 : la));
+        if (la == (size_t)-1 || lb == (size_t)-1) {
+            as_fail(err, "%s: line %zu: not GPT-2 byte-level text", path, line_no);
+            goto done;
+        }
+        memcpy(ab, a, la);
+        int32_t ia = index_find(t, &ix, a, la), ib = index_find(t, &ix, ab + la, lb), iab = index_find(t, &ix, ab, la + lb);
+        if (ia < 0 || ib < 0 || iab < 0) {
+            as_fail(err, "%s: line %zu: merge \"%.*s\" uses a token missing from the vocabulary", path, line_no,
+                    (int)(e - i > 80 ? 80 : e - i), s + i);
+            goto done;
+        }
+        uint64_t key = ((uint64_t)(uint32_t)ia << 32) | (uint32_t)ib;
+        size_t k = hash_u64(key) & t->merge_mask;
+        while (t->merges[k].key != UINT64_MAX && t->merges[k].key != key) k = (k + 1) & t->merge_mask;
+        if (t->merges[k].key == UINT64_MAX) { /* a repeated pair keeps its first (lowest) rank */
+            t->merges[k].key = key;
+            t->merges[k].rank = rank;
+            t->merges[k].merged = iab;
+        }
+        rank++;
+        i = next;
+    }
+    rc = 0;
+done:
+    free(ix.slots);
+    free(a);
+    free(ab);
+    free(s);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ loading */
+
+void tokenizer_free(tokenizer *t) {
+    if (!t) return;
+    free(t->pool);
+    free(t->tok_off);
+    free(t->tok_len);
+    free(t->merges);
+    free(t->cache);
+    free(t->cache_text);
+    free(t->cache_ids);
+    free(t->s_tok);
+    free(t->s_next);
+    free(t->s_prev);
+    free(t->heap);
+    free(t);
+}
+
+tokenizer *tokenizer_load_files(const char *vocab_path, const char *merges_path, as_err *err) {
+    tokenizer *t = calloc(1, sizeof *t);
+    if (!t) { as_fail(err, "%s: out of memory", vocab_path); return NULL; }
+    t->eot = -1;
+    t->heap_threshold = 24;
+    for (int b = 0; b < 256; b++) t->byte_id[b] = -1;
+    snprintf(t->vocab_path, sizeof t->vocab_path, "%s", vocab_path);
+    snprintf(t->merges_path, sizeof t->merges_path, "%s", merges_path);
+    if (read_vocab(t, vocab_path, err) || read_merges(t, merges_path, err)) {
+        tokenizer_free(t);
+        return NULL;
+    }
+    t->cache = calloc(CACHE_SLOTS, sizeof *t->cache);
+    t->cache_text = malloc(CACHE_TEXT_CAP);
+    t->cache_ids = malloc(CACHE_TEXT_CAP * sizeof *t->cache_ids);
+    if (!t->cache || !t->cache_text || !t->cache_ids) {
+        as_fail(err, "%s: out of memory", vocab_path);
+        tokenizer_free(t);
+        return NULL;
+    }
+    return t;
+}
+
+static int find_pair(const char *dir, char *vocab, char *merges, size_t cap) {
+    static const char *const names[2][2] = {{"vocab.json", "merges.txt"}, {"encoder.json", "vocab.bpe"}};
+    for (int k = 0; k < 2; k++)
+        if (join_path(vocab, cap, dir, names[k][0]) && join_path(merges, cap, dir, names[k][1]) &&
+            file_exists(vocab) && file_exists(merges))
+            return 0;
+    return -1;
+}
+
+int tokenizer_dir_has_files(const char *dir) {
+    char v[4096], m[4096];
+    return dir && find_pair(dir, v, m, sizeof v) == 0;
+}
+
+tokenizer *tokenizer_load(const char *model_dir, as_err *err) {
+    char v[4096], m[4096];
+    if (find_pair(model_dir, v, m, sizeof v)) {
+        as_fail(err, "%s: no tokenizer files (need vocab.json + merges.txt, or encoder.json + vocab.bpe)", model_dir);
+        return NULL;
+    }
+    return tokenizer_load_files(v, m, err);
+}
+
+size_t tokenizer_vocab_size(const tokenizer *t) { return t->n_ids; }
+int32_t tokenizer_eot_id(const tokenizer *t) { return t->eot; }
+const char *tokenizer_vocab_path(const tokenizer *t) { return t->vocab_path; }
+const char *tokenizer_merges_path(const tokenizer *t) { return t->merges_path; }
+size_t tokenizer_max_token_len(const tokenizer *t) { return t->max_token_len; }
+void tokenizer_set_heap_threshold(tokenizer *t, size_t min_bytes) { t->heap_threshold = min_bytes; }
+void tokenizer_set_cache_disabled(tokenizer *t, int disabled) { t->cache_disabled = disabled; }
+
+const char *tokenizer_token_bytes(const tokenizer *t, int32_t id, size_t *len) {
+    if (id < 0 || (size_t)id >= t->n_ids || !t->tok_len[id]) return NULL;
+    *len = t->tok_len[id];
+    return (const char *)t->pool + t->tok_off[id];
+}
+
+/* ---------------------------------------------------------------------- BPE */
+
+struct heap_entry {
+    uint32_t rank, pos; /* order: lowest rank, then leftmost */
+    int32_t left, right; /* the pair's ids when pushed; stale if either changed */
+};
+
+static inline int heap_less(const struct heap_entry *a, const struct heap_entry *b) {
+    return a->rank < b->rank || (a->rank == b->rank && a->pos < b->pos);
+}
+static void heap_push(struct heap_entry *h, size_t *n, struct heap_entry e) {
+    size_t i = (*n)++;
+    while (i > 0) {
+        size_t p = (i - 1) / 2;
+        if (!heap_less(&e, &h[p])) break;
+        h[i] = h[p];
+        i = p;
+    }
+    h[i] = e;
+}
+static struct heap_entry heap_pop(struct heap_entry *h, size_t *n) {
+    struct heap_entry top = h[0], last = h[--(*n)];
+    size_t i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= *n) break;
+        if (c + 1 < *n && heap_less(&h[c + 1], &h[c])) c++;
+        if (!heap_less(&h[c], &last)) break;
+        h[i] = h[c];
+        i = c;
+    }
+    if (*n) h[i] = last;
+    return top;
+}
+
+static int grow_scratch(tokenizer *t, size_t n) {
+    if (n <= t->scratch_cap) return 0;
+    size_t cap = t->scratch_cap ? t->scratch_cap : 256;
+    while (cap < n) cap *= 2;
+    int32_t *a = realloc(t->s_tok, cap * sizeof *a);
+    if (a) t->s_tok = a;
+    int32_t *b = realloc(t->s_next, cap * sizeof *b);
+    if (b) t->s_next = b;
+    int32_t *c = realloc(t->s_prev, cap * sizeof *c);
+    if (c) t->s_prev = c;
+    /* each merge pushes at most 2 entries onto the n-1 initial ones */
+    struct heap_entry *h = realloc(t->heap, 3 * cap * sizeof *h);
+    if (h) t->heap = h;
+    if (!a || !b || !c || !h) return -1;
+    t->scratch_cap = cap;
+    return 0;
+}
+
+/* Short pieces: repeatedly merge the leftmost lowest-rank pair. */
+static size_t bpe_simple(const tokenizer *t, int32_t *tok, size_t n) {
+    while (n > 1) {
+        uint32_t best = UINT32_MAX;
+        size_t at = 0;
+        int32_t merged = -1;
+        for (size_t i = 0; i + 1 < n; i++) {
+            const merge_slot *m = merge_find(t, tok[i], tok[i + 1]);
+            if (m && m->rank < best) { best = m->rank; at = i; merged = m->merged; }
+        }
+        if (merged < 0) break;
+        tok[at] = merged;
+        memmove(tok + at + 1, tok + at + 2, (n - at - 2) * sizeof *tok);
+        n--;
+    }
+    return n;
+}
+
+/* Long pieces: the same merges in the same order, with a heap of candidate
+ * pairs over a linked list; stale entries are skipped when popped. */
+static size_t bpe_heap(tokenizer *t, size_t n, int32_t *out) {
+    int32_t *tok = t->s_tok, *next = t->s_next, *prev = t->s_prev;
+    struct heap_entry *h = t->heap;
+    size_t hn = 0;
+    for (size_t i = 0; i < n; i++) {
+        next[i] = i + 1 < n ? (int32_t)(i + 1) : -1;
+        prev[i] = (int32_t)i - 1;
+    }
+    for (size_t i = 0; i + 1 < n; i++) {
+        const merge_slot *m = merge_find(t, tok[i], tok[i + 1]);
+        if (m) heap_push(h, &hn, (struct heap_entry){m->rank, (uint32_t)i, tok[i], tok[i + 1]});
+    }
+    while (hn) {
+        struct heap_entry e = heap_pop(h, &hn);
+        int32_t r = next[e.pos];
+        if (tok[e.pos] != e.left || r < 0 || tok[r] != e.right) continue;
+        const merge_slot *m = merge_find(t, e.left, e.right);
+        tok[e.pos] = m->merged;
+        tok[r] = -1;
+        next[e.pos] = next[r];
+        if (next[r] >= 0) prev[next[r]] = (int32_t)e.pos;
+        int32_t p = prev[e.pos], q = next[e.pos];
+        if (p >= 0) {
+            const merge_slot *mp = merge_find(t, tok[p], tok[e.pos]);
+            if (mp) heap_push(h, &hn, (struct heap_entry){mp->rank, (uint32_t)p, tok[p], tok[e.pos]});
+        }
+        if (q >= 0) {
+            const merge_slot *mq = merge_find(t, tok[e.pos], tok[q]);
+            if (mq) heap_push(h, &hn, (struct heap_entry){mq->rank, e.pos, tok[e.pos], tok[q]});
+        }
+    }
+    size_t k = 0;
+    for (int32_t i = 0; i >= 0; i = next[i]) out[k++] = tok[i];
+    return k;
+}
+
+/* BPE of one piece into out (room for n ids). Returns the id count or -1. */
+static long bpe_piece(tokenizer *t, const uint8_t *p, size_t n, int32_t *out) {
+    if (n == 1) { out[0] = t->byte_id[p[0]]; return 1; }
+    if (n < t->heap_threshold) {
+        for (size_t i = 0; i < n; i++) out[i] = t->byte_id[p[i]];
+        return (long)bpe_simple(t, out, n);
+    }
+    if (grow_scratch(t, n)) return -1;
+    for (size_t i = 0; i < n; i++) t->s_tok[i] = t->byte_id[p[i]];
+    return (long)bpe_heap(t, n, out);
+}
+
+static void cache_clear(tokenizer *t) {
+    memset(t->cache, 0, CACHE_SLOTS * sizeof *t->cache);
+    t->cache_used = t->cache_text_len = t->cache_ids_len = 0;
+}
+
+int tokenizer_encode(tokenizer *t, const char *text, size_t len, int32_t *out, size_t out_cap,
+                     size_t *n_out, as_err *err) {
+    const uint8_t *s = (const uint8_t *)text;
+    size_t k = 0;
+    for (size_t pos = 0; pos < len;) {
+        size_t end = tokenizer_piece_end(text, len, pos), n = end - pos;
+        if (end <= pos || end > len) /* cannot happen; guards the loop against a scanner bug */
+            return as_fail(err, "tokenizer_encode: internal error: empty piece at byte %zu", pos);
+        if (n > (size_t)INT32_MAX)
+            return as_fail(err, "tokenizer_encode: a piece of %zu bytes at byte %zu is longer than 2 GiB", n, pos);
+        int32_t *dst = out + k;
+        int32_t small[CACHE_MAX_PIECE];
+        int use_small = out_cap - k < n;
+        if (use_small && n > CACHE_MAX_PIECE) {
+            return as_fail(err, "tokenizer_encode: output buffer of %zu ids too small (give at least one per input byte)", out_cap);
+        }
+        if (use_small) dst = small;
+        int cacheable = !t->cache_disabled && n <= CACHE_MAX_PIECE && n > 1;
+        uint64_t hsh = 0;
+        size_t slot = 0;
+        long got = -1;
+        if (cacheable) {
+            hsh = hash_bytes(s + pos, n);
+            slot = hsh & (CACHE_SLOTS - 1);
+            for (;;) {
+                cache_slot *c = &t->cache[slot];
+                if (!c->n_ids) break;
+                if (c->hash == hsh && c->text_len == n && !memcmp(t->cache_text + c->text_off, s + pos, n)) {
+                    memcpy(dst, t->cache_ids + c->ids_off, c->n_ids * sizeof *dst);
+                    got = c->n_ids;
+                    break;
+                }
+                slot = (slot + 1) & (CACHE_SLOTS - 1);
+            }
+        }
+        if (got < 0) {
+            got = bpe_piece(t, s + pos, n, dst);
+            if (got < 0) return as_fail(err, "tokenizer_encode: out of memory for a piece of %zu bytes", n);
+            if (cacheable) {
+                if (t->cache_used >= CACHE_SLOTS / 2 || t->cache_text_len + n > CACHE_TEXT_CAP) {
+                    cache_clear(t);
+                    slot = hsh & (CACHE_SLOTS - 1);
+                    while (t->cache[slot].n_ids) slot = (slot + 1) & (CACHE_SLOTS - 1);
+                }
+                cache_slot *c = &t->cache[slot];
+                c->hash = hsh;
+                c->text_off = (uint32_t)t->cache_text_len;
+                c->text_len = (uint32_t)n;
+                c->ids_off = (uint32_t)t->cache_ids_len;
+                c->n_ids = (uint32_t)got;
+                memcpy(t->cache_text + t->cache_text_len, s + pos, n);
+                memcpy(t->cache_ids + t->cache_ids_len, dst, (size_t)got * sizeof *dst);
+                t->cache_text_len += n;
+                t->cache_ids_len += (size_t)got;
+                t->cache_used++;
+            }
+        }
+        if (use_small) {
+            if (out_cap - k < (size_t)got)
+                return as_fail(err, "tokenizer_encode: output buffer of %zu ids too small (give at least one per input byte)", out_cap);
+            memcpy(out + k, small, (size_t)got * sizeof *out);
+        }
+        k += (size_t)got;
+        pos = end;
+    }
+    *n_out = k;
+    return 0;
+}
+
+int tokenizer_decode(const tokenizer *t, const int32_t *ids, size_t n, char *out, size_t out_cap,
+                     size_t *n_out, as_err *err) {
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t l;
+        const char *b = tokenizer_token_bytes(t, ids[i], &l);
+        if (!b) return as_fail(err, "token %zu: id %ld is not in the vocabulary (%zu ids)", i, (long)ids[i], t->n_ids);
+        if (out_cap - o < l) return as_fail(err, "tokenizer_decode: output buffer of %zu bytes too small", out_cap);
+        memcpy(out + o, b, l);
+        o += l;
+    }
+    *n_out = o;
+    return 0;
+}
+
+/* ------------------------------------------------------- installing files */
+
+static int copy_file(const char *from, const char *to, as_err *err) {
+    size_t n;
+    char *buf = read_file(from, &n, err);
+    if (!buf) return -1;
+    FILE *f = fopen(to, "wb");
+    if (!f) { free(buf); return as_fail(err, "%s: cannot create: %s", to, strerror(errno)); }
+    size_t w = fwrite(buf, 1, n, f);
+    free(buf);
+    if (fclose(f) || w != n) return as_fail(err, "%s: write error", to);
+    return 0;
+}
+
+/* Writes s as a JSON string body (byte-level text is printable; only " and \ need escapes). */
+static void put_json_token(FILE *f, const uint32_t byte_to_cp[256], const uint8_t *bytes, size_t n) {
+    fputc('"', f);
+    for (size_t i = 0; i < n; i++) {
+        uint32_t cp = byte_to_cp[bytes[i]];
+        if (cp == '"' || cp == '\\') fputc('\\', f);
+        char u[4];
+        fwrite(u, 1, utf8_put(u, cp), f);
+    }
+    fputc('"', f);
+}
+static void put_bpe_token(FILE *f, const uint32_t byte_to_cp[256], const uint8_t *bytes, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        char u[4];
+        fwrite(u, 1, utf8_put(u, byte_to_cp[bytes[i]]), f);
+    }
+}
+
+static int write_synthetic_vocab(const char *vocab_path, const char *merges_path, size_t vocab_size, as_err *err) {
+    static const char letters[] = "etaoinshrdlcumwfgypbvkjxqz";
+    uint32_t byte_to_cp[256];
+    int cp_to_byte[324];
+    uint8_t order[256];
+    byte_unicode_tables(byte_to_cp, cp_to_byte, order);
+    size_t n_merges = vocab_size - 257;
+    /* token strings of the merges, stored back to back; BFS queue = creation order */
+    size_t *off = malloc((n_merges + 52) * sizeof *off), *len = malloc((n_merges + 52) * sizeof *len);
+    size_t pool_cap = 1 << 16, pool_len = 0;
+    uint8_t *pool = malloc(pool_cap);
+    FILE *fv = fopen(vocab_path, "wb"), *fm = fopen(merges_path, "wb");
+    int rc = -1;
+    if (!off || !len || !pool) { as_fail(err, "%s: out of memory", vocab_path); goto done; }
+    if (!fv) { as_fail(err, "%s: cannot create: %s", vocab_path, strerror(errno)); goto done; }
+    if (!fm) { as_fail(err, "%s: cannot create: %s", merges_path, strerror(errno)); goto done; }
+    /* queue: " x" tokens (made by the first merges), then the single letters */
+    size_t n_tok = 0, head = 0, made = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (int c = 0; c < 26; c++) {
+            off[n_tok] = pool_len;
+            if (pass == 0) pool[pool_len++] = ' ';
+            pool[pool_len++] = (uint8_t)letters[c];
+            len[n_tok++] = pass == 0 ? 2 : 1;
+        }
+    fputs("#version: 0.2\n", fm);
+    fputc('{', fv);
+    for (int i = 0; i < 256; i++) {
+        if (i) fputs(", ", fv);
+        put_json_token(fv, byte_to_cp, &order[i], 1);
+        fprintf(fv, ": %d", i);
+    }
+    for (; made < n_merges && made < 26; made++) { /* "Ġ" + letter */
+        uint8_t sp = ' ';
+        put_bpe_token(fm, byte_to_cp, &sp, 1);
+        fputc(' ', fm);
+        put_bpe_token(fm, byte_to_cp, pool + off[made] + 1, 1);
+        fputc('\n', fm);
+        fputs(", ", fv);
+        put_json_token(fv, byte_to_cp, pool + off[made], 2);
+        fprintf(fv, ": %zu", 256 + made);
+    }
+    /* after the 26 space merges, every queue entry t (BFS) yields t + letter */
+    size_t q_end = 52;
+    while (made < n_merges) {
+        size_t parent = head++;
+        for (int c = 0; c < 26 && made < n_merges; c++) {
+            if (pool_len + len[parent] + 1 > pool_cap) {
+                uint8_t *np = realloc(pool, pool_cap * 2);
+                if (!np) { as_fail(err, "%s: out of memory", vocab_path); goto done; }
+                pool = np;
+                pool_cap *= 2;
+            }
+            off[q_end] = pool_len;
+            memcpy(pool + pool_len, pool + off[parent], len[parent]);
+            pool[pool_len + len[parent]] = (uint8_t)letters[c];
+            len[q_end] = len[parent] + 1;
+            pool_len += len[q_end];
+            put_bpe_token(fm, byte_to_cp, pool + off[parent], len[parent]);
+            fputc(' ', fm);
+            put_bpe_token(fm, byte_to_cp, (const uint8_t *)&letters[c], 1);
+            fputc('\n', fm);
+            fputs(", ", fv);
+            put_json_token(fv, byte_to_cp, pool + off[q_end], len[q_end]);
+            fprintf(fv, ": %zu", 256 + made);
+            q_end++;
+            made++;
+        }
+    }
+    fprintf(fv, ", \"<|endoftext|>\": %zu}", vocab_size - 1);
+    rc = 0;
+done:
+    if (fv && fclose(fv) && rc == 0) rc = as_fail(err, "%s: write error", vocab_path);
+    if (fm && fclose(fm) && rc == 0) rc = as_fail(err, "%s: write error", merges_path);
+    free(off);
+    free(len);
+    free(pool);
+    return rc;
+}
+
+int tokenizer_install_vocab(const char *model_dir, size_t vocab_size, const char *gpt2_files_dir, as_err *err) {
+    char vocab_out[4096], merges_out[4096], v[4096], m[4096];
+    if (!join_path(vocab_out, sizeof vocab_out, model_dir, "vocab.json") ||
+        !join_path(merges_out, sizeof merges_out, model_dir, "merges.txt"))
+        return as_fail(err, "%s: path too long", model_dir);
+    if (gpt2_files_dir && vocab_size >= 50257 && find_pair(gpt2_files_dir, v, m, sizeof v) == 0) {
+        if (copy_file(v, vocab_out, err) || copy_file(m, merges_out, err)) return -1;
+        return 1;
+    }
+    if (vocab_size < 257)
+        return as_fail(err, "%s: vocab_size %zu is too small for a byte-level vocabulary (need >= 257)", model_dir, vocab_size);
+    if (vocab_size > INT32_MAX) return as_fail(err, "%s: vocab_size %zu too large", model_dir, vocab_size);
+    return write_synthetic_vocab(vocab_out, merges_out, vocab_size, err) ? -1 : 0;
+}
+
+#ifndef AS_NPM_GPT2_DIR
+#define AS_NPM_GPT2_DIR ""
+#endif
+
+int tokenizer_find_gpt2_files(char *out, size_t out_cap) {
+    const char *env = getenv("ATTNSWEEP_GPT2_VOCAB");
+    const char *cands[2] = {env, AS_NPM_GPT2_DIR};
+    for (int i = 0; i < 2; i++) {
+        if (!cands[i] || !cands[i][0] || !tokenizer_dir_has_files(cands[i])) continue;
+        int n = snprintf(out, out_cap, "%s", cands[i]);
+        if (n >= 0 && (size_t)n < out_cap) return 0;
+    }
+    return -1;
+}
