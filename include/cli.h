@@ -18,5 +18,6 @@ int cmd_tokenize(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_status(int argc, char **argv);
+int cmd_merge(int argc, char **argv);
 
 #endif

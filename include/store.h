@@ -168,4 +168,26 @@ int store_close(store *s, const char *state, as_err *err);
 /* Sidecar names: OUT.h5 + suffix (".journal", ".lock", ".status"). */
 int store_sidecar(char *out, size_t size, const char *path, const char *suffix);
 
+/* ---- reading an output without opening it as a writer (attnsweep merge) ---- */
+
+/* The fingerprint of the axes that may not change between segments (N, T,
+ * eps, normalizer, layer, head), as the journal header holds it. */
+uint64_t store_axes_fingerprint(const store_axes *axes);
+
+/* Packed bytes of one done cell for these axes (the journal payload size). */
+size_t store_payload_bytes(const store_axes *axes);
+
+/* An existing output's axes (its coordinate variables and window_start) and
+ * root provenance attributes, read from its HDF5 view read-only, without the
+ * lock and without changing any file. The segment fields of prov (hosts,
+ * mpi_size, slurm_job_id) are empty. Everything is owned by the description. */
+typedef struct {
+    store_axes axes;
+    store_provenance prov;
+    void *owned; /* internal */
+} store_description;
+
+int store_describe(const char *path, store_description *d, as_err *err);
+void store_description_free(store_description *d);
+
 #endif

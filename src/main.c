@@ -15,6 +15,7 @@ static const command commands[] = {
     {"run", cmd_run, "run (or resume) a sweep: mpirun -np P attnsweep run CONFIG"},
     {"plan", cmd_plan, "print a sweep's grid, cell count, time, memory and output size"},
     {"status", cmd_status, "tell how far a sweep's results file got"},
+    {"merge", cmd_merge, "join the shard files of a job array into one results file"},
     {"synth", cmd_synth, "write a synthetic GPT-2 model directory (Hugging Face layout)"},
     {"dump", cmd_dump, "write one window's q, k, v, scores, pattern and logits to HDF5"},
     {"tokenize", cmd_tokenize, "GPT-2 byte-level BPE: text to token ids and back"},

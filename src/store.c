@@ -1177,6 +1177,39 @@ fail:
     return NULL;
 }
 
+/* ---------- test-only hook: pauses between the steps of the commit protocol ----------
+ * ATTNSWEEP_TEST_COMMIT_DELAY_MS=ms makes the writer sleep ms at each phase
+ * below and, when ATTNSWEEP_TEST_PHASE_FILE names a file, first append
+ * "SEQ PHASE\n" to it, so a crash test (tests/test_torture.py) can SIGKILL the
+ * job inside a chosen phase. Unset (the normal case) it costs one branch on a
+ * cached int. Phases: "dispatch_written" (a dispatch record appended, not
+ * synced), "data_flushed", "status_flushed", "journal_written" (commit
+ * records appended, before the fsync), "journal_synced". */
+static int test_delay_ms = -1; /* -1: environment not read yet */
+static const char *test_phase_file;
+
+static void test_phase(const char *phase) {
+    if (test_delay_ms == 0) return;
+    if (test_delay_ms < 0) {
+        const char *v = getenv("ATTNSWEEP_TEST_COMMIT_DELAY_MS");
+        test_delay_ms = v && atoi(v) > 0 ? atoi(v) : 0;
+        test_phase_file = getenv("ATTNSWEEP_TEST_PHASE_FILE");
+        if (test_delay_ms == 0) return;
+    }
+    static unsigned long seq;
+    if (test_phase_file && *test_phase_file) {
+        int fd = open(test_phase_file, O_WRONLY | O_CREAT | O_APPEND, 0644);
+        if (fd >= 0) {
+            char line[96];
+            int n = snprintf(line, sizeof line, "%lu %s\n", ++seq, phase);
+            if (write(fd, line, (size_t)n) < 0) { /* best effort: test only */ }
+            close(fd);
+        }
+    }
+    struct timespec ts = {test_delay_ms / 1000, (long)(test_delay_ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) && errno == EINTR) {}
+}
+
 int store_mark_dispatched(store *s, size_t w, size_t l, int rank, double t_start, as_err *err) {
     if (w >= s->ax.n_window || l >= s->ax.n_L)
         return as_fail(err, "%s: cell (%zu, %zu) outside the axes", s->path, w, l);
@@ -1187,6 +1220,7 @@ int store_mark_dispatched(store *s, size_t w, size_t l, int rank, double t_start
     if (journal_append(s->jr, &r, NULL, err)) return -1;
     s->attempts[c]++;
     s->in_flight[c] = 1;
+    test_phase("dispatch_written");
     return 0;
 }
 
@@ -1209,6 +1243,7 @@ int store_commit_batch(store *s, const store_cell *cells, const double *const *b
         if (!rc && H5Fflush(s->file, H5F_SCOPE_GLOBAL) < 0) rc = -1;
     } H5E_END_TRY;
     if (rc) return as_fail(err, "%s: cannot write cell results (HDF5 error)", s->path);
+    test_phase("data_flushed");
     /* 2. status and bookkeeping, flush */
     for (size_t i = 0; i < n; i++) {
         size_t c = cell_at(s, cells[i].window, cells[i].l_index);
@@ -1227,6 +1262,7 @@ int store_commit_batch(store *s, const store_cell *cells, const double *const *b
         if (!rc && H5Fflush(s->file, H5F_SCOPE_GLOBAL) < 0) rc = -1;
     } H5E_END_TRY;
     if (rc) return as_fail(err, "%s: cannot write cell status (HDF5 error)", s->path);
+    test_phase("status_flushed");
     /* 3. journal, fsync: from here the cells are done. */
     for (size_t i = 0; i < n; i++) {
         size_t w = cells[i].window, l = cells[i].l_index, c = cell_at(s, w, l);
@@ -1244,7 +1280,9 @@ int store_commit_batch(store *s, const store_cell *cells, const double *const *b
         s->last_commit[c] = r;
         s->committed_this_segment++;
     }
+    test_phase("journal_written");
     if (journal_sync(s->jr, err)) return -1;
+    test_phase("journal_synced");
     size_t in_flight = 0;
     for (size_t c = 0; c < store_total(s); c++) in_flight += s->in_flight[c];
     return store_write_status(s, in_flight, "running", err);
@@ -1360,4 +1398,172 @@ int store_peek_config(const char *path, char **text, char **sha256, as_err *err)
     journal_close(j);
     if (rc) return -1;
     return found && *text ? 1 : as_fail(err, "%s: journal holds no config record", jpath);
+}
+
+/* ---------- reading an output without opening it as a writer ---------- */
+
+uint64_t store_axes_fingerprint(const store_axes *axes) { return axes_fingerprint(axes); }
+
+size_t store_payload_bytes(const store_axes *a) {
+    cr_layout lay;
+    cr_layout_init(&lay, a->n_N, a->n_T, a->n_eps, a->n_norm, a->n_layer, a->n_head);
+    size_t at = 0;
+    for (int v = 0; v < N_METRICS; v++) at += lay.count[v] * vtype_size(metric_defs[v].type);
+    return at;
+}
+
+enum { DESC_STRINGS = 12 };
+typedef struct {
+    int64_t *window_start;
+    int32_t *L, *N, *layer, *head;
+    double *T, *eps;
+    char **norm;
+    size_t n_norm;
+    char *str[DESC_STRINGS];
+} desc_owned;
+
+void store_description_free(store_description *d) {
+    if (!d || !d->owned) return;
+    desc_owned *o = d->owned;
+    free(o->window_start), free(o->L), free(o->N), free(o->layer), free(o->head);
+    free(o->T), free(o->eps);
+    for (size_t i = 0; o->norm && i < o->n_norm; i++) free(o->norm[i]);
+    free(o->norm);
+    for (int i = 0; i < DESC_STRINGS; i++) free(o->str[i]);
+    free(o);
+    memset(d, 0, sizeof *d);
+}
+
+/* A 1-D dataset of n values of mtype, malloc'd; NULL on error. */
+static void *desc_read_1d(hid_t file, const char *name, hid_t mtype, size_t elem, size_t *n) {
+    hid_t ds = H5Dopen2(file, name, H5P_DEFAULT);
+    if (ds < 0) return NULL;
+    hid_t sp = H5Dget_space(ds);
+    hsize_t dim = 0;
+    void *buf = NULL;
+    if (H5Sget_simple_extent_ndims(sp) == 1 && H5Sget_simple_extent_dims(sp, &dim, NULL) == 1 &&
+        dim > 0 && (buf = malloc((size_t)dim * elem)) &&
+        H5Dread(ds, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
+        free(buf);
+        buf = NULL;
+    }
+    H5Sclose(sp);
+    H5Dclose(ds);
+    *n = (size_t)dim;
+    return buf;
+}
+
+/* A root string attribute, malloc'd ("" when absent); NULL when it is not a string. */
+static char *desc_attr_str(hid_t file, const char *name) {
+    if (H5Aexists(file, name) <= 0) return dupstr("");
+    hid_t a = H5Aopen(file, name, H5P_DEFAULT);
+    if (a < 0) return NULL;
+    hid_t t = H5Aget_type(a);
+    char *out = NULL;
+    if (H5Tget_class(t) == H5T_STRING && H5Tis_variable_str(t) > 0) {
+        hid_t mt = utf8_vlen();
+        char *v = NULL;
+        if (H5Aread(a, mt, &v) >= 0) {
+            out = dupstr(v);
+            H5free_memory(v);
+        }
+        H5Tclose(mt);
+    }
+    H5Tclose(t);
+    H5Aclose(a);
+    return out;
+}
+
+static int desc_attr_num(hid_t file, const char *name, hid_t mtype, void *out) {
+    if (H5Aexists(file, name) <= 0) return -1;
+    hid_t a = H5Aopen(file, name, H5P_DEFAULT);
+    if (a < 0) return -1;
+    int rc = H5Aread(a, mtype, out) < 0 ? -1 : 0;
+    H5Aclose(a);
+    return rc;
+}
+
+int store_describe(const char *path, store_description *d, as_err *err) {
+    memset(d, 0, sizeof *d);
+    desc_owned *o = calloc(1, sizeof *o);
+    if (!o) return as_fail(err, "%s: out of memory", path);
+    d->owned = o;
+    hid_t fapl = file_access(), file;
+    H5E_BEGIN_TRY { file = H5Fopen(path, H5F_ACC_RDONLY, fapl); } H5E_END_TRY;
+    H5Pclose(fapl);
+    if (file < 0) {
+        store_description_free(d);
+        return as_fail(err, "%s: not a readable HDF5 results file", path);
+    }
+    const char *bad = NULL;
+    store_axes *a = &d->axes;
+    store_provenance *p = &d->prov;
+    H5E_BEGIN_TRY {
+        size_t nw = 0, nws = 0, nnorm = 0;
+        int32_t *widx = desc_read_1d(file, "window", H5T_NATIVE_INT32, 4, &nw);
+        free(widx);
+        o->window_start = desc_read_1d(file, "window_start", H5T_NATIVE_INT64, 8, &nws);
+        o->L = desc_read_1d(file, "L", H5T_NATIVE_INT32, 4, &a->n_L);
+        o->N = desc_read_1d(file, "N", H5T_NATIVE_INT32, 4, &a->n_N);
+        o->T = desc_read_1d(file, "T", H5T_NATIVE_DOUBLE, 8, &a->n_T);
+        o->eps = desc_read_1d(file, "eps", H5T_NATIVE_DOUBLE, 8, &a->n_eps);
+        o->layer = desc_read_1d(file, "layer", H5T_NATIVE_INT32, 4, &a->n_layer);
+        o->head = desc_read_1d(file, "head", H5T_NATIVE_INT32, 4, &a->n_head);
+        hid_t str = utf8_vlen();
+        char **raw = desc_read_1d(file, "normalizer", str, sizeof(char *), &nnorm);
+        if (raw) {
+            o->norm = calloc(nnorm, sizeof *o->norm);
+            o->n_norm = o->norm ? nnorm : 0;
+            for (size_t i = 0; i < nnorm; i++) {
+                if (o->norm) o->norm[i] = dupstr(raw[i]);
+                H5free_memory(raw[i]);
+            }
+            free(raw);
+        }
+        H5Tclose(str);
+        if (!o->window_start || nws != nw) bad = "window_start";
+        else if (!o->L) bad = "L";
+        else if (!o->N) bad = "N";
+        else if (!o->T) bad = "T";
+        else if (!o->eps) bad = "eps";
+        else if (!o->norm) bad = "normalizer";
+        else if (!o->layer) bad = "layer";
+        else if (!o->head) bad = "head";
+        a->n_window = nw;
+        a->window_start = o->window_start, a->L = o->L, a->N = o->N, a->T = o->T;
+        a->eps = o->eps, a->layer = o->layer, a->head = o->head;
+        a->n_norm = o->n_norm;
+        a->normalizer = (const char *const *)o->norm;
+
+        static const char *const names[] = {"config_text", "config_sha256", "model_dir",
+                                            "weights_sha256", "text_path", "text_sha256",
+                                            "tokenizer_files", "mpi_library", "openblas_config"};
+        const char **fields[] = {&p->config_text, &p->config_sha256, &p->model_dir,
+                                 &p->weights_sha256, &p->text_path, &p->text_sha256,
+                                 &p->tokenizer_files, &p->mpi_library, &p->openblas_config};
+        for (size_t i = 0; i < sizeof names / sizeof names[0] && !bad; i++) {
+            o->str[i] = desc_attr_str(file, names[i]);
+            if (!o->str[i]) bad = names[i];
+            *fields[i] = o->str[i];
+        }
+        /* vectors / rows: a string in current files, a number in older ones */
+        if (!bad) {
+            o->str[9] = desc_attr_str(file, "vectors");
+            o->str[10] = desc_attr_str(file, "rows");
+            if (o->str[9]) p->vectors_name = o->str[9];
+            else if (desc_attr_num(file, "vectors", H5T_NATIVE_LONG, &p->vectors)) bad = "vectors";
+            if (o->str[10]) p->rows_name = o->str[10];
+            else if (desc_attr_num(file, "rows", H5T_NATIVE_LONG, &p->rows)) bad = "rows";
+        }
+        if (!bad && desc_attr_num(file, "ks_alpha", H5T_NATIVE_DOUBLE, &p->ks_alpha)) bad = "ks_alpha";
+        if (!bad && desc_attr_num(file, "seed", H5T_NATIVE_UINT64, &p->seed)) bad = "seed";
+        o->str[11] = dupstr("");
+        p->hosts = p->slurm_job_id = o->str[11];
+    } H5E_END_TRY;
+    H5Fclose(file);
+    if (bad) {
+        store_description_free(d);
+        return as_fail(err, "%s: cannot read '%s' from the results file", path, bad);
+    }
+    return 0;
 }
