@@ -119,7 +119,7 @@ int cmd_synth(int argc, char **argv) {
             fprintf(stderr, "attnsweep synth: %s\n", err.msg);
             return AS_EXIT_ERROR;
         }
-        fprintf(stderr, "attnsweep synth: %s: %s\n", out,
+        printf("attnsweep synth: %s: %s\n", out,
                 real ? "GPT-2's real vocabulary (vocab.json, merges.txt)"
                      : "a synthetic byte-level vocabulary (text tokenizes, but not as GPT-2's)");
     }

@@ -59,7 +59,7 @@ set(O --out ${AS_FWD_DIR}/cli.h5)
 as_dump_cli_test(help 0 "usage: attnsweep dump" --help)
 as_dump_cli_test(unknown_option 2 "unknown option '--bogus'" --bogus 1)
 as_dump_cli_test(no_length 2 "--length is required" ${M} --tokens ${AS_FWD_TOKENS} ${O})
-as_dump_cli_test(text_not_wired 2 "--text needs the tokenizer" ${M} --text /dev/null --length 4 ${O})
+as_dump_cli_test(text_too_short 2 "needs 4 tokens but /dev/null has 0" ${M} --text /dev/null --length 4 ${O})
 as_dump_cli_test(length_zero 2 "--length '0' is not a positive integer"
                  ${M} --tokens ${AS_FWD_TOKENS} --length 0 ${O})
 as_dump_cli_test(length_too_long 2 "exceeds the model's n_positions 128"
