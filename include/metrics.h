@@ -43,14 +43,22 @@
  *    running max over the added selected column, O(K n) once per row.
  *  - per (row, normalizer), all T at once: the weights of every T form A [nT][n]; c (for x)
  *    and c^y (for y = x/|x|) of every T are updated together as N walks upward through the
- *    sorted order, one dgemm per stretch between consecutive grid N ([2 nT] x [stretch] times
- *    the gathered G rows [stretch] x [n]), O(nT K n) flops, each G row read once per row;
- *    each (grid N, T) then costs O(n) (dist_true, sep D_i, dist_expect) in a branch-free
- *    8-lane loop; dist_expect uses S = A X and e = S X^T (two dgemm, O(nT n d)).
- *  - per (row, T, normalizer): a in O(n); entropy O(n); grad_exact solves the secular
- *    equation sum_j a_j/(a_j - lambda) = 0 by a bracketed Newton iteration in a variable
- *    shifted to the nearer pole, O(n) per iteration (~10); grad_fd O(n) per eps.
+ *    sorted order, one register-blocked kernel call per stretch between consecutive grid N
+ *    ([2 nT] x [stretch] times the G rows of the stretch, read in place, no gather),
+ *    O(nT K n) flops; each (grid N, T) then costs O(n) (dist_true, sep D_i, dist_expect) in
+ *    a branch-free 8-lane loop (r = min D_i taken over squares, one sqrt) plus O(N)
+ *    vectorized over the selected set; dist_expect uses S = A X and e = S X^T (the same
+ *    kernel, O(nT n d)).
+ *  - per (row, T, normalizer): a in O(n) with a vectorized exp (~1 ulp; metrics.c);
+ *    entropy O(n); grad_exact solves the secular equation sum_j a_j/(a_j - lambda) = 0 by
+ *    the two-pole rational model iteration of LAPACK's dlaed4 with a bisection safeguard,
+ *    O(n) per pass, 2-5 passes; grad_fd O(n) per eps.
  *    Total per head: O(L^2 d + L nT nZ (K L + nN L + L d + nE L)) for visible rows.
+ *  - Sums use 8 fixed lanes (the order does not depend on the CPU's vector width) and a*b+c
+ *    may be fused (FMA where the target has it): results agree with a serial evaluation to
+ *    round-off; builds with and without FMA may differ in the last bits. sep_ratio counts
+ *    D_i < r strictly; where a selected weight is so small that D_i equals r below round-off
+ *    (T << logit range), such counts follow the rounding (test_metrics allows that band).
  *  - delta: running minimum over t of min_{i<t} |y_i - y_t|, O(n) per row.
  */
 #ifndef ATTNSWEEP_METRICS_H

@@ -5,10 +5,18 @@
 #include <math.h>
 #include <string.h>
 
-/* Speed note: tests/metrics.cmake compiles this file with -fno-math-errno. sqrt never sees a
+/* Speed notes: the build compiles with -fno-math-errno (CMakeLists.txt). sqrt never sees a
  * negative argument in the hot loops (clamped first), so errno handling only blocks their
- * vectorization. This is not -ffast-math: IEEE semantics, NaN and inf are unchanged, and the
- * results are bit-identical with or without the flag. */
+ * vectorization. The pragma below lets the compiler fuse a*b+c into one FMA in this file (ISO
+ * C mode, -std=c11, turns contraction off; the c / c^y kernel runs at half speed without it).
+ * This is not -ffast-math: IEEE semantics, NaN and inf are unchanged, no reassociation; a fused
+ * multiply-add only rounds once instead of twice. Every quantity that cancels (distances by the
+ * Gram expansion) is clamped at 0 before sqrt, as before. */
+#if defined(__clang__)
+#pragma clang fp contract(fast)
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=fast")
+#endif
 
 #define MET_DEFAULT_CONTEXT 1024.0
 
@@ -30,19 +38,128 @@ const char *met_normalizer_name(met_normalizer z) {
 
 /* ---------------- normalizers (section 8) ---------------- */
 
+/* y [n] = exp(x [n]) for x <= 0 (softmax only exponentiates shifted logits), in a branch-free
+ * loop the compiler vectorizes: glibc's scalar exp was a fifth of the head job. Method:
+ * x = k ln2 + r with |r| <= ln2/2 (Cody-Waite, ln2 split in a 32-bit-exact head and a tail),
+ * exp(r) by its degree-13 Taylor polynomial (truncation below 5e-18 relative), times 2^k built
+ * in the exponent bits, applied as two factors so that results down to the subnormal range
+ * (x >= -745.2) are rounded once, as exp does. Error: ~1 ulp against the correctly rounded
+ * value. x < -746 gives 0 (exp underflows there anyway), NaN gives NaN. */
+static void exp_nonpos(double *y, const double *x, size_t n) {
+    const double log2e = 1.4426950408889634, shifter = 0x1.8p52;
+    const double ln2_hi = 0x1.62e42fefa39efp-1, ln2_lo = 0x1.abc9e3b39803fp-56;
+    for (size_t j = 0; j < n; j++) {
+        double xj = x[j];
+        double xc = xj < -746.0 ? -746.0 : xj;
+        xc = xc > 0.0 ? 0.0 : xc;
+        double kt = xc * log2e + shifter; /* round(xc log2e) in the low mantissa bits */
+        double k = kt - shifter;
+        double r = (xc - k * ln2_hi) - k * ln2_lo;
+        double p = 1.0 / 6227020800.0;
+        p = p * r + 1.0 / 479001600.0;
+        p = p * r + 1.0 / 39916800.0;
+        p = p * r + 1.0 / 3628800.0;
+        p = p * r + 1.0 / 362880.0;
+        p = p * r + 1.0 / 40320.0;
+        p = p * r + 1.0 / 5040.0;
+        p = p * r + 1.0 / 720.0;
+        p = p * r + 1.0 / 120.0;
+        p = p * r + 1.0 / 24.0;
+        p = p * r + 1.0 / 6.0;
+        p = p * r + 0.5;
+        p = p * r + 1.0;
+        p = p * r + 1.0;
+        int64_t kb, ki;
+        memcpy(&kb, &kt, sizeof kb);
+        ki = kb - (int64_t)0x4338000000000000; /* = k, in [-1077, 0] */
+        int64_t k1 = ki / 2, k2 = ki - k1;
+        uint64_t b1 = (uint64_t)(k1 + 1023) << 52, b2 = (uint64_t)(k2 + 1023) << 52;
+        double s1, s2;
+        memcpy(&s1, &b1, sizeof s1);
+        memcpy(&s2, &b2, sizeof s2);
+        double e = p * s1 * s2;
+        y[j] = xj < -746.0 ? 0.0 : (xj != xj ? xj : e);
+    }
+}
+
 double met_softmax(double *a, const double *z, size_t n) {
     double zmax = -INFINITY;
     for (size_t j = 0; j < n; j++)
         if (z[j] > zmax) zmax = z[j];
+    for (size_t j = 0; j < n; j++) a[j] = z[j] - zmax;
+    exp_nonpos(a, a, n);
     double sum = 0;
-    for (size_t j = 0; j < n; j++) {
-        /* exp underflows to 0 below -745.2; skipping it avoids glibc's slow underflow path
-         * (T = 1e-3 puts most logits there) and gives the same 0 */
-        double x = z[j] - zmax;
-        a[j] = x < -746.0 ? 0.0 : exp(x);
-        sum += a[j];
-    }
+    for (size_t j = 0; j < n; j++) sum += a[j];
     double inv = 1.0 / sum;
+    for (size_t j = 0; j < n; j++) a[j] *= inv;
+    return log(sum);
+}
+
+/* Sums in 8 independent lanes, combined in a fixed order: vectorizable without reassociation
+ * flags, and the result does not depend on the CPU. */
+#define LANES 8
+static double lane_sum(const double *x, size_t n) {
+    double acc[LANES] = {0};
+    size_t i = 0;
+    for (; i + LANES <= n; i += LANES)
+        for (int q = 0; q < LANES; q++) acc[q] += x[i + q];
+    for (; i < n; i++) acc[0] += x[i];
+    double s = 0;
+    for (int q = 0; q < LANES; q++) s += acc[q];
+    return s;
+}
+static double lane_dot(const double *x, const double *y, size_t n) {
+    double acc[LANES] = {0};
+    size_t i = 0;
+    for (; i + LANES <= n; i += LANES)
+        for (int q = 0; q < LANES; q++) acc[q] += x[i + q] * y[i + q];
+    for (; i < n; i++) acc[0] += x[i] * y[i];
+    double s = 0;
+    for (int q = 0; q < LANES; q++) s += acc[q];
+    return s;
+}
+/* sum_j (s x_j - y_j)^2 */
+static double lane_sqdiff(const double *x, double s, const double *y, size_t n) {
+    double acc[LANES] = {0};
+    size_t i = 0;
+    for (; i + LANES <= n; i += LANES)
+        for (int q = 0; q < LANES; q++) {
+            double d = s * x[i + q] - y[i + q];
+            acc[q] += d * d;
+        }
+    for (; i < n; i++) {
+        double d = s * x[i] - y[i];
+        acc[0] += d * d;
+    }
+    double t = 0;
+    for (int q = 0; q < LANES; q++) t += acc[q];
+    return t;
+}
+
+/* Softmax of z = f l over n >= 1 entries, the hot path of the head job: x [n] gets
+ * z_j - max z (the entropy needs it), a [n] the weights (a may alias l). Returns ln Z of the
+ * shifted logits. NaN logits are skipped by the max and propagate through exp and the sum,
+ * as in met_softmax. */
+static double softmax_scaled(double *a, double *x, const double *l, double f, size_t n) {
+    double mx[LANES];
+    for (int q = 0; q < LANES; q++) mx[q] = -INFINITY;
+    size_t i = 0;
+    for (; i + LANES <= n; i += LANES)
+        for (int q = 0; q < LANES; q++) {
+            double z = l[i + q] * f;
+            x[i + q] = z;
+            mx[q] = z > mx[q] ? z : mx[q];
+        }
+    for (; i < n; i++) {
+        double z = l[i] * f;
+        x[i] = z;
+        mx[0] = z > mx[0] ? z : mx[0];
+    }
+    double zmax = -INFINITY;
+    for (int q = 0; q < LANES; q++) zmax = mx[q] > zmax ? mx[q] : zmax;
+    for (size_t j = 0; j < n; j++) x[j] -= zmax;
+    exp_nonpos(a, x, n);
+    double sum = lane_sum(a, n), inv = 1.0 / sum;
     for (size_t j = 0; j < n; j++) a[j] *= inv;
     return log(sum);
 }
@@ -116,15 +233,20 @@ void met_weights(double *a, const double *l, size_t nv, size_t n, double T, met_
  * update diag(a) - a a^T, sum_j a_j^2/(a_j - lambda) = 1, equals lambda * sum_j a_j/(a_j -
  * lambda) = 0: phi(lambda) = sum_j a_j/(a_j - lambda) = 0 has no "1" left to cancel against,
  * so tiny eigenvalues near one-hot rows keep their relative accuracy. The largest root lies in
- * (a2, a1) (interlacing); we solve for the offset v from the nearer pole with a bracketed
- * Newton iteration on g(v) = v * phi, which removes that pole. */
+ * (a2, a1) (interlacing), where phi rises from -inf to +inf.
+ * Iteration (the rational "two poles + constant" model of LAPACK's dlaed4): the poles a1 and
+ * a2 (with its ties, weight W2 = a2 * count) are kept exactly; the remaining terms R, with
+ * value and slope matched at the current lambda, become C + S/(a2 - mu). The model's root is
+ * the next iterate (a quadratic, solved without cancellation); it is exact for n = 2 and
+ * converges in 2-4 passes of O(n) otherwise (plain Newton needed 10-35). Lambda is held as
+ * an offset v from the nearer pole (lambda = o + sg v), so rows whose root sits at v ~ 1e-200
+ * from a pole keep full relative accuracy; a bracket on v falls back to bisection. */
 double met_softmax_jacobian_norm(const double *a, size_t n) {
     double a1 = -1;
-    size_t i1 = 0, cnt1 = 0;
+    size_t cnt1 = 0;
     for (size_t j = 0; j < n; j++) {
         if (a[j] > a1) {
             a1 = a[j];
-            i1 = j;
             cnt1 = 1;
         } else if (a[j] == a1) {
             cnt1++;
@@ -134,46 +256,59 @@ double met_softmax_jacobian_norm(const double *a, size_t n) {
     if (cnt1 >= 2) return a1; /* repeated largest weight: a1 is an eigenvalue, the largest */
     double a2 = 0;
     for (size_t j = 0; j < n; j++)
-        if (j != i1 && a[j] > a2) a2 = a[j];
+        if (a[j] < a1 && a[j] > a2) a2 = a[j];
     if (!(a2 > 0)) return 0.0; /* one-hot: the matrix is diag(a1 - a1^2, 0...) = 0 */
-    double mid = a2 + 0.5 * (a1 - a2);
-    double phi_mid = 0;
-    for (size_t j = 0; j < n; j++)
-        if (a[j] > 0) phi_mid += a[j] / (a[j] - mid);
-    /* lambda = o + sg * v, v in (0, hi] */
-    double o, sg, hi;
-    if (phi_mid >= 0) {
-        o = a2, sg = 1, hi = mid - a2;
-    } else {
-        o = a1, sg = -1, hi = a1 - mid;
-    }
-    if (phi_mid == 0) return mid;
-    double lo = 0, v = 0.5 * hi;
-    for (int it = 0; it < 200; it++) {
-        double phi = 0, dphi = 0;
+    size_t cnt2 = 0;
+    for (size_t j = 0; j < n; j++) cnt2 += a[j] == a2;
+    const double g = a1 - a2, W2 = a2 * (double)cnt2;
+    /* first pass at the midpoint decides the nearer pole; lambda = o + sg v, v in (0, hi] */
+    double o = a2, sg = 1, v = 0.5 * g, lo = 0, hi = g;
+    int first = 1;
+    for (int it = 0; it < 100; it++) {
+        /* rest R = sum over 0 < a_j < a2 of a_j/(a_j - lambda), and its lambda-slope */
+        double R = 0, dR = 0;
         for (size_t j = 0; j < n; j++) {
-            if (a[j] > 0) {
-                double den = (a[j] - o) - sg * v; /* a_j - lambda */
-                double q = a[j] / den;
-                phi += q;
-                dphi += q / den;
-            }
+            double aj = a[j] > 0 && a[j] < a2 ? a[j] : 0.0;
+            double den = (a[j] - o) - sg * v; /* a_j - lambda, never 0 for the kept j */
+            double q = aj / den;
+            R += q;
+            dR += q / den;
         }
-        /* dphi/dlambda = sum a_j/(a_j - lambda)^2 > 0; Newton on g = v phi: g' = phi + v sg dphi */
-        double dg = phi + v * sg * dphi;
-        /* sign of phi in v: increasing when sg = +1, decreasing when sg = -1 */
-        if ((phi > 0) == (sg > 0))
-            hi = v;
-        else
-            lo = v;
-        if (phi == 0) break;
-        /* v - g/dg rewritten as v * (v sg dphi) / dg: no cancellation when v is far below 1
-         * (one-hot rows put the root at v ~ a2 ~ 1e-200) */
-        double vn = v * (v * sg * dphi) / dg;
-        if (!(vn > lo && vn < hi)) vn = 0.5 * (lo + hi);
+        double x = sg > 0 ? v : g - v; /* lambda - a2 */
+        double y = sg > 0 ? g - v : v; /* a1 - lambda */
+        double phi = a1 / y - W2 / x + R;
+        if (first) {
+            first = 0;
+            if (phi == 0) return o + sg * v;
+            if (phi < 0) { /* root in (mid, a1): measure from a1 */
+                o = a1, sg = -1, lo = 0, hi = v;
+            } else {
+                lo = 0, hi = v;
+            }
+        } else {
+            if (phi == 0) break;
+            /* phi rises with lambda; v runs with lambda when sg = +1, against it when -1 */
+            if ((phi > 0) == (sg > 0))
+                hi = v;
+            else
+                lo = v;
+        }
+        /* model C + S/(a2 - mu) + a1/(a1 - mu) with S = W2 + dR x^2, C = R + dR x (<= 0) */
+        double S = W2 + dR * x * x, C = R + dR * x;
+        if (C > 0) C = 0; /* only rounding can make it positive */
+        double vn;
+        if (sg > 0) { /* xn = distance from a2: C xn^2 - b xn + S g = 0, the root in (0, g) */
+            double b = C * g + S + a1, disc = sqrt(b * b - 4 * C * S * g);
+            vn = b > 0 ? 2 * S * g / (b + disc) : (b - disc) / (2 * C);
+        } else { /* yn = distance from a1: |C| yn^2 - |b'| yn + a1 g = 0, the smaller root */
+            double bp = S + a1 - C * g, disc = bp * bp + 4 * C * a1 * g;
+            vn = 2 * a1 * g / (bp + sqrt(disc > 0 ? disc : 0));
+        }
+        /* the bracket ends are admissible: at convergence the model lands on the last v */
+        if (!(vn >= lo && vn <= hi)) vn = 0.5 * (lo + hi);
         double step = fabs(vn - v);
         v = vn;
-        if (step <= 4e-16 * v || hi - lo <= 4e-16 * hi) break;
+        if (step <= 1e-12 * v || hi - lo <= 4e-16 * hi) break;
     }
     return o + sg * v;
 }
@@ -289,11 +424,11 @@ typedef struct {
     size_t L, dim, ld, nU, Kmax, nout;
     const met_axes *ax;
     const float *scores;
-    double *X, *G, *gd, *nrm, *inv, *yy, *delta_run, *l, *a, *ap, *z, *u, *c, *cy, *md, *e,
-        *S, *acc, *cntN, *d1U, *mU, *valU, *unsel, *selinf, *Aall, *W, *Cm, *Gsel, *Sm, *Em,
+    double *X, *XT, *G, *gd, *nrm, *inv, *yy, *delta_run, *l, *a, *ap, *z, *u, *c, *cy, *md, *e,
+        *S, *acc, *cntN, *d1U, *mU, *valU, *unsel, *selinf, *Aall, *W, *Cm, *Sm, *Em, *sel,
         *S2T, *AT, *QT;
     double cntT;
-    uint32_t *order, *scratch, *rank, *uN, *uOf;
+    uint32_t *order, *scratch, *rank, *uN, *uOf, *iota;
 } met_ws;
 
 #define NVAL 6 /* per-N values: dist_true dist_bound dist_expect sep_ratio sep_lower sep_upper */
@@ -331,6 +466,7 @@ static size_t carve(met_ws *w, char *base, size_t L, size_t dim, const met_axes 
         at += (((count) * sizeof(type)) + 63) / 64 * 64;        \
     } while (0)
     TAKE(w->X, L * dim, double);
+    TAKE(w->XT, dim * L, double);
     TAKE(w->G, L * L, double);
     TAKE(w->gd, L, double);
     TAKE(w->nrm, L, double);
@@ -353,8 +489,8 @@ static size_t carve(met_ws *w, char *base, size_t L, size_t dim, const met_axes 
     if (Kmax > L) Kmax = L;
     TAKE(w->Aall, ax->nT * L, double);
     TAKE(w->W, 2 * ax->nT * Kmax, double);
+    TAKE(w->sel, 5 * Kmax, double);
     TAKE(w->Cm, 2 * ax->nT * L, double);
-    TAKE(w->Gsel, Kmax * L, double);
     TAKE(w->Sm, ax->nT * dim, double);
     TAKE(w->Em, ax->nT * L, double);
     TAKE(w->S2T, ax->nT, double);
@@ -372,6 +508,7 @@ static size_t carve(met_ws *w, char *base, size_t L, size_t dim, const met_axes 
     TAKE(w->rank, L, uint32_t);
     TAKE(w->uN, nN, uint32_t);
     TAKE(w->uOf, nN, uint32_t);
+    TAKE(w->iota, L > dim ? L : dim, uint32_t);
 #undef TAKE
     return at;
 }
@@ -390,7 +527,6 @@ static void eval_unselected(double *t_true, double *t_exp, double *r_out, size_t
                             const double *yy, const double *inv, const double *cy,
                             const double *unsel, const double *selinf, double s2, double sy2,
                             double S2, double alpha, double beta) {
-    enum { LANES = 8 };
     double at[LANES] = {0}, ae[LANES] = {0}, rm[LANES];
     for (int q = 0; q < LANES; q++) rm[q] = INFINITY;
     double a2 = alpha * alpha, ab2 = 2 * alpha * beta, b2S2 = beta * beta * S2;
@@ -404,7 +540,7 @@ static void eval_unselected(double *t_true, double *t_exp, double *r_out, size_t
             double dt = aj * aj * gd[j] - 2 * aj * c[j] + s2;
             at[q] += unsel[j] * sqrt(dt > 0 ? dt : 0);
             double dy = aj * aj * yy[j] - 2 * aj * inv[j] * cy[j] + sy2;
-            dy = sqrt(dy > 0 ? dy : 0) + selinf[j];
+            dy = (dy > 0 ? dy : 0) + selinf[j];
             rm[q] = dy < rm[q] ? dy : rm[q];
         }
     }
@@ -415,7 +551,7 @@ static void eval_unselected(double *t_true, double *t_exp, double *r_out, size_t
         double dt = aj * aj * gd[i] - 2 * aj * c[i] + s2;
         at[0] += unsel[i] * sqrt(dt > 0 ? dt : 0);
         double dy = aj * aj * yy[i] - 2 * aj * inv[i] * cy[i] + sy2;
-        dy = sqrt(dy > 0 ? dy : 0) + selinf[i];
+        dy = (dy > 0 ? dy : 0) + selinf[i];
         rm[0] = dy < rm[0] ? dy : rm[0];
     }
     double st = 0, se = 0, r = INFINITY;
@@ -424,15 +560,86 @@ static void eval_unselected(double *t_true, double *t_exp, double *r_out, size_t
         se += ae[q];
         r = rm[q] < r ? rm[q] : r;
     }
-    *t_true = st, *t_exp = se, *r_out = r;
+    /* the minimum runs over squares: sqrt is monotone, so this is the same r, one sqrt */
+    *t_true = st, *t_exp = se, *r_out = sqrt(r);
+}
+
+/* C [rows][ldc] += W [rows][ldw] (columns k0..k1) times the G rows order[k0..k1), over
+ * columns 0..n-1: the c / c^y update of one stretch of N (section 2 cost hint). Columns
+ * [n, n16) are computed too (n16 = n rounded up to 16 where it fits in ldc = ldg; G is zeroed
+ * there, the values are never read) so that the scalar tail is rare. A register-
+ * blocked kernel instead of dgemm: the G rows are read in place (dgemm needed them gathered
+ * into a [K][n] copy, then packed again), and the stretches are short (1, 1, 2, 4, ... for
+ * the doubling grid) where dgemm's packing does not pay. Blocks of 6 rows x 16 columns keep
+ * 12 vector accumulators; GCC's vector extension compiles to AVX-512, AVX2 or SSE alike. */
+typedef double v8d __attribute__((vector_size(64)));
+
+/* unaligned vector load / store (macros: a v8d function argument or return value would
+ * change the ABI where AVX-512 is not enabled, and GCC warns about it) */
+#define LOAD8(v, p) memcpy(&(v), (p), sizeof(v8d))
+#define STORE8(p, v) memcpy((p), &(v), sizeof(v8d))
+
+#define CK_ROWS 6
+/* one block of R rows (R <= CK_ROWS, a constant after inlining) x 16 columns at i */
+static inline __attribute__((always_inline)) void c_block(double *C, size_t ldc, const double *W,
+                                                          size_t ldw, const double *G, size_t ldg,
+                                                          const uint32_t *order, size_t k0,
+                                                          size_t k1, size_t i, const int R) {
+    v8d acc0[CK_ROWS], acc1[CK_ROWS];
+    for (int r = 0; r < R; r++) {
+        LOAD8(acc0[r], C + r * ldc + i);
+        LOAD8(acc1[r], C + r * ldc + i + 8);
+    }
+    for (size_t k = k0; k < k1; k++) {
+        const double *g = G + (size_t)order[k] * ldg + i;
+        v8d g0, g1;
+        LOAD8(g0, g);
+        LOAD8(g1, g + 8);
+        for (int r = 0; r < R; r++) {
+            double wv = W[r * ldw + k];
+            acc0[r] += wv * g0;
+            acc1[r] += wv * g1;
+        }
+    }
+    for (int r = 0; r < R; r++) {
+        STORE8(C + r * ldc + i, acc0[r]);
+        STORE8(C + r * ldc + i + 8, acc1[r]);
+    }
+}
+
+static void c_update(double *C, size_t ldc, size_t rows, const double *W, size_t ldw,
+                     const double *G, size_t ldg, const uint32_t *order, size_t k0, size_t k1,
+                     size_t n, size_t n16) {
+    for (size_t r0 = 0; r0 < rows; r0 += CK_ROWS) {
+        double *Cr = C + r0 * ldc;
+        const double *Wr = W + r0 * ldw;
+        size_t R = rows - r0 < CK_ROWS ? rows - r0 : CK_ROWS;
+        for (size_t i = 0; i < n16; i += 16) {
+            switch (R) {
+            case 6: c_block(Cr, ldc, Wr, ldw, G, ldg, order, k0, k1, i, 6); break;
+            case 5: c_block(Cr, ldc, Wr, ldw, G, ldg, order, k0, k1, i, 5); break;
+            case 4: c_block(Cr, ldc, Wr, ldw, G, ldg, order, k0, k1, i, 4); break;
+            case 3: c_block(Cr, ldc, Wr, ldw, G, ldg, order, k0, k1, i, 3); break;
+            case 2: c_block(Cr, ldc, Wr, ldw, G, ldg, order, k0, k1, i, 2); break;
+            default: c_block(Cr, ldc, Wr, ldw, G, ldg, order, k0, k1, i, 1); break;
+            }
+        }
+    }
+    /* leftover columns */
+    for (size_t r = 0; r < rows; r++)
+        for (size_t i = n16; i < n; i++) {
+            double c = C[r * ldc + i];
+            for (size_t k = k0; k < k1; k++) c += W[r * ldw + k] * G[(size_t)order[k] * ldg + i];
+            C[r * ldc + i] = c;
+        }
 }
 
 /* Sections 2 and 4 for one row at one normalizer, every T and every grid N at once.
  * The weights of all T are in Aall [nT][L] (row T holds a for that T). As N walks up through
  * the sorted order, C [2 nT][n] accumulates c_i = sum_{j in I_N} a_j G_ij (rows 0..nT-1)
  * and c^y_i * |x_i| = sum_{j in I_N} a_j/|x_j| G_ij (rows nT..2nT-1): one dgemm per stretch
- * between consecutive grid N, W [2 nT][K] times the gathered rows Gsel [K][n], so each G
- * row is read once per row instead of once per T. */
+ * between consecutive grid N, W [2 nT][K] times the G rows of the stretch (c_update), so
+ * each G row is read once per row instead of once per T. */
 static void row_per_n(met_ws *w, size_t n, size_t nv, size_t K, double delta, size_t iZ) {
     const met_axes *ax = w->ax;
     const size_t L = w->L, nT = ax->nT, dim = w->dim;
@@ -440,10 +647,14 @@ static void row_per_n(met_ws *w, size_t n, size_t nv, size_t K, double delta, si
     const uint32_t *order = w->order;
 
     /* dist_expect pieces (section 2): S_T = sum_j a_j x_j (only j < nv weigh), e_i = x_i.S_T */
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)nT, (int)dim, (int)nv, 1.0,
-                w->Aall, (int)L, w->X, (int)dim, 0.0, w->Sm, (int)dim);
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nT, (int)n, (int)dim, 1.0, w->Sm,
-                (int)dim, w->X, (int)dim, 0.0, w->Em, (int)L);
+    size_t n16 = (n + 15) / 16 * 16;
+    if (n16 > L) n16 = n; /* c_update then finishes the last columns one by one */
+    /* (the same kernel as the c update: S = A X over the rows of X, E = S X^T over the rows
+     * of XT [dim][L]; both shapes are short-and-wide, where dgemm's packing does not pay) */
+    memset(w->Sm, 0, nT * dim * sizeof *w->Sm);
+    c_update(w->Sm, dim, nT, w->Aall, L, w->X, dim, w->iota, 0, nv, dim, dim / 16 * 16);
+    for (size_t r = 0; r < nT; r++) memset(w->Em + r * L, 0, n16 * sizeof *w->Em);
+    c_update(w->Em, L, nT, w->Sm, dim, w->XT, L, w->iota, 0, dim, n, n16 / 16 * 16);
     for (size_t iT = 0; iT < nT; iT++) {
         double S2 = 0;
         const double *S = w->Sm + iT * dim;
@@ -467,9 +678,9 @@ static void row_per_n(met_ws *w, size_t n, size_t nv, size_t K, double delta, si
     size_t k0 = 0;
     for (size_t u = 0; u < w->nU && w->uN[u] <= K; u++) {
         size_t N = w->uN[u];
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)(2 * nT), (int)n,
-                    (int)(N - k0), 1.0, w->W + k0, (int)K, w->Gsel + k0 * n, (int)n,
-                    k0 ? 1.0 : 0.0, w->Cm, (int)L);
+        if (k0 == 0)
+            for (size_t r = 0; r < 2 * nT; r++) memset(w->Cm + r * L, 0, n16 * sizeof *w->Cm);
+        c_update(w->Cm, L, 2 * nT, w->W, K, w->G, L, order, k0, N, n, n16 / 16 * 16);
         for (size_t q = k0; q < N; q++) {
             w->unsel[order[q]] = 0.0;
             w->selinf[order[q]] = INFINITY;
@@ -484,33 +695,50 @@ static void row_per_n(met_ws *w, size_t n, size_t nv, size_t K, double delta, si
                 Q += ap * ap;
             }
             w->AT[iT] = A, w->QT[iT] = Q;
-            /* ||s||^2 = sum_{j in I} a_j c_j; the same for s^y with c^y_j scaled by 1/|x_j| */
-            double s2 = 0, sy2 = 0;
+            /* the selected entries gathered once: weight, c, c^y (scaled by 1/|x_j|), |y|^2 */
+            double *sa = w->sel, *sc = sa + K, *scy = sc + K, *syy = scy + K, *sarg = syy + K;
             for (size_t q = 0; q < N; q++) {
                 uint32_t j = order[q];
-                s2 += a[j] * c[j];
-                sy2 += a[j] * inv[j] * cy[j];
+                sa[q] = a[j], sc[q] = c[j], scy[q] = inv[j] * cy[j], syy[q] = yy[j];
             }
+            /* ||s||^2 = sum_{j in I} a_j c_j; the same for s^y with c^y_j */
+            double s2 = lane_dot(sa, sc, N), sy2 = lane_dot(sa, scy, N);
             double t_true, t_exp, r;
             eval_unselected(&t_true, &t_exp, &r, n, a, gd, c, w->Em + iT * L, yy, inv, cy,
                             w->unsel, w->selinf, s2, sy2, w->S2T[iT], alpha, beta);
             /* section 4: N_s, xi_i over the selected set */
-            size_t Ns = 0;
-            double xisum = 0, up = 0, d2h = 0.5 * delta * delta;
-            for (size_t q = 0; q < N; q++) {
-                uint32_t i = order[q];
-                double ai = a[i];
-                double dy = ai * ai * yy[i] - 2 * ai * inv[i] * cy[i] + sy2;
+            /* (lanes keep it vectorizable; the exponent -(xi - r)^2/2 <= 0 goes to exp_nonpos) */
+            double d2h = 0.5 * delta * delta, nsl[LANES] = {0}, xil[LANES] = {0};
+            size_t q = 0;
+            for (; q + LANES <= N; q += LANES)
+                for (int l = 0; l < LANES; l++) {
+                    double ai = sa[q + l];
+                    double dy = ai * ai * syy[q + l] - 2 * ai * scy[q + l] + sy2;
+                    dy = sqrt(dy > 0 ? dy : 0);
+                    nsl[l] += dy < r ? 1.0 : 0.0;
+                    double B = A - ai, Qi = Q - ai * ai;
+                    double xi2 = B * B - d2h * (B * B - Qi);
+                    double xi = sqrt(xi2 > 0 ? xi2 : 0);
+                    xil[l] += xi;
+                    double ex = xi - r;
+                    sarg[q + l] = ex > 0 ? -0.5 * ex * ex : 0.0;
+                }
+            for (; q < N; q++) {
+                double ai = sa[q];
+                double dy = ai * ai * syy[q] - 2 * ai * scy[q] + sy2;
                 dy = sqrt(dy > 0 ? dy : 0);
-                if (dy < r) Ns++;
+                nsl[0] += dy < r ? 1.0 : 0.0;
                 double B = A - ai, Qi = Q - ai * ai;
                 double xi2 = B * B - d2h * (B * B - Qi);
                 double xi = sqrt(xi2 > 0 ? xi2 : 0);
-                xisum += xi;
+                xil[0] += xi;
                 double ex = xi - r;
-                ex = ex > 0 ? ex : 0;
-                up += exp(-0.5 * ex * ex);
+                sarg[q] = ex > 0 ? -0.5 * ex * ex : 0.0;
             }
+            exp_nonpos(sarg, sarg, N);
+            double up = lane_sum(sarg, N), xisum = 0, nsum = 0;
+            for (int l = 0; l < LANES; l++) xisum += xil[l], nsum += nsl[l];
+            size_t Ns = (size_t)nsum;
             double val[NVAL];
             val[MET_DIST_TRUE] = t_true;
             val[MET_DIST_BOUND] =
@@ -555,16 +783,28 @@ static void process_row(met_ws *w, size_t t, size_t n, double delta) {
         w->rank[p] = (uint32_t)k;
         if (w->nrm[p] > m) m = w->nrm[p];
         const double *Gp = w->G + (size_t)p * L;
-        memcpy(w->Gsel + k * n, Gp, n * sizeof *Gp);
         double gpp = w->gd[p];
+        double *md = w->md;
+        const double *gd = w->gd;
         for (size_t i = 0; i < n; i++) {
-            double dd = w->gd[i] + gpp - 2 * Gp[i];
-            if (dd > w->md[i]) w->md[i] = dd;
+            double dd = gd[i] + gpp - 2 * Gp[i];
+            md[i] = dd > md[i] ? dd : md[i];
         }
         if (k + 1 == w->uN[u]) {
+            double dl[LANES] = {0};
+            const uint32_t *rank = w->rank;
+            size_t i = 0;
+            for (; i + LANES <= n; i += LANES)
+                for (int q = 0; q < LANES; q++) {
+                    double v = rank[i + q] > k ? md[i + q] : 0.0;
+                    dl[q] = v > dl[q] ? v : dl[q];
+                }
+            for (; i < n; i++) {
+                double v = rank[i] > k ? md[i] : 0.0;
+                dl[0] = v > dl[0] ? v : dl[0];
+            }
             double d1sq = 0;
-            for (size_t i = 0; i < n; i++)
-                if (w->rank[i] > k && w->md[i] > d1sq) d1sq = w->md[i];
+            for (int q = 0; q < LANES; q++) d1sq = dl[q] > d1sq ? dl[q] : d1sq;
             w->d1U[u] = sqrt(d1sq);
             w->mU[u] = m;
             u++;
@@ -583,18 +823,21 @@ static void process_row(met_ws *w, size_t t, size_t n, double delta) {
     for (size_t iZ = 0; iZ < ax->nNorm; iZ++) {
         met_normalizer zn = ax->norm[iZ];
         for (size_t iT = 0; iT < ax->nT; iT++) {
-            double T = ax->T[iT], zmax;
+            double T = ax->T[iT];
             double *a = w->Aall + iT * L;
-            double lnZ = weights_with_z(a, w->z, &zmax, w->l, nv, n, T, zn, ax->ssmax_scale);
+            /* logit factor of the normalizer (section 8) */
+            double f = 1.0 / T;
+            if (zn == MET_SSMAX) f *= ssmax_factor(ax->ssmax_scale, n);
             /* section 6: entropy; softmax/ssmax use ln a_j = z_j - zmax - lnZ */
             double H = 0;
             if (zn == MET_SPARSEMAX) {
+                weights_with_z(a, w->z, NULL, w->l, nv, n, T, zn, ax->ssmax_scale);
                 for (size_t j = 0; j < nv; j++)
                     if (a[j] > 0) H -= a[j] * log(a[j]);
             } else {
-                double s = 0;
-                for (size_t j = 0; j < nv; j++) s += a[j] * (w->z[j] - zmax);
-                H = lnZ - s;
+                double lnZ = softmax_scaled(a, w->z, w->l, f, nv);
+                for (size_t j = nv; j < n; j++) a[j] = 0.0;
+                H = lnZ - lane_dot(a, w->z, nv);
                 if (H < 0) H = 0;
             }
             double *acc = w->acc;
@@ -610,12 +853,11 @@ static void process_row(met_ws *w, size_t t, size_t n, double delta) {
                 for (size_t j = 0; j < nv; j++) w->ap[j] = w->l[j] + eps * uu[j];
                 /* z is free again (entropy is done); ap is both the perturbed logits and
                  * the output: each z[j] is taken from it before the normalizer writes */
-                weights_with_z(w->ap, w->z, NULL, w->ap, nv, n, T, zn, ax->ssmax_scale);
-                double ss = 0;
-                for (size_t j = 0; j < nv; j++) {
-                    double d = w->ap[j] - a[j];
-                    ss += d * d;
-                }
+                if (zn == MET_SPARSEMAX)
+                    weights_with_z(w->ap, w->z, NULL, w->ap, nv, n, T, zn, ax->ssmax_scale);
+                else
+                    softmax_scaled(w->ap, w->z, w->ap, f, nv);
+                double ss = lane_sqdiff(w->ap, 1.0, a, nv);
                 acc[met_at_grad_fd(ax, iT, iE, iZ)] += sqrt(ss) / eps;
             }
         }
@@ -698,8 +940,15 @@ int met_head(double *out, void *workspace, size_t workspace_bytes, const float *
     w.Kmax = w.uN[w.nU - 1];
     size_t Lmax = cuts[ncuts - 1];
 
-    /* Gram matrix in double over the rows any cut uses */
+    /* Gram matrix in double over the rows any cut uses; the rest of G is zeroed because
+     * c_update reads whole 16-column blocks past the row's n */
+    memset(w.G, 0, L * L * sizeof *w.G);
     for (size_t i = 0; i < Lmax * dim; i++) w.X[i] = (double)vectors[i];
+    /* XT [dim][L]: X transposed, zero past Lmax (c_update reads whole 16-column blocks) */
+    memset(w.XT, 0, dim * L * sizeof *w.XT);
+    for (size_t i = 0; i < Lmax; i++)
+        for (size_t k = 0; k < dim; k++) w.XT[k * L + i] = w.X[i * dim + k];
+    for (size_t i = 0; i < (L > dim ? L : dim); i++) w.iota[i] = (uint32_t)i;
     cblas_dsyrk(CblasRowMajor, CblasLower, CblasNoTrans, (int)Lmax, (int)dim, 1.0, w.X, (int)dim,
                 0.0, w.G, (int)L);
     for (size_t i = 0; i < Lmax; i++) {

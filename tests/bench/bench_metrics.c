@@ -6,8 +6,11 @@
  * per (row, N, T) of dist_true, dist_expect and the separability radius/count (d1 of the
  * bound alone would cost O(N n d) directly and is left out, in the direct method's favour)
  * on every 16th row of one head, and extrapolates by the row lengths.
- * usage: bench_metrics [L] [heads] [Nall]  (run with OPENBLAS_NUM_THREADS=1); Nall = 1 takes
- * N = 1..128 (config.md's default "1:128") instead of the powers of two. */
+ * usage: bench_metrics [L] [heads] [Nall] [options]  (run with OPENBLAS_NUM_THREADS=1); Nall = 1
+ * takes N = 1..128 (config.md's default "1:128") instead of the powers of two.
+ * Options: --no-direct skips the direct comparison; --norms3 runs softmax, sparsemax and ssmax;
+ * --save FILE writes every output double; --check FILE compares against a saved run (e.g. of an
+ * earlier version of metrics.c) and prints the worst relative difference per variable. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,12 +91,47 @@ static void direct_row(const float *scores, const float *v, int t, int d, const 
     sink = acc;
 }
 
+static const char *var_names[MET_NPERN + MET_NPERT + 1] = {
+    "dist_true", "dist_bound", "dist_expect", "sep_ratio", "sep_lower", "sep_upper", "rows_used",
+    "entropy", "entropy_norm", "grad_exact", "grad_bound", "grad_fd"};
+
+/* index of the variable an output slot belongs to (per_N, then per_T, then grad_fd) */
+static int var_of_slot(const met_axes *ax, size_t at) {
+    size_t perN = ax->nN * ax->nT * ax->nNorm, perT = ax->nT * ax->nNorm;
+    if (at < MET_NPERN * perN) return (int)(at / perN);
+    at -= MET_NPERN * perN;
+    if (at < MET_NPERT * perT) return MET_NPERN + (int)(at / perT);
+    return MET_NPERN + MET_NPERT;
+}
+
 int main(int argc, char **argv) {
-    if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
-        printf("usage: bench_metrics [L=1024] [heads=12] [Nall=0]\n"
-               "  Nall=1: N = 1..128 instead of 1,2,4,...,128\n");
-        return 0;
+    const char *save = NULL, *check = NULL;
+    int direct = 1, norms3 = 0, npos = 0;
+    char *pos[4] = {argv[0], 0, 0, 0};
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            printf("usage: bench_metrics [L=1024] [heads=12] [Nall=0] [--no-direct] [--norms3]\n"
+                   "                     [--save FILE | --check FILE]\n"
+                   "  Nall=1: N = 1..128 instead of 1,2,4,...,128\n"
+                   "  --no-direct: skip the direct O(n d) comparison\n"
+                   "  --norms3: softmax, sparsemax and ssmax instead of softmax alone\n"
+                   "  --save FILE / --check FILE: write every output / compare with a saved run\n");
+            return 0;
+        } else if (!strcmp(argv[i], "--no-direct")) {
+            direct = 0;
+        } else if (!strcmp(argv[i], "--norms3")) {
+            norms3 = 1;
+        } else if ((!strcmp(argv[i], "--save") || !strcmp(argv[i], "--check")) && i + 1 < argc) {
+            if (argv[i][2] == 's') save = argv[++i]; else check = argv[++i];
+        } else if (argv[i][0] != '-' && npos < 3) {
+            pos[1 + npos++] = argv[i];
+        } else {
+            fprintf(stderr, "bench_metrics: unknown argument '%s' (see --help)\n", argv[i]);
+            return 2;
+        }
     }
+    argc = 1 + npos;
+    argv = pos;
     int L = argc > 1 ? atoi(argv[1]) : 1024, H = argc > 2 ? atoi(argv[2]) : 12, d = 64;
     if (L < 32 || L > 1024 || H < 1) {
         fprintf(stderr, "bench_metrics: L must be in [32, 1024] and heads >= 1\n");
@@ -107,9 +145,9 @@ int main(int argc, char **argv) {
     }
     double Ts[21], eps[3] = {1e-3, 1e-1, 10};
     for (int i = 0; i < 21; i++) Ts[i] = pow(10, -3 + 5.0 * i / 20);
-    met_normalizer norm[1] = {MET_SOFTMAX};
+    met_normalizer norm[3] = {MET_SOFTMAX, MET_SPARSEMAX, MET_SSMAX};
     met_axes ax = {.N = Ns, .nN = (size_t)nN, .T = Ts, .nT = 21, .eps = eps, .nEps = 3, .norm = norm,
-                   .nNorm = 1, .seed = 1};
+                   .nNorm = norms3 ? 3 : 1, .seed = 1};
     size_t cuts[6], ncuts = 0;
     for (int c = 32; c <= L; c *= 2) cuts[ncuts++] = (size_t)c;
     if (cuts[ncuts - 1] != (size_t)L) cuts[ncuts++] = (size_t)L;
@@ -142,8 +180,9 @@ int main(int argc, char **argv) {
     size_t wsb = met_workspace_bytes(L, d, &ax), nout = met_out_count(&ax);
     void *ws = malloc(wsb);
     double *out = malloc(ncuts * nout * sizeof *out);
-    printf("grid: N=%d values (max 128), T=%d, eps=%d, normalizers=1, cuts=%zu; workspace %.1f MB\n",
-           nN, 21, 3, ncuts, wsb / 1e6);
+    printf("grid: N=%d values (max 128), T=%d, eps=%d, normalizers=%zu, cuts=%zu; workspace %.1f MB\n",
+           nN, 21, 3, ax.nNorm, ncuts, wsb / 1e6);
+    double *outs = (save || check) ? malloc((size_t)H * ncuts * nout * sizeof *outs) : NULL;
     double t0 = now();
     for (int h = 0; h < H; h++) {
         ax.head = h;
@@ -153,8 +192,56 @@ int main(int argc, char **argv) {
             fprintf(stderr, "bench_metrics: %s\n", err.msg);
             return 1;
         }
+        if (outs) memcpy(outs + (size_t)h * ncuts * nout, out, ncuts * nout * sizeof *out);
     }
     double t_fast = now() - t0;
+    size_t nall = (size_t)H * ncuts * nout;
+    if (save) {
+        FILE *f = fopen(save, "wb");
+        if (!f || fwrite(outs, sizeof *outs, nall, f) != nall || fclose(f)) {
+            fprintf(stderr, "bench_metrics: cannot write %s\n", save);
+            return 1;
+        }
+    }
+    if (check) {
+        double *ref = malloc(nall * sizeof *ref);
+        FILE *f = fopen(check, "rb");
+        if (!f || fread(ref, sizeof *ref, nall, f) != nall) {
+            fprintf(stderr, "bench_metrics: cannot read %zu doubles from %s (same arguments?)\n",
+                    nall, check);
+            return 1;
+        }
+        fclose(f);
+        /* worst |new - old| / (|old| + 1e-300) per variable; NaN must match NaN */
+        double worst[MET_NPERN + MET_NPERT + 1] = {0};
+        size_t worst_at[MET_NPERN + MET_NPERT + 1] = {0};
+        long nan_mismatch = 0;
+        for (size_t i = 0; i < nall; i++) {
+            int v = var_of_slot(&ax, i % nout);
+            double g = outs[i], w = ref[i];
+            if (isnan(g) || isnan(w)) {
+                nan_mismatch += isnan(g) != isnan(w);
+                continue;
+            }
+            double r = fabs(g - w) / (fabs(w) + 1e-300);
+            if (g == w) r = 0;
+            if (r > worst[v]) worst[v] = r, worst_at[v] = i;
+        }
+        printf("check vs %s: NaN mismatches %ld; worst relative difference:\n", check, nan_mismatch);
+        for (int v = 0; v < MET_NPERN + MET_NPERT + 1; v++) {
+            size_t i = worst_at[v], at = i % nout;
+            printf("  %-13s %.3g", var_names[v], worst[v]);
+            if (worst[v] > 0 && v < MET_NPERN) { /* where: head, cut, N, T */
+                size_t iZ = at % ax.nNorm, iT = at / ax.nNorm % ax.nT, iN = at / ax.nNorm / ax.nT % ax.nN;
+                printf("  (head %zu, L %zu, N %d, T %.3g, %s: %.17g vs %.17g)", i / nout / ncuts,
+                       cuts[i / nout % ncuts], Ns[iN], Ts[iT], met_normalizer_name(norm[iZ]),
+                       outs[i], ref[i]);
+            }
+            printf("\n");
+        }
+        free(ref);
+    }
+    free(outs);
     printf("met_head: %d heads in %.3f CPU s (%.3f s/head); all %zu prefix L included\n", H, t_fast,
            t_fast / H, ncuts);
     printf("  example (head %d, L=%d, N=%d, T=8): dist_true %.4f dist_expect %.4f sep_ratio %.3f "
@@ -165,6 +252,12 @@ int main(int argc, char **argv) {
            out[(ncuts - 1) * nout + met_at_per_t(&ax, MET_GRAD_EXACT, 15, 0)],
            out[(ncuts - 1) * nout + met_at_per_t(&ax, MET_ENTROPY_NORM, 15, 0)]);
 
+    if (!direct) {
+        printf("full paper grid (144 heads) estimate: %.1f s on one core, %.1f s on two\n",
+               t_fast / H * 144, t_fast / H * 72);
+        free(scores), free(vecs), free(q), free(k), free(ws), free(out);
+        return 0;
+    }
     /* direct method on every 16th row of head 0, extrapolated by row length */
     double *a = malloc(L * sizeof *a), *xs = malloc(L * sizeof *xs);
     int *ord = malloc(L * sizeof *ord);
