@@ -454,13 +454,38 @@ static int write_segments(store *s, hid_t file) {
     return rc;
 }
 
+/* Errors are the caller's to report (one line), so HDF5 prints no stack. */
 static void close_handles(store *s) {
-    for (int v = 0; v < N_METRICS; v++)
-        if (s->metric_ds[v] >= 0) H5Dclose(s->metric_ds[v]), s->metric_ds[v] = -1;
-    hid_t *hs[] = {&s->status_ds, &s->wall_ds, &s->rank_ds, &s->attempts_ds};
-    for (size_t i = 0; i < 4; i++)
-        if (*hs[i] >= 0) H5Dclose(*hs[i]), *hs[i] = -1;
-    if (s->file >= 0) H5Fclose(s->file), s->file = -1;
+    H5E_BEGIN_TRY {
+        for (int v = 0; v < N_METRICS; v++)
+            if (s->metric_ds[v] >= 0) H5Dclose(s->metric_ds[v]), s->metric_ds[v] = -1;
+        hid_t *hs[] = {&s->status_ds, &s->wall_ds, &s->rank_ds, &s->attempts_ds};
+        for (size_t i = 0; i < 4; i++)
+            if (*hs[i] >= 0) H5Dclose(*hs[i]), *hs[i] = -1;
+        if (s->file >= 0) H5Fclose(s->file);
+    } H5E_END_TRY;
+    s->file = -1;
+}
+
+/* Closes and removes a view being built that failed (typically: the disk is
+ * full). HDF5 1.10 cannot survive a failed H5Fclose: the file stays in its ID
+ * table half destroyed and library termination (at MPI_Finalize) crashes on
+ * it (HDFFV-11052). Truncating the doomed file first gives its space back, so
+ * the metadata writes of the close succeed. */
+static void discard_view(store *s, const char *path) {
+    if (truncate(path, 0)) { /* the close may then fail; nothing better to do */ }
+    if (s->file >= 0) H5E_BEGIN_TRY { H5Fflush(s->file, H5F_SCOPE_GLOBAL); } H5E_END_TRY;
+    close_handles(s);
+    unlink(path);
+}
+
+/* The same for OUT.h5 itself, which keeps its (empty) name: an empty OUT.h5
+ * does not open, so the next store_open rebuilds it from the journal. */
+static void discard_view_keep_name(store *s) {
+    if (s->file < 0) return;
+    if (truncate(s->path, 0)) { /* see discard_view */ }
+    H5E_BEGIN_TRY { H5Fflush(s->file, H5F_SCOPE_GLOBAL); } H5E_END_TRY;
+    close_handles(s);
 }
 
 static hid_t file_access(void) {
@@ -578,8 +603,7 @@ static int create_view(store *s, const char *path, as_err *err) {
     H5Tclose(str);
     free(widx);
     if (rc) {
-        close_handles(s);
-        unlink(path);
+        discard_view(s, path);
         return as_fail(err, "%s: cannot lay out the results file (HDF5 error)", path);
     }
     return 0;
@@ -838,8 +862,10 @@ static int rebuild_view(store *s, as_err *err) {
                 if (write_cell_values(s, w, l, s->packed)) rc = as_fail(err, "%s: cannot write cell", tmp);
             }
         if (!rc && write_bookkeeping_all(s)) rc = as_fail(err, "%s: cannot write status", tmp);
-        if (!rc && H5Fflush(s->file, H5F_SCOPE_GLOBAL) < 0) rc = as_fail(err, "%s: flush failed", tmp);
+        if (!rc && H5Fflush(s->file, H5F_SCOPE_GLOBAL) < 0)
+            rc = as_fail(err, "%s: cannot write the rebuilt file (disk full?)", tmp);
     } H5E_END_TRY;
+    if (rc) discard_view(s, tmp);
     close_handles(s);
     if (!rc && fsync_path(tmp)) rc = as_fail(err, "%s: fsync failed: %s", tmp, strerror(errno));
     if (!rc && rename(tmp, s->path)) rc = as_fail(err, "%s: cannot rename to %s: %s", tmp, s->path, strerror(errno));
@@ -1048,6 +1074,28 @@ static int exists(const char *path) {
     return stat(path, &st) == 0;
 }
 
+/* Creates the folders above path that do not exist yet (mkdir -p of its
+ * parent), with the user's umask, so "results/paper.h5" works in a fresh tree. */
+static int make_parent_dirs(const char *path, as_err *err) {
+    char dir[4096];
+    if (snprintf(dir, sizeof dir, "%s", path) >= (int)sizeof dir)
+        return as_fail(err, "%s: path too long", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash || slash == dir) return 0;
+    *slash = 0;
+    for (char *p = dir + 1;; p++) {
+        int end = *p == 0;
+        if (*p == '/' || end) {
+            *p = 0;
+            if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+                return as_fail(err, "%s: cannot create folder %s: %s", path, dir, strerror(errno));
+            if (end) break;
+            *p = '/';
+        }
+    }
+    return 0;
+}
+
 store *store_open(const char *path, const store_axes *axes, const store_provenance *prov,
                   store_mode mode, int flags, as_err *err) {
     store *s = calloc(1, sizeof *s);
@@ -1072,6 +1120,10 @@ store *store_open(const char *path, const store_axes *axes, const store_provenan
         return NULL;
     }
     int created_journal = 0;
+    if (make_parent_dirs(s->path, err)) {
+        store_free(s);
+        return NULL;
+    }
     if (lock_acquire(s->lock_path, NULL, err)) {
         store_free(s);
         return NULL;
@@ -1224,6 +1276,19 @@ int store_mark_dispatched(store *s, size_t w, size_t l, int rank, double t_start
     return 0;
 }
 
+/* An HDF5 write of a commit failed (in practice: the disk is full). The view
+ * is then inconsistent and, worse, HDF5 1.10 crashes at exit on a file whose
+ * close fails (see discard_view). The journal holds every finished cell and
+ * the provenance, so the view is given up (truncated: the next run rebuilds
+ * it from the journal) and the writer stops with one line. */
+static int commit_view_failed(store *s, const char *what, as_err *err) {
+    int saved = errno;
+    discard_view_keep_name(s);
+    return as_fail(err, "%s: cannot write %s (HDF5 error%s); finished cells are safe in the journal "
+                   "and the file is rebuilt from it by the next run", s->path, what,
+                   saved == ENOSPC || saved == EDQUOT || saved == EFBIG ? ": disk full" : "");
+}
+
 int store_commit_batch(store *s, const store_cell *cells, const double *const *blocks, size_t n,
                        as_err *err) {
     for (size_t i = 0; i < n; i++)
@@ -1242,7 +1307,7 @@ int store_commit_batch(store *s, const store_cell *cells, const double *const *b
         }
         if (!rc && H5Fflush(s->file, H5F_SCOPE_GLOBAL) < 0) rc = -1;
     } H5E_END_TRY;
-    if (rc) return as_fail(err, "%s: cannot write cell results (HDF5 error)", s->path);
+    if (rc) return commit_view_failed(s, "cell results", err);
     test_phase("data_flushed");
     /* 2. status and bookkeeping, flush */
     for (size_t i = 0; i < n; i++) {
@@ -1261,7 +1326,7 @@ int store_commit_batch(store *s, const store_cell *cells, const double *const *b
             rc = write_bookkeeping_cell(s, cells[i].window, cells[i].l_index);
         if (!rc && H5Fflush(s->file, H5F_SCOPE_GLOBAL) < 0) rc = -1;
     } H5E_END_TRY;
-    if (rc) return as_fail(err, "%s: cannot write cell status (HDF5 error)", s->path);
+    if (rc) return commit_view_failed(s, "cell status", err);
     test_phase("status_flushed");
     /* 3. journal, fsync: from here the cells are done. */
     for (size_t i = 0; i < n; i++) {
@@ -1339,8 +1404,9 @@ int store_write_status(store *s, size_t in_flight, const char *state, as_err *er
     bad |= fsync(fileno(f)) != 0;
     bad |= fclose(f) != 0;
     if (bad || rename(tmp, s->status_path)) {
+        int saved = errno;
         unlink(tmp);
-        return as_fail(err, "%s: cannot write status file", s->status_path);
+        return as_fail(err, "%s: cannot write status file: %s", s->status_path, strerror(saved));
     }
     return 0;
 }
