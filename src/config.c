@@ -710,7 +710,8 @@ static void sb_printf(sbuf *b, const char *fmt, ...) {
     for (;;) {
         va_list ap;
         va_start(ap, fmt);
-        int w = vsnprintf(b->s + b->len, b->cap - b->len, fmt, ap);
+        /* NULL + 0 is undefined behaviour: the first call sizes an empty buffer. */
+        int w = vsnprintf(b->s ? b->s + b->len : NULL, b->cap - b->len, fmt, ap);
         va_end(ap);
         if (w < 0) {
             b->oom = 1;
@@ -973,8 +974,10 @@ static int load_values(ctx *c, as_config *cfg, const char *const *sets, size_t n
         return -1;
     if (bt < 1 || bt > 4096)
         return fail_key(c, get(c, "runtime.blas_threads"), "runtime.blas_threads", "must be in 1..4096");
-    if (ce < 1 || ce > INT32_MAX)
-        return fail_key(c, get(c, "runtime.commit_every"), "runtime.commit_every", "must be >= 1");
+    /* The master holds commit_every + 1 result blocks (~11 MB each at paper
+     * scale) in memory, so a typo like 8000000 must not reach the allocator. */
+    if (ce < 1 || ce > 4096)
+        return fail_key(c, get(c, "runtime.commit_every"), "runtime.commit_every", "must be in 1..4096");
     cfg->blas_threads = (int)bt, cfg->commit_every = (int)ce;
 
     cfg->canonical = canonical_text(cfg);

@@ -40,8 +40,10 @@ int grid_init(as_grid *g, const as_config *cfg, as_err *err) {
     g->window_start = malloc(g->n_windows * sizeof *g->window_start);
     g->dispatch = malloc(g->n_cells * sizeof *g->dispatch);
     if (!g->window_start || !g->dispatch) {
+        size_t cells = g->n_cells; /* grid_free clears g */
         grid_free(g);
-        return as_fail(err, "grid: out of memory for %zu cells", g->n_cells);
+        return as_fail(err, "windows.count: %lld windows x %zu L values = %zu cells do not fit in "
+                       "memory", (long long)cfg->windows_count, cfg->axes.nL, cells);
     }
     for (size_t w = 0; w < g->n_windows; w++)
         g->window_start[w] = config_window_start(cfg, (int64_t)w);

@@ -36,9 +36,23 @@ int lock_read(const char *lock_path, lock_info *info, as_err *err) {
     return 0;
 }
 
+/* 1 when /proc says pid is a zombie: it died (SIGKILL of an MPI job) and its
+ * parent has not reaped it yet; it can write nothing any more. */
+static int is_zombie(long pid) {
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    const char *paren = strrchr(buf, ')'); /* the command name may hold spaces or parens */
+    return paren && paren[1] == ' ' && paren[2] == 'Z';
+}
+
 int lock_holder_alive(const lock_info *info) {
     if (strcmp(info->host, lock_hostname())) return -1;
-    if (kill((pid_t)info->pid, 0) == 0 || errno == EPERM) return 1;
+    if ((kill((pid_t)info->pid, 0) == 0 || errno == EPERM) && !is_zombie(info->pid)) return 1;
     return 0;
 }
 

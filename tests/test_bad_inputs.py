@@ -1,0 +1,745 @@
+#!/usr/bin/python3
+"""Bad-input catalogue (issue 7 item 2): every case runs the real CLI on a
+broken input and checks that it
+  * exits with a code > 0 (not 0, not killed by a signal),
+  * writes exactly ONE line on stderr, naming the key or the file at fault,
+  * leaves every file that was on disk unchanged (sha256 before and after)
+    and creates no new file (unless the case says which ones it may).
+Recovery cases (a damaged HDF5 view with its journal) instead check that the
+run repairs the file: exit 0 and values equal to an undamaged run.
+
+usage: test_bad_inputs.py ATTNSWEEP MODEL_DIR SCRATCH [case ...]
+"""
+import concurrent.futures
+import hashlib
+import json
+import os
+import re
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import time
+
+import h5py
+import numpy as np
+
+BIN, MODEL, SCRATCH = sys.argv[1:4]
+BIN = os.path.abspath(BIN)
+MODEL = os.path.abspath(MODEL)
+ONLY = set(sys.argv[4:])
+ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+           OPENBLAS_NUM_THREADS="1")
+results = []  # (name, ok, detail)
+# Known bugs in files this test's author may not edit, reported to the lead:
+# they print XFAIL (and XPASS once fixed: then remove them from here).
+KNOWN_BUGS = {
+    # dump.c: a failed H5Fclose (disk full) crashes HDF5 1.10 at exit (HDFFV-11052);
+    # fix as store.c discard_view: truncate the temp file, H5Fflush, then close.
+    "dump_disk_full",
+}
+
+
+# ---------------------------------------------------------------- helpers
+
+def tree_hashes(*dirs):
+    out = {}
+    for d in dirs:
+        for root, _dirs, files in os.walk(d):
+            for fn in files:
+                p = os.path.join(root, fn)
+                with open(p, "rb") as f:
+                    out[p] = hashlib.sha256(f.read()).hexdigest()
+    return out
+
+
+def case_dir(name):
+    d = os.path.join(SCRATCH, name)
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    return d
+
+
+def tokens(d, n=400, name="tokens.npy", dtype="<u2", hi=50257, seed=5):
+    np.save(os.path.join(d, name), np.random.default_rng(seed).integers(0, hi, size=n).astype(dtype))
+
+
+def config(d, model=None, text='{ path = "tokens.npy"; format = "tokens"; }',
+           windows="{ count = 2; offset = 0; stride = 64; }", L="[16, 32]", N="[1, 2, 4]",
+           T="[1.0]", eps="[0.1]", norm='["softmax"]', output='"out.h5"', extra_grid="",
+           extra="", name="a.cfg", drop=()):
+    lines = {
+        "model": f'model = "{model or MODEL}";',
+        "text": f"text = {text};",
+        "windows": f"windows = {windows};",
+        "grid": f"grid = {{ L = {L}; N = {N}; T = {T}; eps = {eps}; normalizer = {norm}; {extra_grid} }};",
+        "output": f"output = {output};",
+        "runtime": "runtime = { commit_every = 2; };",
+    }
+    text_ = "\n".join(v for k, v in lines.items() if k not in drop) + "\n" + extra
+    with open(os.path.join(d, name), "w") as f:
+        f.write(text_)
+    return name
+
+
+def run_cli(args, cwd, env=None, preexec=None, timeout=120):
+    return subprocess.run([BIN] + args, cwd=cwd, env=env or ENV, capture_output=True, text=True,
+                          preexec_fn=preexec, timeout=timeout)
+
+
+def record(name, ok, detail=""):
+    if ONLY and name not in ONLY:
+        return
+    if name in KNOWN_BUGS:
+        print(f"{'XPASS' if ok else 'XFAIL'} {name}: {detail[:300]}", flush=True)
+        ok = True
+    results.append((name, ok, detail))
+    print(f"{'ok  ' if ok else 'FAIL'} {name}{'' if ok else ': ' + detail}", flush=True)
+
+
+def expect_fail(name, args, cwd, mention, watch=(), allow_new=(), env=None, preexec=None):
+    """Runs BIN args in cwd; checks exit > 0, one stderr line mentioning every
+    string of `mention` (a regex when it starts with 're:'), files unchanged."""
+    if ONLY and name not in ONLY:
+        return None
+    dirs = [cwd] + list(watch)
+    before = tree_hashes(*dirs)
+    p = run_cli(args, cwd, env=env, preexec=preexec)
+    after = tree_hashes(*dirs)
+    lines = [l for l in p.stderr.splitlines() if l.strip()]
+    problems = []
+    if p.returncode <= 0:
+        problems.append(f"exit {p.returncode}")
+    if len(lines) != 1:
+        problems.append(f"{len(lines)} stderr lines")
+    msg = lines[0] if lines else ""
+    for m in ([mention] if isinstance(mention, str) else mention):
+        if m.startswith("re:"):
+            if not re.search(m[3:], msg):
+                problems.append(f"message does not match /{m[3:]}/")
+        elif m not in msg:
+            problems.append(f"message does not name '{m}'")
+    changed = [os.path.relpath(k, SCRATCH) for k in before if after.get(k) != before[k]]
+    new = [os.path.relpath(k, SCRATCH) for k in after if k not in before
+           and os.path.basename(k) not in allow_new]
+    if changed:
+        problems.append(f"changed/removed {changed}")
+    if new:
+        problems.append(f"new files {new}")
+    record(name, not problems, "; ".join(problems) + f" | stderr: {p.stderr.strip()[:600]!r}")
+    return p
+
+
+# --------------------------------------------------------- model corruptions
+
+def read_st(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    n = struct.unpack("<Q", data[:8])[0]
+    return json.loads(data[8:8 + n]), data[8 + n:]
+
+
+def write_st(path, header, body, raw_header=None):
+    hb = raw_header if raw_header is not None else json.dumps(header).encode()
+    hb += b" " * (-len(hb) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(hb)) + hb + body)
+
+
+def model_copy(d):
+    m = os.path.join(d, "model")
+    shutil.copytree(MODEL, m)
+    return m
+
+
+def ordered(header):
+    return sorted((k for k in header if k != "__metadata__"),
+                  key=lambda k: header[k]["data_offsets"][0])
+
+
+# GPT-2's byte-to-unicode map (the published byte-level BPE convention).
+def bytes_to_unicode():
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + \
+        list(range(ord("®"), ord("ÿ") + 1))
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return dict(zip(bs, map(chr, cs)))
+
+
+def write_vocab(m):
+    b2u = bytes_to_unicode()
+    vocab = {b2u[b]: i for i, b in enumerate(range(256))}
+    merges = [("t", "h"), ("th", "e"), ("Ġ", "t")]
+    for a, b in merges:
+        vocab[a + b] = len(vocab)
+    with open(os.path.join(m, "vocab.json"), "w", encoding="utf-8") as f:
+        json.dump(vocab, f, ensure_ascii=False)
+    with open(os.path.join(m, "merges.txt"), "w", encoding="utf-8") as f:
+        f.write("#version: 0.2\n" + "".join(f"{a} {b}\n" for a, b in merges))
+
+
+def text_case(d, m):
+    with open(os.path.join(d, "book.txt"), "w") as f:
+        f.write("the theory of the thing " * 200)
+    return config(d, model=m, text='{ path = "book.txt"; format = "text"; strip_gutenberg = false; }')
+
+
+# ------------------------------------------------------------------ the cases
+
+def cases_config():
+    d = case_dir("cfg")
+    tokens(d)
+    # a syntax error on a known line (line 4: the grid)
+    config(d, L="[16, 32", name="syntax.cfg")
+    expect_fail("config_syntax_error", ["run", "syntax.cfg"], d, "re:syntax.cfg:[45]\\b")
+    config(d, eps="[1e-3, 2]", name="mixed.cfg")
+    expect_fail("config_mixed_type_array", ["run", "mixed.cfg"], d, "re:mixed.cfg:4\\b")
+    config(d, windows="{ count = 2; offset = 0; stride = 64; lenght = 3; }", name="unk.cfg")
+    expect_fail("config_unknown_key", ["run", "unk.cfg"], d, "lenght")
+    config(d, extra='modle = "x";\n', name="unktop.cfg")
+    expect_fail("config_unknown_top_key", ["run", "unktop.cfg"], d, "modle")
+    config(d, windows='{ count = "two"; offset = 0; stride = 64; }', name="wt.cfg")
+    expect_fail("config_wrong_type_string", ["run", "wt.cfg"], d, "windows.count")
+    config(d, L="[16.5, 32.0]", name="wtL.cfg")
+    expect_fail("config_wrong_type_float_L", ["run", "wtL.cfg"], d, "grid.L")
+    config(d, N="[64, 128]", name="nl.cfg")
+    expect_fail("config_N_ge_every_L", ["run", "nl.cfg"], d, "grid.N")
+
+
+def cases_config2():
+    d = case_dir("cfg2")
+    tokens(d)
+    config(d, T="[0.0, 1.0]", name="t0.cfg")
+    expect_fail("config_T_zero", ["run", "t0.cfg"], d, "grid.T")
+    config(d, T="[-2.0]", name="tneg.cfg")
+    expect_fail("config_T_negative", ["run", "tneg.cfg"], d, "grid.T")
+    config(d, T="{ min = 0.0; max = 1.0; count = 3; spacing = \"log\"; }", name="tlog.cfg")
+    expect_fail("config_T_log_range_from_zero", ["run", "tlog.cfg"], d, "grid.T")
+    config(d, L="[16, 256]", name="lctx.cfg")
+    expect_fail("config_L_beyond_context", ["run", "lctx.cfg"], d, "grid.L")
+    config(d, L="[0, 16]", name="l0.cfg")
+    expect_fail("config_L_zero", ["run", "l0.cfg"], d, "grid.L")
+    config(d, L="[]", name="lempty.cfg")
+    expect_fail("config_empty_L", ["run", "lempty.cfg"], d, "grid.L")
+    config(d, L="[16, 16]", name="ldup.cfg")
+    expect_fail("config_duplicate_L", ["run", "ldup.cfg"], d, "grid.L")
+    config(d, N="[1, 1, 2]", name="ndup.cfg")
+    expect_fail("config_duplicate_N", ["run", "ndup.cfg"], d, "grid.N")
+    config(d, norm="[]", name="nempty.cfg")
+    expect_fail("config_empty_normalizer", ["run", "nempty.cfg"], d, "grid.normalizer")
+    config(d, norm='["softmx"]', name="nunk.cfg")
+    expect_fail("config_unknown_normalizer", ["run", "nunk.cfg"], d, "softmx")
+
+
+def cases_config3():
+    d = case_dir("cfg3")
+    tokens(d)
+    config(d, T="[0.0, 1.0]", name="t0.cfg")
+    config(d, windows="{ count = 2; offset = 0; stride = 64; lenght = 3; }", name="unk.cfg")
+    config(d, windows="{ count = 0; offset = 0; stride = 64; }", name="w0.cfg")
+    expect_fail("config_windows_count_zero", ["run", "w0.cfg"], d, "windows.count")
+    config(d, windows="{ count = 2000000000; offset = 0; stride = 64; }", name="whuge.cfg")
+    expect_fail("config_windows_count_huge", ["run", "whuge.cfg"], d, "re:windows|tokens.npy")
+    config(d, windows="{ count = 2; offset = -5; stride = 64; }", name="wneg.cfg")
+    expect_fail("config_windows_offset_negative", ["run", "wneg.cfg"], d, "windows.offset")
+    config(d, drop=("model",), name="nomodel.cfg")
+    expect_fail("config_missing_model", ["run", "nomodel.cfg"], d, "model")
+    expect_fail("config_file_missing", ["run", "nothere.cfg"], d, "nothere.cfg")
+    config(d, name="ok.cfg")
+    expect_fail("config_set_syntax_error", ["run", "ok.cfg", "--set", "grid.L=[16,"], d, "grid.L")
+    expect_fail("config_set_unknown_key", ["run", "ok.cfg", "--set", "grid.Lx=[16]"], d, "grid.Lx")
+    expect_fail("plan_T_zero", ["plan", "t0.cfg"], d, "grid.T")
+    expect_fail("plan_unknown_key", ["plan", "unk.cfg"], d, "lenght")
+    expect_fail("config_commit_every_huge", ["run", "ok.cfg", "--set", "runtime.commit_every=2000000000"],
+                d, "runtime.commit_every")
+
+
+def cases_text():
+    d = case_dir("text")
+    tokens(d)
+    config(d, text='{ path = "nothere.npy"; format = "tokens"; }', name="missing.cfg")
+    expect_fail("text_missing", ["run", "missing.cfg"], d, "nothere.npy")
+    tokens(d, n=40, name="short.npy")
+    config(d, text='{ path = "short.npy"; format = "tokens"; }', name="short.cfg")
+    expect_fail("text_too_short", ["run", "short.cfg"], d, "short.npy")
+    tokens(d, n=400, name="big.npy", dtype="<u4", hi=70000)
+    config(d, text='{ path = "big.npy"; format = "tokens"; }', name="big.cfg")
+    expect_fail("text_token_id_past_vocab", ["run", "big.cfg"], d, "big.npy")
+    with open(os.path.join(d, "garbage.npy"), "wb") as f:
+        f.write(os.urandom(300))
+    config(d, text='{ path = "garbage.npy"; format = "tokens"; }', name="garbage.cfg")
+    expect_fail("text_npy_garbage", ["run", "garbage.cfg"], d, "garbage.npy")
+    np.save(os.path.join(d, "float.npy"), np.arange(400, dtype="<f4"))
+    config(d, text='{ path = "float.npy"; format = "tokens"; }', name="float.cfg")
+    expect_fail("text_npy_float_dtype", ["run", "float.cfg"], d, "float.npy")
+    hdr = "{'descr': '<u2', 'fortran_order': False, 'shape': (1000000000000000000,), }"
+    hdr += " " * (-(len(hdr) + 11) % 64) + "\n"
+    with open(os.path.join(d, "hugeshape.npy"), "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(hdr)) + hdr.encode() + b"\0" * 800)
+    config(d, text='{ path = "hugeshape.npy"; format = "tokens"; }', name="hugeshape.cfg")
+    expect_fail("text_npy_shape_past_eof", ["run", "hugeshape.cfg"], d, "hugeshape.npy")
+    hdr = "{'descr': '<u2', 'fortran_order': False, 'shape': (20, 20), }"
+    hdr += " " * (-(len(hdr) + 11) % 64) + "\n"
+    with open(os.path.join(d, "twod.npy"), "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(hdr)) + hdr.encode() + b"\0" * 800)
+    config(d, text='{ path = "twod.npy"; format = "tokens"; }', name="twod.cfg")
+    expect_fail("text_npy_2d", ["run", "twod.cfg"], d, "twod.npy")
+    with open(os.path.join(d, "odd.bin"), "wb") as f:
+        f.write(b"\1\0" * 200 + b"\1")
+    config(d, text='{ path = "odd.bin"; format = "tokens"; }', name="odd.cfg")
+    expect_fail("text_bin_odd_size", ["run", "odd.cfg"], d, "odd.bin")
+
+
+def cases_model(only_helpers=False):
+    def corrupt(name, fn, mention):
+        if ONLY and name not in ONLY:
+            return
+        d = case_dir(name)
+        tokens(d)
+        m = model_copy(d)
+        fn(m)
+        config(d, model=m)
+        expect_fail(name, ["run", "a.cfg"], d, mention)
+
+    def st(m):
+        return os.path.join(m, "model.safetensors")
+    if only_helpers:
+        return corrupt, st
+    d = case_dir("model_missing")
+    tokens(d)
+    config(d, model=os.path.join(d, "nomodel"))
+    expect_fail("model_dir_missing", ["run", "a.cfg"], d, "nomodel")
+    for name, drop in (("model_safetensors_missing", "model.safetensors"),
+                       ("model_config_json_missing", "config.json")):
+        d = case_dir(name)
+        tokens(d)
+        m = model_copy(d)
+        os.unlink(os.path.join(m, drop))
+        config(d, model=m)
+        expect_fail(name, ["run", "a.cfg"], d, drop)
+
+    def cfg_json_trunc(m):
+        p = os.path.join(m, "config.json")
+        s = open(p).read()
+        open(p, "w").write(s[: len(s) // 2])
+    corrupt("model_config_json_truncated", cfg_json_trunc, "config.json")
+
+    def cfg_json_badtype(m):
+        p = os.path.join(m, "config.json")
+        c = json.load(open(p))
+        c["n_head"] = "four"
+        json.dump(c, open(p, "w"))
+    corrupt("model_config_json_wrong_type", cfg_json_badtype, "n_head")
+
+    def cfg_json_indivisible(m):
+        p = os.path.join(m, "config.json")
+        c = json.load(open(p))
+        c["n_head"] = 3
+        json.dump(c, open(p, "w"))
+    corrupt("model_config_n_embd_not_divisible", cfg_json_indivisible, "n_head")
+
+    def truncated(m):
+        with open(st(m), "r+b") as f:
+            f.truncate(os.path.getsize(st(m)) // 2)
+    corrupt("st_truncated", truncated, "model.safetensors")
+    return corrupt, st
+
+
+def cases_model2():
+    corrupt, st = cases_model(only_helpers=True)
+
+    def header_past_eof(m):
+        with open(st(m), "r+b") as f:
+            f.write(struct.pack("<Q", 1 << 40))
+    corrupt("st_header_length_past_eof", header_past_eof, "model.safetensors")
+
+    def header_huge(m):
+        with open(st(m), "r+b") as f:
+            f.write(struct.pack("<Q", (1 << 64) - 8))
+    corrupt("st_header_length_overflow", header_huge, "model.safetensors")
+
+    def bad_json(m):
+        h, body = read_st(st(m))
+        raw = json.dumps(h).encode().replace(b'"shape"', b'"shape" ::', 1)
+        write_st(st(m), None, body, raw_header=raw)
+    corrupt("st_bad_json", bad_json, "model.safetensors")
+
+    def nan(m):
+        h, body = read_st(st(m))
+        a = h["h.0.attn.c_attn.weight"]["data_offsets"][0]
+        body = bytearray(body)
+        body[a + 40:a + 44] = struct.pack("<f", float("nan"))
+        write_st(st(m), h, bytes(body))
+    corrupt("st_nan_in_weights", nan, "h.0.attn.c_attn.weight")
+
+    def inf(m):
+        h, body = read_st(st(m))
+        a = h["wte.weight"]["data_offsets"][0]
+        body = bytearray(body)
+        body[a + 400:a + 404] = struct.pack("<f", float("inf"))
+        write_st(st(m), h, bytes(body))
+    corrupt("st_inf_in_weights", inf, "wte.weight")
+
+    def dtype(m):
+        h, body = read_st(st(m))
+        h["wpe.weight"]["dtype"] = "I32"
+        write_st(st(m), h, body)
+    corrupt("st_wrong_dtype", dtype, "wpe.weight")
+
+    def shape(m):
+        h, body = read_st(st(m))
+        h["wpe.weight"]["shape"] = [64, 128]
+        write_st(st(m), h, body)
+    corrupt("st_wrong_shape", shape, "wpe.weight")
+
+    def shape_size(m):
+        h, body = read_st(st(m))
+        h["h.1.ln_2.bias"]["shape"] = [65]
+        write_st(st(m), h, body)
+    corrupt("st_shape_disagrees_with_offsets", shape_size, "h.1.ln_2.bias")
+
+    def gap(m):
+        h, body = read_st(st(m))
+        names = ordered(h)
+        last = names[-1]
+        a, b = h[last]["data_offsets"]
+        h[last]["data_offsets"] = [a + 64, b + 64]
+        body = body[:a] + b"\0" * 64 + body[a:]
+        write_st(st(m), h, body)
+    corrupt("st_gap_between_tensors", gap, "model.safetensors")
+
+    def overlap(m):
+        h, body = read_st(st(m))
+        names = ordered(h)
+        x, y = names[3], names[4]  # two 256-byte ln tensors? any two neighbours
+        a, b = h[y]["data_offsets"]
+        h[y]["data_offsets"] = [a - 16, b - 16]
+        write_st(st(m), h, body)
+    corrupt("st_overlapping_tensors", overlap, "model.safetensors")
+
+    def past_end(m):
+        h, body = read_st(st(m))
+        last = ordered(h)[-1]
+        a, b = h[last]["data_offsets"]
+        write_st(st(m), h, body[: len(body) - 128])
+    corrupt("st_offsets_past_end", past_end, "model.safetensors")
+
+    def missing_tensor(m):  # the last tensor and its bytes gone: a consistent file
+        h, body = read_st(st(m))
+        last = ordered(h)[-1]
+        a = h.pop(last)["data_offsets"][0]
+        write_st(st(m), h, body[:a])
+    corrupt("st_missing_tensor", missing_tensor, "missing tensor")
+
+    def negative_offsets(m):
+        h, body = read_st(st(m))
+        h["wpe.weight"]["data_offsets"] = [-64, 32704]
+        write_st(st(m), h, body)
+    corrupt("st_negative_offset", negative_offsets, "wpe.weight")
+
+
+def cases_tokenizer():
+    def tok_case(name, fn, mention, cmd="run"):
+        if ONLY and name not in ONLY:
+            return
+        d = case_dir(name)
+        m = model_copy(d)
+        write_vocab(m)
+        fn(m)
+        cfg = text_case(d, m)
+        if cmd == "run":
+            expect_fail(name, ["run", cfg], d, mention)
+        else:
+            expect_fail(name, ["tokenize", "--model", m, "book.txt"], d, mention)
+
+    def vocab_trunc(m):
+        p = os.path.join(m, "vocab.json")
+        s = open(p, encoding="utf-8").read()
+        open(p, "w", encoding="utf-8").write(s[: len(s) // 2])
+    tok_case("tok_vocab_json_truncated", vocab_trunc, "vocab.json")
+    tok_case("tok_vocab_json_truncated_tokenize", vocab_trunc, "vocab.json", cmd="tokenize")
+
+    def vocab_type(m):
+        json.dump({"a": "one", "b": 2}, open(os.path.join(m, "vocab.json"), "w"))
+    tok_case("tok_vocab_json_non_integer_id", vocab_type, "vocab.json")
+
+    def vocab_missing(m):
+        os.unlink(os.path.join(m, "vocab.json"))
+    tok_case("tok_vocab_json_missing", vocab_missing, "vocab.json")
+
+    def merges_bad(m):
+        with open(os.path.join(m, "merges.txt"), "a", encoding="utf-8") as f:
+            f.write("onlyonetoken\n")
+    tok_case("tok_merges_txt_bad_line", merges_bad, "merges.txt")
+
+    def merges_unknown(m):
+        with open(os.path.join(m, "merges.txt"), "a", encoding="utf-8") as f:
+            f.write("zz qq\n")
+    tok_case("tok_merges_txt_unknown_symbol", merges_unknown, "merges.txt")
+
+    if not ONLY or "text_format_too_short" in ONLY:
+        d = case_dir("text_format_too_short")
+        m = model_copy(d)
+        write_vocab(m)
+        with open(os.path.join(d, "book.txt"), "w") as f:
+            f.write("the end")
+        config(d, model=m, text='{ path = "book.txt"; format = "text"; strip_gutenberg = false; }')
+        expect_fail("text_format_too_short", ["run", "a.cfg"], d, "book.txt")
+
+
+def good_output(d, name="out.h5"):
+    """Runs a small sweep to completion in d; returns its values."""
+    p = run_cli(["run", "a.cfg"], d)
+    assert p.returncode == 0, p.stderr
+    return values(os.path.join(d, name))
+
+
+def values(path):
+    out = {}
+    with h5py.File(path, "r") as f:
+        for k, v in f.items():
+            if isinstance(v, h5py.Dataset) and k not in ("wall_time", "rank", "attempts"):
+                x = v[()]
+                out[k] = list(x.ravel()) if x.dtype.kind == "O" else x
+    return out
+
+
+def same_values(a, b):
+    if a.keys() != b.keys():
+        return False
+    for k in a:
+        x, y = a[k], b[k]
+        if isinstance(x, list):
+            if x != y:
+                return False
+        elif x.shape != y.shape or x.tobytes() != y.tobytes():
+            return False
+    return True
+
+
+def cases_output():
+    d = case_dir("out_unwritable")
+    tokens(d)
+    open(os.path.join(d, "afile"), "w").write("x")
+    config(d, output='"afile/out.h5"', name="parentfile.cfg")
+    expect_fail("out_parent_is_a_file", ["run", "parentfile.cfg"], d, "afile/out.h5")
+    config(d, output='"nodir/out.h5"', name="nodir.cfg")
+    expect_fail("out_parent_missing", ["run", "nodir.cfg"], d, "nodir/out.h5")
+    config(d, output='"/proc/attnsweep-out.h5"', name="proc.cfg")
+    expect_fail("out_read_only_filesystem", ["run", "proc.cfg"], d, "/proc/attnsweep-out.h5")
+
+    d = case_dir("out_other_config")
+    tokens(d)
+    config(d)
+    good_output(d)
+    config(d, T="[2.0]")
+    expect_fail("out_exists_from_other_config", ["run", "a.cfg"], d, "grid.T")
+    expect_fail("out_exists_new_refused", ["run", "a.cfg", "--new"], d, "out.h5")
+
+    ref = None
+    for name, damage, keep_journal in (
+            ("out_h5_truncated_no_journal", "truncate", False),
+            ("out_h5_garbage_no_journal", "garbage", False),
+            ("out_h5_truncated_with_journal", "truncate", True),
+            ("out_h5_garbage_with_journal", "garbage", True)):
+        if ONLY and name not in ONLY:
+            continue
+        d = case_dir(name)
+        tokens(d)
+        config(d)
+        vals = good_output(d)
+        out = os.path.join(d, "out.h5")
+        if damage == "truncate":
+            with open(out, "r+b") as f:
+                f.truncate(os.path.getsize(out) // 3)
+        else:
+            with open(out, "wb") as f:
+                f.write(os.urandom(4096))
+        if not keep_journal:
+            os.unlink(out + ".journal")
+            expect_fail(name, ["run", "a.cfg"], d, "out.h5")
+        else:  # the journal is the truth: the run rebuilds the view
+            p = run_cli(["run", "a.cfg"], d)
+            ok = p.returncode == 0 and same_values(vals, values(out))
+            left = [f for f in os.listdir(d) if ".tmp" in f]
+            record(name, ok and not left,
+                   f"exit {p.returncode}, temp files {left}: {p.stderr.strip()[-300:]!r}")
+
+    d = case_dir("out_journal_garbage")
+    tokens(d)
+    config(d)
+    good_output(d)
+    with open(os.path.join(d, "out.h5.journal"), "r+b") as f:
+        f.seek(20)
+        f.write(b"garbage!")
+    expect_fail("out_journal_header_garbage", ["run", "a.cfg"], d, "out.h5.journal")
+    expect_fail("status_journal_header_garbage", ["status", "out.h5"], d, "out.h5.journal")
+
+    d = case_dir("status_garbage")
+    with open(os.path.join(d, "out.h5"), "wb") as f:
+        f.write(os.urandom(2048))
+    expect_fail("status_garbage_file", ["status", "out.h5"], d, "out.h5")
+    expect_fail("status_missing_file", ["status", "nothere.h5"], d, "nothere.h5")
+
+
+def cases_commands():
+    d = case_dir("cmds")
+    np.savetxt(os.path.join(d, "w.txt"), np.arange(40)[None, :], fmt="%d")
+    expect_fail("dump_model_missing", ["dump", "--model", os.path.join(d, "nomodel"), "--tokens",
+                                       "w.txt", "--length", "16", "--out", "x.h5"], d, "nomodel")
+    expect_fail("dump_length_past_tokens", ["dump", "--model", MODEL, "--tokens", "w.txt",
+                                            "--length", "64", "--out", "x.h5"], d, "w.txt")
+    expect_fail("dump_length_past_context", ["dump", "--model", MODEL, "--tokens", "w.txt",
+                                             "--length", "1000", "--out", "x.h5"], d, "length")
+    expect_fail("dump_tokens_missing", ["dump", "--model", MODEL, "--tokens", "nothere.txt",
+                                        "--length", "16", "--out", "x.h5"], d, "nothere.txt")
+    s = case_dir("synth_existing")
+    m = model_copy(s)
+    expect_fail("synth_existing_model_without_force", ["synth", "--preset", "tiny", "--out", m],
+                s, "model")
+    t = case_dir("tokenize")
+    m = model_copy(t)
+    write_vocab(m)
+    with open(os.path.join(t, "ids.txt"), "w") as f:
+        f.write("1 2 99999 3\n")
+    expect_fail("tokenize_file_missing", ["tokenize", "--model", m, "nothere.txt"], t,
+                "nothere.txt")
+    expect_fail("tokenize_decode_bad_id", ["tokenize", "--model", m, "--decode", "ids.txt"], t,
+                "99999")
+
+
+def cases_disk_full():
+    """A disk that fills up: a small tmpfs (needs root; otherwise the cases
+    are reported as skipped -- RLIMIT_FSIZE also breaks MPI start-up, whose
+    shared-memory files it limits too). The run fails in one line naming the
+    output; once there is space again the same command completes the sweep and
+    the file equals an undamaged run's."""
+    for name, size_k in (("disk_full_at_create", 48), ("disk_full_hdf5_chunk_120k", 120),
+                         ("disk_full_journal_160k", 160), ("disk_full_status_170k", 170),
+                         ("disk_full_hdf5_late_180k", 180)):
+        if ONLY and name not in ONLY:
+            continue
+        d = case_dir(name)
+        mnt = os.path.join(d, "disk")
+        os.makedirs(mnt)
+        if subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size_k}k", "tmpfs", mnt],
+                          capture_output=True).returncode != 0:
+            print(f"skip {name}: cannot mount a tmpfs (not root?)", flush=True)
+            continue
+        try:
+            grid = dict(windows="{ count = 4; offset = 0; stride = 64; }", N="[1, 2, 4, 8]",
+                        T="[0.1, 1.0, 8.0]", eps="[1e-3, 0.1]", norm='["softmax", "sparsemax"]')
+            tokens(d)
+            config(d, output=f'"{mnt}/out.h5"', **grid)
+            p = run_cli(["run", "a.cfg"], d)
+            # the scheduler's "sweep finished: k/n cells" summary is not an error line
+            lines = [l for l in p.stderr.splitlines() if l.strip() and not l.startswith("sweep finished")]
+            ok1 = p.returncode > 0 and len(lines) == 1 and "out.h5" in lines[0]
+            on_disk = sorted(os.listdir(mnt))
+            subprocess.run(["mount", "-o", "remount,size=64m", mnt], check=True)
+            p2 = run_cli(["run", "a.cfg"], d)
+            r = case_dir(name + "_ref")
+            tokens(r)
+            config(r, **grid)
+            ok2 = p2.returncode == 0 and same_values(good_output(r), values(os.path.join(mnt, "out.h5")))
+            left = [f for f in os.listdir(mnt) if ".tmp" in f]
+            record(name, ok1 and ok2 and not left,
+                   f"full-disk run exit {p.returncode} stderr {p.stderr.strip()[-400:]!r} "
+                   f"(files {on_disk}); resume exit {p2.returncode} {p2.stderr.strip()[-200:]!r}; "
+                   f"temp files {left}")
+        finally:
+            subprocess.run(["umount", "-l", mnt], capture_output=True)
+
+
+def cases_dump_disk_full():
+    name = "dump_disk_full"
+    if ONLY and name not in ONLY:
+        return
+    d = case_dir(name)
+    mnt = os.path.join(d, "disk")
+    os.makedirs(mnt)
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=24k", "tmpfs", mnt],
+                      capture_output=True).returncode != 0:
+        print(f"skip {name}: cannot mount a tmpfs (not root?)", flush=True)
+        return
+    try:
+        np.savetxt(os.path.join(d, "w.txt"), np.arange(64)[None, :], fmt="%d")
+        expect_fail(name, ["dump", "--model", MODEL, "--tokens", "w.txt", "--length", "64",
+                           "--out", os.path.join(mnt, "d.h5")], d, "d.h5")
+    finally:
+        subprocess.run(["umount", "-l", mnt], capture_output=True)
+
+
+def cases_umask():
+    """Outputs follow the user's umask (a shared cluster: umask 027 or 077)."""
+    name = "outputs_follow_umask_077"
+    if ONLY and name not in ONLY:
+        return
+    d = case_dir(name)
+    tokens(d)
+    config(d)
+    p = run_cli(["run", "a.cfg"], d, preexec=lambda: os.umask(0o077))
+    modes = {f: oct(os.stat(os.path.join(d, f)).st_mode & 0o777) for f in os.listdir(d)
+             if f.startswith("out.h5")}
+    record(name, p.returncode == 0 and modes and all(m == "0o600" for m in modes.values()),
+           f"exit {p.returncode}, modes {modes}")
+
+
+def cases_concurrent():
+    name = "two_runs_one_output"
+    if ONLY and name not in ONLY:
+        return
+    d = case_dir(name)
+    tokens(d)
+    config(d, windows="{ count = 4; offset = 0; stride = 64; }")
+    env = dict(ENV, ATTNSWEEP_TEST_COMMIT_DELAY_MS="300")
+    a = subprocess.Popen([BIN, "run", "a.cfg"], cwd=d, env=env, stderr=subprocess.PIPE, text=True)
+    for _ in range(300):
+        if os.path.exists(os.path.join(d, "out.h5.lock")):
+            break
+        time.sleep(0.02)
+    time.sleep(0.3)
+    journal = os.path.join(d, "out.h5.journal")
+    p = run_cli(["run", "a.cfg"], d)
+    lines = [l for l in p.stderr.splitlines() if l.strip()]
+    ok_b = p.returncode > 0 and len(lines) == 1 and "lock" in lines[0] and "out.h5" in lines[0]
+    _, err_a = a.communicate(timeout=120)
+    ok_a = a.returncode == 0 and os.path.exists(journal)
+    record(name, ok_b and ok_a,
+           f"second run exit {p.returncode} {p.stderr.strip()!r}; first run exit {a.returncode} "
+           f"{err_a.strip()[-300:]!r}")
+
+
+def main():
+    shutil.rmtree(SCRATCH, ignore_errors=True)
+    os.makedirs(SCRATCH)
+    t0 = time.time()
+    groups = (cases_config, cases_config2, cases_config3, cases_text, cases_model, cases_model2,
+              cases_tokenizer, cases_output, cases_commands, cases_disk_full, cases_concurrent,
+              cases_dump_disk_full, cases_umask)
+
+    def run_group(group):
+        try:
+            group()
+        except Exception as e:  # a broken group is a failure, not a crash of the catalogue
+            record(group.__name__, False, f"{type(e).__name__}: {e}")
+    # Groups use separate folders, so they run side by side (each run spends
+    # most of its ~2 s in MPI start-up, not on the CPU).
+    with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
+        list(pool.map(run_group, groups))
+    bad = [n for n, ok, _ in results if not ok]
+    print(f"bad_inputs: {len(results)} cases, {len(results) - len(bad)} passed, {len(bad)} failed "
+          f"({time.time() - t0:.0f} s)", flush=True)
+    if bad:
+        print("failed:", " ".join(bad))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
