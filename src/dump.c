@@ -140,9 +140,27 @@ int dump_write_logits(dump_writer *w, const float *logits, size_t V, as_err *err
                          err);
 }
 
+/* Throws away a dump that cannot be finished (typically: the disk is full).
+ * HDF5 1.10 crashes at library shutdown on a file whose H5Fclose failed
+ * (HDFFV-11052), so the file's space is given back first: the metadata
+ * writes of the close then succeed. */
+static void discard(dump_writer *w) {
+    if (truncate(w->tmp_path, 0)) { /* the close may then fail; nothing better to do */ }
+    H5E_BEGIN_TRY {
+        H5Fflush(w->file, H5F_SCOPE_GLOBAL);
+        H5Fclose(w->file);
+    } H5E_END_TRY;
+    remove(w->tmp_path);
+}
+
 int dump_close(dump_writer *w, as_err *err) {
     int rc = 0;
-    if (H5Fclose(w->file) < 0) {
+    herr_t flushed;
+    H5E_BEGIN_TRY { flushed = H5Fflush(w->file, H5F_SCOPE_GLOBAL); } H5E_END_TRY;
+    if (flushed < 0) {
+        rc = as_fail(err, "%s: cannot write the HDF5 file (is the disk full?)", w->tmp_path);
+        discard(w);
+    } else if (H5Fclose(w->file) < 0) {
         rc = as_fail(err, "%s: cannot close the HDF5 file", w->tmp_path);
         remove(w->tmp_path);
     } else if (rename(w->tmp_path, w->path) != 0) {
@@ -156,8 +174,7 @@ int dump_close(dump_writer *w, as_err *err) {
 
 void dump_abort(dump_writer *w) {
     if (!w) return;
-    H5Fclose(w->file);
-    remove(w->tmp_path);
+    discard(w);
     free(w->staging);
     free(w);
 }

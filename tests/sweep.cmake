@@ -1,8 +1,8 @@
 # sweep.cmake -- end-to-end tests of `attnsweep run` on the tiny model (issue 5):
-# 1/2/4 ranks give identical files, kill -9 + resume and SIGTERM + resume equal
-# an uninterrupted run, a changed config is refused, windows/L extend a file,
+# 1/2/4 ranks give identical files, SIGTERM + resume equals an uninterrupted
+# run (kill -9 + resume: hardening.cmake's torture test), a changed config is refused, windows/L extend a file,
 # and the file's metrics equal numpy's evaluation of metrics.md on a dump.
-foreach(case ranks changed_config extend dump_crosscheck sigterm kill_resume)
+foreach(case ranks changed_config extend dump_crosscheck sigterm)
   add_test(NAME sweep_${case}
            COMMAND ${AS_PYTHON} ${CMAKE_SOURCE_DIR}/tests/test_sweep.py $<TARGET_FILE:attnsweep>
                    ${CMAKE_BINARY_DIR}/models/tiny ${CMAKE_BINARY_DIR}/scratch/sweep_${case} ${case})

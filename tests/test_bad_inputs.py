@@ -34,11 +34,7 @@ ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIR
 results = []  # (name, ok, detail)
 # Known bugs in files this test's author may not edit, reported to the lead:
 # they print XFAIL (and XPASS once fixed: then remove them from here).
-KNOWN_BUGS = {
-    # dump.c: a failed H5Fclose (disk full) crashes HDF5 1.10 at exit (HDFFV-11052);
-    # fix as store.c discard_view: truncate the temp file, H5Fflush, then close.
-    "dump_disk_full",
-}
+KNOWN_BUGS = set()
 
 
 # ---------------------------------------------------------------- helpers
