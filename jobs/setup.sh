@@ -45,8 +45,10 @@ if [ "${#missing[@]}" -gt 0 ]; then
   fi
 fi
 
-cmake -S "$here" -B "$here/build" -DCMAKE_BUILD_TYPE=Release > "$here/build.log" 2>&1 ||
-  { cat "$here/build.log" >&2; echo "setup: cmake configure failed (log above)" >&2; exit 1; }
-cmake --build "$here/build" -j"$(nproc)" >> "$here/build.log" 2>&1 ||
-  { tail -40 "$here/build.log" >&2; echo "setup: build failed (log: build.log)" >&2; exit 1; }
+mkdir -p "$here/build"
+log=$here/build/setup.log
+cmake -S "$here" -B "$here/build" -DCMAKE_BUILD_TYPE=Release > "$log" 2>&1 ||
+  { cat "$log" >&2; echo "setup: cmake configure failed (log above)" >&2; exit 1; }
+cmake --build "$here/build" -j"$(nproc)" >> "$log" 2>&1 ||
+  { tail -40 "$log" >&2; echo "setup: build failed (log: build/setup.log)" >&2; exit 1; }
 echo "setup: built $here/build/attnsweep"
