@@ -13,9 +13,16 @@
  * cross-head KS test and critical N (metrics.md section 3) fill ks_* and
  * crit_N. Knows gpt2 + metrics + the grid's axes; nothing of MPI or HDF5.
  *
+ * Threads: runtime.blas_threads is the number of threads per rank, for
+ * OpenBLAS's sgemm and for the metrics: the heads of a layer are dealt to
+ * that many threads (head ih to thread ih % threads), each with its own
+ * metrics workspace. A head's values do not depend on the thread that
+ * computes it, so results are the same bit for bit with any thread count.
+ *
  * Memory: cell_worker_init() allocates everything once (the forward pass's
- * activation arena for the largest L of the grid, the metrics workspace, the
- * per-head output); cell_compute() allocates nothing. */
+ * activation arena for the largest L of the grid, one metrics workspace and
+ * per-head output per thread); cell_compute() allocates nothing (besides
+ * starting threads-1 threads per measured layer). */
 #ifndef ATTNSWEEP_CELL_H
 #define ATTNSWEEP_CELL_H
 
@@ -30,17 +37,34 @@
 #include "model.h"
 
 #define CELL_MAX_CUTS 64
+#define CELL_MAX_THREADS 256
 
+struct cell_worker;
+
+/* One thread's share of a layer's heads. */
 typedef struct {
+    struct cell_worker *w;
+    size_t lane;                 /* heads lane, lane + threads, ... */
+    void *met_ws;
+    double *head_out;            /* [CELL_MAX_CUTS][met_out_count] one head's means */
+    met_axes axes;               /* window/layer/head keys are set per head */
+    const void *view;            /* the gpt2_layer_view being measured */
+    size_t il;                   /* its index in the grid's layer list */
+    double cpu_s;                /* CPU seconds of this lane's metrics, summed */
+    int rc;
+    as_err err;
+} cell_lane;
+
+typedef struct cell_worker {
     const gpt2_model *model;
     const as_config *cfg;
     cr_layout layout;
     gpt2_workspace fwd;
-    met_axes axes;               /* window/layer/head keys are set per head */
+    met_axes axes;               /* the template of every lane's axes */
     met_normalizer *norms;       /* [nNorm] the config's normalizers for metrics.h */
-    void *met_ws;
-    size_t met_ws_bytes;
-    double *head_out;            /* [CELL_MAX_CUTS][met_out_count] one head's means */
+    size_t met_ws_bytes;         /* per lane */
+    cell_lane *lanes;            /* [threads] */
+    size_t threads;
     double *ks_x, *ks_y;         /* [nLayers * nHeads] the two KS samples */
     double *ks_p;                /* [nN] p-values of one (T, normalizer) */
     double *ks_scratch;          /* ks_scratch_doubles() */
@@ -48,6 +72,17 @@ typedef struct {
     /* Asked between layers; nonzero abandons the cell (a stop was requested
      * and its result would be thrown away). May be NULL. */
     int (*should_stop)(void);
+    /* 0: the forward pass runs at the largest cut. Else it always runs at
+     * this length (>= every cut), so a cut's result never depends on which
+     * other cuts share its pass (a resumed run then equals an uninterrupted
+     * one bit for bit, however the cuts were grouped). */
+    size_t pass_L;
+    /* Seconds spent, summed over calls (for timing summaries): the forward
+     * pass without the metrics, the per-head metrics (met_head and the
+     * scatter into the blocks), the cross-head KS tests. */
+    double forward_s, metrics_s, ks_s;
+    double forward_cpu_s, metrics_cpu_s; /* the same in CPU time (every thread's) */
+    size_t passes;
     /* per call */
     size_t cuts[CELL_MAX_CUTS];
     size_t ncuts;
@@ -60,7 +95,7 @@ int cell_worker_init(cell_worker *w, const gpt2_model *model, const as_config *c
                      as_err *err);
 void cell_worker_free(cell_worker *w);
 
-/* Computes window `window` (tokens: at least cuts[ncuts-1] ids) at each
+/* Computes window `window` (tokens: at least max(cuts[ncuts-1], pass_L) ids) at each
  * context length cuts[0] < cuts[1] < ... (ncuts <= CELL_MAX_CUTS), writing the
  * block of cut c into blocks[c] (layout.total doubles each). */
 int cell_compute(cell_worker *w, int64_t window, const int32_t *tokens, const size_t *cuts,

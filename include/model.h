@@ -44,6 +44,7 @@ typedef struct {
     gpt2_block *blocks;        /* [n_layer] */
     float *arena;              /* every tensor above points into this one block */
     size_t arena_floats;
+    int arena_borrowed;        /* model_load_into: the caller owns the arena */
     char dir[4096];            /* the directory it was loaded from */
     char weights_sha256[65];   /* hex sha256 of model.safetensors, for provenance */
 } gpt2_model;
@@ -59,6 +60,19 @@ size_t model_param_count(const gpt2_config *cfg);
 /* Loads DIR (config.json + model.safetensors). On failure nothing is left
  * allocated and err names the file and tensor. */
 int model_load(gpt2_model *m, const char *dir, as_err *err);
+
+/* Bytes of the weights arena (model_param_count floats, rounded up to the
+ * 64-byte alignment model_load_into needs). */
+size_t model_arena_bytes(const gpt2_config *cfg);
+
+/* Like model_load, but the weights live in `arena` (64-byte aligned, at least
+ * model_arena_bytes bytes), which the caller owns -- e.g. one copy shared by
+ * the ranks of a node. With fill = 1 the weights are read into it and
+ * weights_sha256 is computed; with fill = 0 the file is still opened and every
+ * tensor checked against config.json, but only the pointers are set (another
+ * process fills the arena) and weights_sha256 is left empty. model_free does
+ * not free a borrowed arena. */
+int model_load_into(gpt2_model *m, const char *dir, float *arena, int fill, as_err *err);
 
 void model_free(gpt2_model *m);
 

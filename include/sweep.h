@@ -5,17 +5,24 @@
  *   1. every rank loads and validates the config (config.h) and its grid;
  *   2. rank 0 loads the text (tokenized once per run), checks that the
  *      windows fit, and broadcasts the token ids;
- *   3. every rank loads the model;
+ *   3. the model: rank 0 of each node reads the weights into an MPI-3
+ *      shared-memory window, the node's other ranks map it (one copy per node;
+ *      ATTNSWEEP_PRIVATE_WEIGHTS=1 gives every rank its own);
  *   4. rank 0 compares the config with the one the output was made with
  *      (a changed config is refused, except added windows or L values),
  *      opens the store (lock, journal, HDF5 view, provenance segment) and
  *      lists the cells not yet done, largest L first;
- *   5. the scheduler hands those cells to the ranks; each computes its cells
- *      (cell.h) and rank 0 commits them in batches;
+ *   5. the scheduler hands out units -- the pending L values of one window,
+ *      computed from one forward pass at the grid's largest L (cell.h), so a
+ *      result never depends on how cells were grouped, on the rank count or
+ *      on resumes -- and rank 0 commits their cells in batches of up to 64
+ *      (the scheduler's progress lines count units);
  *   6. rank 0 closes the store with the state "finished", "interrupted" or
  *      "failed".
  * Errors found on one rank are made known to all, so every rank returns the
- * same result. Only rank 0 fills err with the real message. */
+ * same result. Only rank 0 fills err with the real message.
+ * ATTNSWEEP_TIMINGS=1 prints, at the end, each rank's time split (forward
+ * pass, metrics, KS, transfer; wall and CPU) and the master's commit time. */
 #ifndef ATTNSWEEP_SWEEP_H
 #define ATTNSWEEP_SWEEP_H
 

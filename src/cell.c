@@ -2,6 +2,7 @@
 #include "cell.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -11,6 +12,18 @@
 static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+/* CPU seconds (on a shared machine wall time measures the neighbours too). */
+static double thread_cpu_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+static double process_cpu_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return ts.tv_sec + 1e-9 * ts.tv_nsec;
 }
 
@@ -51,14 +64,31 @@ int cell_worker_init(cell_worker *w, const gpt2_model *model, const as_config *c
         return -1;
     }
     w->met_ws_bytes = met_workspace_bytes(max_L, vector_dim(w), &w->axes);
-    w->met_ws = malloc(w->met_ws_bytes);
-    w->head_out = malloc(CELL_MAX_CUTS * met_out_count(&w->axes) * sizeof(double));
+    w->threads = cfg->blas_threads > 1 ? (size_t)cfg->blas_threads : 1;
+    if (w->threads > a->nHeads) w->threads = a->nHeads ? a->nHeads : 1;
+    if (w->threads > CELL_MAX_THREADS) w->threads = CELL_MAX_THREADS;
+    w->lanes = calloc(w->threads, sizeof *w->lanes);
+    if (!w->lanes) {
+        cell_worker_free(w);
+        return as_fail(err, "out of memory (metrics threads)");
+    }
+    for (size_t i = 0; i < w->threads; i++) {
+        cell_lane *ln = &w->lanes[i];
+        ln->w = w, ln->lane = i, ln->axes = w->axes;
+        ln->met_ws = malloc(w->met_ws_bytes);
+        ln->head_out = malloc(CELL_MAX_CUTS * met_out_count(&w->axes) * sizeof(double));
+        if (!ln->met_ws || !ln->head_out) {
+            cell_worker_free(w);
+            return as_fail(err, "out of memory: metrics workspace of %zu bytes for L = %zu (thread %zu)",
+                           w->met_ws_bytes, max_L, i);
+        }
+    }
     w->ks_x = malloc(a->nLayers * a->nHeads * sizeof(double));
     w->ks_y = malloc(a->nLayers * a->nHeads * sizeof(double));
     w->ks_p = malloc(a->nN * sizeof(double));
     w->ks_scratch = malloc(ks_scratch_doubles(a->nLayers * a->nHeads, a->nLayers * a->nHeads) *
                            sizeof(double));
-    if (!w->met_ws || !w->head_out || !w->ks_x || !w->ks_y || !w->ks_p || !w->ks_scratch) {
+    if (!w->ks_x || !w->ks_y || !w->ks_p || !w->ks_scratch) {
         cell_worker_free(w);
         return as_fail(err, "out of memory: metrics workspace of %zu bytes for L = %zu",
                        w->met_ws_bytes, max_L);
@@ -69,8 +99,11 @@ int cell_worker_init(cell_worker *w, const gpt2_model *model, const as_config *c
 void cell_worker_free(cell_worker *w) {
     gpt2_workspace_free(&w->fwd);
     free(w->norms);
-    free(w->met_ws);
-    free(w->head_out);
+    for (size_t i = 0; w->lanes && i < w->threads; i++) {
+        free(w->lanes[i].met_ws);
+        free(w->lanes[i].head_out);
+    }
+    free(w->lanes);
     free(w->ks_x);
     free(w->ks_y);
     free(w->ks_p);
@@ -80,12 +113,12 @@ void cell_worker_free(cell_worker *w) {
 
 /* Copies one head's means (metrics.h order) into the cell blocks at
  * (layer index il, head index ih), for every cut. */
-static void scatter_head(cell_worker *w, size_t il, size_t ih) {
+static void scatter_head(cell_worker *w, const double *head_out, size_t il, size_t ih) {
     const met_axes *ax = &w->axes;
     const cr_layout *y = &w->layout;
     size_t per_cut = met_out_count(ax);
     for (size_t c = 0; c < w->ncuts; c++) {
-        const double *o = w->head_out + c * per_cut;
+        const double *o = head_out + c * per_cut;
         double *b = w->blocks[c];
         for (int v = 0; v < MET_NPERN; v++)
             for (size_t n = 0; n < ax->nN; n++)
@@ -105,6 +138,46 @@ static void scatter_head(cell_worker *w, size_t il, size_t ih) {
     }
 }
 
+/* One lane's heads of the current layer. Writes only its own heads' places
+ * in the blocks, so lanes run side by side. */
+static int lane_heads(cell_lane *ln) {
+    cell_worker *w = ln->w;
+    const gpt2_layer_view *view = ln->view;
+    const as_axes *a = &w->cfg->axes;
+    size_t L = view->L, D = view->d_head;
+    double c0 = thread_cpu_s();
+    for (size_t ih = ln->lane; ih < a->nHeads; ih += w->threads) {
+        size_t h = (size_t)a->heads[ih];
+        const float *scores = view->scores + h * L * L;
+        const float *vectors = view->v + h * L * D;
+        size_t dim = D;
+        if (w->cfg->vectors == AS_VECTORS_RESID) vectors = view->ln1, dim = view->n_embd;
+        ln->axes.window = w->window;
+        ln->axes.layer = (int64_t)view->layer;
+        ln->axes.head = (int64_t)h;
+        /* met_head's values were found to depend on what its workspace held
+         * from the previous call (sep_ratio, metrics.c of 05:30): cleared, a
+         * head's result cannot depend on which head this lane did before --
+         * or on which window this rank did before. 9 MB per head for the
+         * paper's grid at L = 1024: about 0.1% of the head's time. */
+        memset(ln->met_ws, 0, w->met_ws_bytes);
+        if (met_head(ln->head_out, ln->met_ws, w->met_ws_bytes, scores, L, vectors, L, dim, w->cuts,
+                     w->ncuts, &ln->axes, &ln->err)) {
+            ln->cpu_s += thread_cpu_s() - c0;
+            return as_wrap(&ln->err, "head %zu", h);
+        }
+        scatter_head(w, ln->head_out, ln->il, ih);
+    }
+    ln->cpu_s += thread_cpu_s() - c0;
+    return 0;
+}
+
+static void *lane_thread(void *arg) {
+    cell_lane *ln = arg;
+    ln->rc = lane_heads(ln);
+    return NULL;
+}
+
 /* The forward pass's per-layer callback: every measured head of this layer. */
 static int on_layer(const gpt2_layer_view *view, void *user, as_err *err) {
     cell_worker *w = user;
@@ -114,21 +187,26 @@ static int on_layer(const gpt2_layer_view *view, void *user, as_err *err) {
     if (il == a->nLayers) return 0; /* not a measured layer */
     if (w->should_stop && w->should_stop())
         return as_fail(err, "abandoned: the sweep is stopping");
-    size_t L = view->L, D = view->d_head;
-    for (size_t ih = 0; ih < a->nHeads; ih++) {
-        size_t h = (size_t)a->heads[ih];
-        const float *scores = view->scores + h * L * L;
-        const float *vectors = view->v + h * L * D;
-        size_t dim = D;
-        if (w->cfg->vectors == AS_VECTORS_RESID) vectors = view->ln1, dim = view->n_embd;
-        w->axes.window = w->window;
-        w->axes.layer = (int64_t)view->layer;
-        w->axes.head = (int64_t)h;
-        if (met_head(w->head_out, w->met_ws, w->met_ws_bytes, scores, L, vectors, L, dim, w->cuts,
-                     w->ncuts, &w->axes, err))
-            return as_wrap(err, "head %zu", h);
-        scatter_head(w, il, ih);
+    double t0 = now_s();
+    pthread_t tid[CELL_MAX_THREADS];
+    int started[CELL_MAX_THREADS] = {0};
+    for (size_t i = 0; i < w->threads; i++) {
+        cell_lane *ln = &w->lanes[i];
+        ln->view = view, ln->il = il, ln->rc = 0, ln->err.msg[0] = 0;
+        /* A thread that cannot start leaves its heads to this one, below. */
+        if (i > 0 && i < CELL_MAX_THREADS) started[i] = pthread_create(&tid[i], NULL, lane_thread, ln) == 0;
     }
+    w->lanes[0].rc = lane_heads(&w->lanes[0]);
+    for (size_t i = 1; i < w->threads; i++) {
+        if (i < CELL_MAX_THREADS && started[i]) pthread_join(tid[i], NULL);
+        else w->lanes[i].rc = lane_heads(&w->lanes[i]);
+    }
+    w->metrics_s += now_s() - t0;
+    for (size_t i = 0; i < w->threads; i++)
+        if (w->lanes[i].rc) {
+            *err = w->lanes[i].err;
+            return -1;
+        }
     return 0;
 }
 
@@ -174,12 +252,28 @@ int cell_compute(cell_worker *w, int64_t window, const int32_t *tokens, const si
     gpt2_request req = {.on_layer = on_layer, .user = w};
     for (size_t il = 0; il < a->nLayers; il++) req.capture_mask |= 1ull << a->layers[il];
     size_t L = cuts[ncuts - 1];
+    if (w->pass_L) {
+        if (w->pass_L < L)
+            return as_fail(err, "cell: cut L = %zu is longer than the pass (%zu)", L, w->pass_L);
+        L = w->pass_L;
+    }
+    double metrics_before = w->metrics_s, c0 = process_cpu_s(), lanes_cpu_before = 0;
+    for (size_t i = 0; i < w->threads; i++) lanes_cpu_before += w->lanes[i].cpu_s;
     if (gpt2_forward(&w->fwd, w->model, tokens, L, &req, err))
         return as_wrap(err, "window %lld at L = %zu", (long long)window, L);
+    double t_ks = now_s();
+    w->forward_s += (t_ks - t0) - (w->metrics_s - metrics_before);
+    double lanes_cpu = -lanes_cpu_before;
+    for (size_t i = 0; i < w->threads; i++) lanes_cpu += w->lanes[i].cpu_s;
+    w->metrics_cpu_s += lanes_cpu;
+    w->forward_cpu_s += (process_cpu_s() - c0) - lanes_cpu;
 
-    double seconds = (now_s() - t0) / (double)ncuts;
+    for (size_t c = 0; c < ncuts; c++) cross_head_tests(w, blocks[c]);
+    double t1 = now_s();
+    w->ks_s += t1 - t_ks;
+    w->passes++;
+    double seconds = (t1 - t0) / (double)ncuts;
     for (size_t c = 0; c < ncuts; c++) {
-        cross_head_tests(w, blocks[c]);
         blocks[c][w->layout.offset[CR_WALL_TIME]] = seconds;
         blocks[c][w->layout.offset[CR_RANK]] = w->rank;
     }

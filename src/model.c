@@ -264,14 +264,20 @@ static int match_tensors(slot *slots, size_t n_slots, const st_file *f, const gp
 
 void model_free(gpt2_model *m) {
     if (!m) return;
-    free(m->arena);
+    if (!m->arena_borrowed) free(m->arena);
+    m->arena_borrowed = 0;
     free(m->blocks);
     m->arena = NULL;
     m->blocks = NULL;
     m->arena_floats = 0;
 }
 
-int model_load(gpt2_model *m, const char *dir, as_err *err) {
+size_t model_arena_bytes(const gpt2_config *cfg) {
+    return (model_param_count(cfg) * sizeof(float) + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN;
+}
+
+/* model_load (arena NULL: allocate one) and model_load_into share this. */
+static int load_weights(gpt2_model *m, const char *dir, float *arena, int fill, as_err *err) {
     memset(m, 0, sizeof *m);
     if (strlen(dir) >= sizeof m->dir) return as_fail(err, "%s: directory path too long", dir);
     strcpy(m->dir, dir);
@@ -293,8 +299,13 @@ int model_load(gpt2_model *m, const char *dir, as_err *err) {
     if (match_tensors(slots, n_slots, &f, &m->cfg, err)) goto fail;
 
     m->arena_floats = model_param_count(&m->cfg);
-    size_t bytes = (m->arena_floats * sizeof(float) + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN;
-    m->arena = aligned_alloc(ARENA_ALIGN, bytes);
+    size_t bytes = model_arena_bytes(&m->cfg);
+    if (arena && (uintptr_t)arena % ARENA_ALIGN) {
+        as_fail(err, "%s: the weights arena given is not %d-byte aligned", path, ARENA_ALIGN);
+        goto fail;
+    }
+    m->arena = arena ? arena : aligned_alloc(ARENA_ALIGN, bytes);
+    m->arena_borrowed = arena != NULL;
     if (!m->arena) {
         as_fail(err, "%s: cannot allocate %zu MB for the weights", path, bytes >> 20);
         goto fail;
@@ -302,7 +313,7 @@ int model_load(gpt2_model *m, const char *dir, as_err *err) {
     size_t used = 0;
     for (size_t k = 0; k < n_slots; k++) {
         float *dst = m->arena + used;
-        if (st_read_f32(&f, slots[k].found, dst, err)) goto fail;
+        if (fill && st_read_f32(&f, slots[k].found, dst, err)) goto fail;
         *slots[k].field = dst;
         used += slots[k].found->numel;
     }
@@ -312,7 +323,7 @@ int model_load(gpt2_model *m, const char *dir, as_err *err) {
         goto fail;
     }
     /* Digest the bytes already mapped rather than read the file again. */
-    sha256_hex(m->weights_sha256, f.map, f.file_size);
+    if (fill) sha256_hex(m->weights_sha256, f.map, f.file_size);
     free(slots);
     st_close(&f);
     return 0;
@@ -321,4 +332,16 @@ fail:
     st_close(&f);
     model_free(m);
     return -1;
+}
+
+int model_load(gpt2_model *m, const char *dir, as_err *err) {
+    return load_weights(m, dir, NULL, 1, err);
+}
+
+int model_load_into(gpt2_model *m, const char *dir, float *arena, int fill, as_err *err) {
+    if (!arena) {
+        memset(m, 0, sizeof *m);
+        return as_fail(err, "%s: no arena given for the weights", dir);
+    }
+    return load_weights(m, dir, arena, fill, err);
 }
