@@ -83,6 +83,8 @@ typedef struct {
     double grace_usr1_s;           /* 0 means 5 */
     double grace_term_s;           /* 0 means 0.5 */
     FILE *progress;                /* NULL means stderr */
+    const char *unit;              /* what a dispatched item is called in progress lines;
+                                      NULL means "cells" */
 } sched_opts;
 
 typedef struct {
@@ -117,6 +119,7 @@ typedef struct {
     double elapsed_s;
     int final; /* the summary line at the end */
     int signo; /* nonzero once stopping */
+    const char *unit; /* NULL means "cells" */
 } sched_progress;
 
 /* The progress line: "sweep: 120/4096 cells (2 failed), 3.1 cells/s,

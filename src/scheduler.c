@@ -110,6 +110,7 @@ typedef struct {
     int prefetch;
     double progress_every_s, grace_usr1_s, grace_term_s;
     FILE *progress;
+    const char *unit;
 } resolved_opts;
 
 static int resolve_opts(const sched_opts *o, int rank, int size, resolved_opts *r, as_err *err) {
@@ -121,6 +122,7 @@ static int resolve_opts(const sched_opts *o, int rank, int size, resolved_opts *
     r->grace_usr1_s = o->grace_usr1_s > 0 ? o->grace_usr1_s : 5.0;
     r->grace_term_s = o->grace_term_s > 0 ? o->grace_term_s : 0.5;
     r->progress = o->progress ? o->progress : stderr;
+    r->unit = o->unit ? o->unit : "cells";
     if (r->prefetch < 1 || r->prefetch > PREFETCH_MAX)
         return as_fail(err, "scheduler: prefetch %d is outside 1..%d", o->prefetch, PREFETCH_MAX);
     if (r->block_doubles > ((size_t)1 << 28))
@@ -156,14 +158,16 @@ void sched_progress_print(FILE *out, const sched_progress *p) {
     char eta[32], elapsed[32];
     format_duration(eta, sizeof eta, rate > 0 ? (double)(p->total - finished) / rate : -1.0);
     format_duration(elapsed, sizeof elapsed, p->elapsed_s);
+    const char *u = p->unit ? p->unit : "cells";
     if (p->final)
-        fprintf(out, "sweep %s: %zu/%zu cells (%zu failed) in %s, %.3g cells/s, %d worker%s%s%s\n",
-                p->signo ? "interrupted" : "finished", finished, p->total, p->failed, elapsed, rate,
+        fprintf(out, "sweep %s: %zu/%zu %s (%zu failed) in %s, %.3g %s/s, %d worker%s%s%s\n",
+                p->signo ? "interrupted" : "finished", finished, p->total, u, p->failed, elapsed,
+                rate, u,
                 p->workers, p->workers == 1 ? "" : "s", p->signo ? ", signal " : "",
                 p->signo ? strsignal(p->signo) : "");
     else
-        fprintf(out, "sweep: %zu/%zu cells (%zu failed, %zu running), %.3g cells/s, ETA %s, elapsed %s%s\n",
-                finished, p->total, p->failed, p->in_flight, rate, eta, elapsed,
+        fprintf(out, "sweep: %zu/%zu %s (%zu failed, %zu running), %.3g %s/s, ETA %s, elapsed %s%s\n",
+                finished, p->total, u, p->failed, p->in_flight, rate, u, eta, elapsed,
                 p->signo ? ", stopping" : "");
     fflush(out);
 }
@@ -406,7 +410,7 @@ static void master_report(master_state *m, int final) {
     sched_progress p = {.total = m->st.total, .done = m->st.done, .failed = m->st.failed,
                         .in_flight = m->in_flight, .workers = m->nworkers > 0 ? m->nworkers : 1,
                         .elapsed_s = as_monotonic_s() - m->t_start, .final = final,
-                        .signo = m->signo};
+                        .signo = m->signo, .unit = m->r->unit};
     sched_progress_print(m->r->progress, &p);
 }
 
