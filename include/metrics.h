@@ -40,7 +40,8 @@
  *    with c_i = sum_{j in I_N} a_j G_ij (section 2 cost hint). Double keeps the expansion's
  *    cancellation at ~1e-8 relative in the distance (float would give ~3e-4).
  *  - per row: top-K selection O(n + K log K) once (T-independent); d1, m for every N by a
- *    running max over the added selected column, O(K n) once per row.
+ *    running max over the added selected column, O(K n) once per row, fused into the first
+ *    row block of the c update below (the same G rows, read once).
  *  - per (row, normalizer), all T at once: the weights of every T form A [nT][n]; c (for x)
  *    and c^y (for y = x/|x|) of every T are updated together as N walks upward through the
  *    sorted order, one register-blocked kernel call per stretch between consecutive grid N
@@ -49,10 +50,18 @@
  *    a branch-free 8-lane loop (r = min D_i taken over squares, one sqrt) plus O(N)
  *    vectorized over the selected set; dist_expect uses S = A X and e = S X^T (the same
  *    kernel, O(nT n d)).
+ *  - exact zeros: at small T most weights underflow to exactly 0. When every vector entry is
+ *    finite (checked once per head; otherwise nothing is skipped, so NaN/inf propagate as
+ *    before), zero weights are skipped: the c update stops each block of T rows at its last
+ *    nonzero selected weight; a T with at most n/4 nonzero weights lists them once and S, e
+ *    and the O(n) pass visit only them, the zero-weight entries adding their common term
+ *    (||s||, beta ||S||, ||s^y||) times their count. Skipping 0 * (finite) terms leaves S, e,
+ *    c bit-identical; only the order of the O(n) pass's sums changes (round-off).
  *  - per (row, T, normalizer): a in O(n) with a vectorized exp (~1 ulp; metrics.c);
  *    entropy O(n); grad_exact solves the secular equation sum_j a_j/(a_j - lambda) = 0 by
  *    the two-pole rational model iteration of LAPACK's dlaed4 with a bisection safeguard,
- *    O(n) per pass, 2-5 passes; grad_fd O(n) per eps.
+ *    O(n) per pass, 2-5 passes over the nonzero weights below the second largest (compacted
+ *    once, summed in 8 lanes); grad_fd O(n) per eps.
  *    Total per head: O(L^2 d + L nT nZ (K L + nN L + L d + nE L)) for visible rows.
  *  - Sums use 8 fixed lanes (the order does not depend on the CPU's vector width) and a*b+c
  *    may be fused (FMA where the target has it): results agree with a serial evaluation to

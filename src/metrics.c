@@ -241,39 +241,43 @@ void met_weights(double *a, const double *l, size_t nv, size_t n, double T, met_
  * converges in 2-4 passes of O(n) otherwise (plain Newton needed 10-35). Lambda is held as
  * an offset v from the nearer pole (lambda = o + sg v), so rows whose root sits at v ~ 1e-200
  * from a pole keep full relative accuracy; a bracket on v falls back to bisection. */
-double met_softmax_jacobian_norm(const double *a, size_t n) {
-    double a1 = -1;
-    size_t cnt1 = 0;
-    for (size_t j = 0; j < n; j++) {
-        if (a[j] > a1) {
-            a1 = a[j];
-            cnt1 = 1;
-        } else if (a[j] == a1) {
-            cnt1++;
-        }
-    }
-    if (!(a1 > 0)) return 0.0;
-    if (cnt1 >= 2) return a1; /* repeated largest weight: a1 is an eigenvalue, the largest */
-    double a2 = 0;
-    for (size_t j = 0; j < n; j++)
-        if (a[j] < a1 && a[j] > a2) a2 = a[j];
-    if (!(a2 > 0)) return 0.0; /* one-hot: the matrix is diag(a1 - a1^2, 0...) = 0 */
-    size_t cnt2 = 0;
-    for (size_t j = 0; j < n; j++) cnt2 += a[j] == a2;
+/* The solver on the rest terms: rest [m] holds the a_j with 0 < a_j < a2 (zero weights add
+ * nothing to phi and are left out, which makes sparse rows at small T cheap), or, with
+ * masked, all weights, of which only those are kept. Sums in 8 lanes (vectorizable). Two
+ * divisions, not a reciprocal: 1/den overflows where den is subnormal (near-one-hot rows at
+ * T = 1e-3 have roots ~1e-313), a_j/den does not. */
+static inline __attribute__((always_inline)) double
+jacobian_norm_rest(const double *rest, size_t m, double a1, double a2, size_t cnt2,
+                   const int masked) {
     const double g = a1 - a2, W2 = a2 * (double)cnt2;
     /* first pass at the midpoint decides the nearer pole; lambda = o + sg v, v in (0, hi] */
     double o = a2, sg = 1, v = 0.5 * g, lo = 0, hi = g;
     int first = 1;
     for (int it = 0; it < 100; it++) {
         /* rest R = sum over 0 < a_j < a2 of a_j/(a_j - lambda), and its lambda-slope */
-        double R = 0, dR = 0;
-        for (size_t j = 0; j < n; j++) {
-            double aj = a[j] > 0 && a[j] < a2 ? a[j] : 0.0;
-            double den = (a[j] - o) - sg * v; /* a_j - lambda, never 0 for the kept j */
-            double q = aj / den;
-            R += q;
-            dR += q / den;
+        double Rl[LANES] = {0}, dRl[LANES] = {0};
+        size_t j = 0;
+        for (; j + LANES <= m; j += LANES)
+            for (int l = 0; l < LANES; l++) {
+                double x = rest[j + l];
+                int keep = !masked || (x > 0 && x < a2);
+                double den = (x - o) - sg * v; /* a_j - lambda, never 0 for the kept j */
+                den = keep ? den : 1.0;
+                double q = (keep ? x : 0.0) / den;
+                Rl[l] += q;
+                dRl[l] += q / den;
+            }
+        for (; j < m; j++) {
+            double x = rest[j];
+            int keep = !masked || (x > 0 && x < a2);
+            double den = (x - o) - sg * v;
+            den = keep ? den : 1.0;
+            double q = (keep ? x : 0.0) / den;
+            Rl[0] += q;
+            dRl[0] += q / den;
         }
+        double R = 0, dR = 0;
+        for (int l = 0; l < LANES; l++) R += Rl[l], dR += dRl[l];
         double x = sg > 0 ? v : g - v; /* lambda - a2 */
         double y = sg > 0 ? g - v : v; /* a1 - lambda */
         double phi = a1 / y - W2 / x + R;
@@ -311,6 +315,81 @@ double met_softmax_jacobian_norm(const double *a, size_t n) {
         if (step <= 1e-12 * v || hi - lo <= 4e-16 * hi) break;
     }
     return o + sg * v;
+}
+
+/* The two largest distinct weights a1 > a2 and their counts, in two vectorizable passes.
+ * Returns 1 when the answer is already known (*done: repeated a1, one-hot or zero row). NaN
+ * entries are skipped (never > or == anything), as the serial scan did. */
+static int jacobian_poles(double *done, double *a1o, double *a2o, size_t *cnt2o,
+                          const double *a, size_t n) {
+    double ml[LANES];
+    for (int l = 0; l < LANES; l++) ml[l] = -1;
+    size_t j = 0;
+    for (; j + LANES <= n; j += LANES)
+        for (int l = 0; l < LANES; l++) ml[l] = a[j + l] > ml[l] ? a[j + l] : ml[l];
+    for (; j < n; j++) ml[0] = a[j] > ml[0] ? a[j] : ml[0];
+    double a1 = -1;
+    for (int l = 0; l < LANES; l++) a1 = ml[l] > a1 ? ml[l] : a1;
+    if (!(a1 > 0)) return *done = 0.0, 1;
+    double c1l[LANES] = {0}, m2l[LANES] = {0};
+    for (j = 0; j + LANES <= n; j += LANES)
+        for (int l = 0; l < LANES; l++) {
+            double x = a[j + l];
+            c1l[l] += x == a1 ? 1.0 : 0.0;
+            double y = x < a1 ? x : 0.0;
+            m2l[l] = y > m2l[l] ? y : m2l[l];
+        }
+    for (; j < n; j++) {
+        double x = a[j];
+        c1l[0] += x == a1 ? 1.0 : 0.0;
+        double y = x < a1 ? x : 0.0;
+        m2l[0] = y > m2l[0] ? y : m2l[0];
+    }
+    double cnt1 = 0, a2 = 0;
+    for (int l = 0; l < LANES; l++) cnt1 += c1l[l], a2 = m2l[l] > a2 ? m2l[l] : a2;
+    if (cnt1 >= 2) return *done = a1, 1; /* repeated largest weight: a1 is the eigenvalue */
+    if (!(a2 > 0)) return *done = 0.0, 1; /* one-hot: diag(a1 - a1^2, 0...) = 0 */
+    double c2l[LANES] = {0};
+    for (j = 0; j + LANES <= n; j += LANES)
+        for (int l = 0; l < LANES; l++) c2l[l] += a[j + l] == a2 ? 1.0 : 0.0;
+    for (; j < n; j++) c2l[0] += a[j] == a2 ? 1.0 : 0.0;
+    double cnt2 = 0;
+    for (int l = 0; l < LANES; l++) cnt2 += c2l[l];
+    *a1o = a1, *a2o = a2, *cnt2o = (size_t)cnt2;
+    return 0;
+}
+
+/* For a on the simplex (sum a = 1, which softmax gives), the secular equation of the rank-one
+ * update diag(a) - a a^T, sum_j a_j^2/(a_j - lambda) = 1, equals lambda * sum_j a_j/(a_j -
+ * lambda) = 0: phi(lambda) = sum_j a_j/(a_j - lambda) = 0 has no "1" left to cancel against,
+ * so tiny eigenvalues near one-hot rows keep their relative accuracy. The largest root lies in
+ * (a2, a1) (interlacing), where phi rises from -inf to +inf.
+ * Iteration (the rational "two poles + constant" model of LAPACK's dlaed4): the poles a1 and
+ * a2 (with its ties, weight W2 = a2 * count) are kept exactly; the remaining terms R, with
+ * value and slope matched at the current lambda, become C + S/(a2 - mu). The model's root is
+ * the next iterate (a quadratic, solved without cancellation); it is exact for n = 2 and
+ * converges in 2-4 passes of O(n) otherwise (plain Newton needed 10-35). Lambda is held as
+ * an offset v from the nearer pole (lambda = o + sg v), so rows whose root sits at v ~ 1e-200
+ * from a pole keep full relative accuracy; a bracket on v falls back to bisection.
+ * rest: scratch [n] for the terms 0 < a_j < a2 (compacted once, so the passes skip zeros). */
+static double jacobian_norm(const double *a, size_t n, double *rest) {
+    double a1, a2, done;
+    size_t cnt2;
+    if (jacobian_poles(&done, &a1, &a2, &cnt2, a, n)) return done;
+    size_t m = 0;
+    for (size_t j = 0; j < n; j++) {
+        double x = a[j];
+        rest[m] = x;
+        m += (x > 0) & (x < a2); /* branch-free: zeros and weights mix unpredictably */
+    }
+    return jacobian_norm_rest(rest, m, a1, a2, cnt2, 0);
+}
+
+double met_softmax_jacobian_norm(const double *a, size_t n) {
+    double a1, a2, done;
+    size_t cnt2;
+    if (jacobian_poles(&done, &a1, &a2, &cnt2, a, n)) return done;
+    return jacobian_norm_rest(a, n, a1, a2, cnt2, 1); /* no scratch here: mask instead */
 }
 
 /* ---------------- top-N order (section 1) ---------------- */
@@ -428,7 +507,10 @@ typedef struct {
         *S, *acc, *cntN, *d1U, *mU, *valU, *unsel, *selinf, *Aall, *W, *Cm, *Sm, *Em, *sel,
         *S2T, *AT, *QT;
     double cntT;
-    uint32_t *order, *scratch, *rank, *uN, *uOf, *iota;
+    int finite; /* every vector entry finite: zero weights may be skipped (0 * x = 0) */
+    uint32_t *order, *scratch, *rank, *uN, *uOf, *iota, *kend, *uStart, *uIdx, *nzIdx, *nnzT,
+        *sparseT;
+    size_t *zselT;
 } met_ws;
 
 #define NVAL 6 /* per-N values: dist_true dist_bound dist_expect sep_ratio sep_lower sep_upper */
@@ -509,6 +591,13 @@ static size_t carve(met_ws *w, char *base, size_t L, size_t dim, const met_axes 
     TAKE(w->uN, nN, uint32_t);
     TAKE(w->uOf, nN, uint32_t);
     TAKE(w->iota, L > dim ? L : dim, uint32_t);
+    TAKE(w->kend, 2 * ax->nT, uint32_t);
+    TAKE(w->uStart, nN + 1, uint32_t);
+    TAKE(w->uIdx, nN, uint32_t);
+    TAKE(w->nzIdx, ax->nT * L, uint32_t);
+    TAKE(w->nnzT, ax->nT, uint32_t);
+    TAKE(w->sparseT, ax->nT, uint32_t);
+    TAKE(w->zselT, ax->nT, size_t);
 #undef TAKE
     return at;
 }
@@ -564,6 +653,58 @@ static void eval_unselected(double *t_true, double *t_exp, double *r_out, size_t
     *t_true = st, *t_exp = se, *r_out = sqrt(r);
 }
 
+/* eval_unselected on a sparse row: only the nz entries idx [nz] with a_j != 0 are visited;
+ * each of the n - nz zero-weight entries has the same terms (a_j = 0 and finite vectors:
+ * ||a_j x_j - s||^2 = ||s||^2, the dist_expect square = beta^2 S2, D_j^2 = ||s^y||^2), added
+ * once, times their count (zsel of them are selected). */
+static void eval_unselected_sparse(double *t_true, double *t_exp, double *r_out, size_t n,
+                                   const uint32_t *idx, size_t nz, size_t zsel, const double *a,
+                                   const double *gd, const double *c, const double *e,
+                                   const double *yy, const double *inv, const double *cy,
+                                   const double *unsel, const double *selinf, double s2,
+                                   double sy2, double S2, double alpha, double beta) {
+    double at[LANES] = {0}, ae[LANES] = {0}, rm[LANES];
+    for (int q = 0; q < LANES; q++) rm[q] = INFINITY;
+    double a2 = alpha * alpha, ab2 = 2 * alpha * beta, b2S2 = beta * beta * S2;
+    size_t i = 0;
+    for (; i + LANES <= nz; i += LANES) {
+        for (int q = 0; q < LANES; q++) {
+            size_t j = idx[i + q];
+            double aj = a[j];
+            double ex = a2 * aj * aj * gd[j] - ab2 * aj * e[j] + b2S2;
+            ae[q] += sqrt(ex > 0 ? ex : 0);
+            double dt = aj * aj * gd[j] - 2 * aj * c[j] + s2;
+            at[q] += unsel[j] * sqrt(dt > 0 ? dt : 0);
+            double dy = aj * aj * yy[j] - 2 * aj * inv[j] * cy[j] + sy2;
+            dy = (dy > 0 ? dy : 0) + selinf[j];
+            rm[q] = dy < rm[q] ? dy : rm[q];
+        }
+    }
+    for (; i < nz; i++) {
+        size_t j = idx[i];
+        double aj = a[j];
+        double ex = a2 * aj * aj * gd[j] - ab2 * aj * e[j] + b2S2;
+        ae[0] += sqrt(ex > 0 ? ex : 0);
+        double dt = aj * aj * gd[j] - 2 * aj * c[j] + s2;
+        at[0] += unsel[j] * sqrt(dt > 0 ? dt : 0);
+        double dy = aj * aj * yy[j] - 2 * aj * inv[j] * cy[j] + sy2;
+        dy = (dy > 0 ? dy : 0) + selinf[j];
+        rm[0] = dy < rm[0] ? dy : rm[0];
+    }
+    double st = 0, se = 0, r = INFINITY;
+    for (int q = 0; q < LANES; q++) {
+        st += at[q];
+        se += ae[q];
+        r = rm[q] < r ? rm[q] : r;
+    }
+    size_t z = n - nz, zu = z - zsel; /* zero-weight entries, of them unselected */
+    st += (double)zu * sqrt(s2 > 0 ? s2 : 0);
+    se += (double)z * sqrt(b2S2 > 0 ? b2S2 : 0);
+    double sy = sy2 > 0 ? sy2 : 0;
+    if (zu > 0 && sy < r) r = sy;
+    *t_true = st, *t_exp = se, *r_out = sqrt(r);
+}
+
 /* C [rows][ldc] += W [rows][ldw] (columns k0..k1) times the G rows order[k0..k1), over
  * columns 0..n-1: the c / c^y update of one stretch of N (section 2 cost hint). Columns
  * [n, n16) are computed too (n16 = n rounded up to 16 where it fits in ldc = ldg; G is zeroed
@@ -573,6 +714,7 @@ static void eval_unselected(double *t_true, double *t_exp, double *r_out, size_t
  * the doubling grid) where dgemm's packing does not pay. Blocks of 6 rows x 16 columns keep
  * 12 vector accumulators; GCC's vector extension compiles to AVX-512, AVX2 or SSE alike. */
 typedef double v8d __attribute__((vector_size(64)));
+typedef int64_t v8i __attribute__((vector_size(64)));
 
 /* unaligned vector load / store (macros: a v8d function argument or return value would
  * change the ABI where AVX-512 is not enabled, and GCC warns about it) */
@@ -607,37 +749,87 @@ static inline __attribute__((always_inline)) void c_block(double *C, size_t ldc,
     }
 }
 
+/* kend (or NULL): row r of W is zero from column kend[r] on, so a block of rows stops at the
+ * largest kend of its rows (exact: the skipped terms are 0 * G with G finite, which the caller
+ * guarantees before passing kend). md (or NULL): also the running maximum of section 2's d1,
+ * md_i = max over the stretch's p of |x_i - x_p|^2 = gd_i + gd_p - 2 G_pi, done on the 16
+ * columns just read, while the G rows are in L1 (a separate pass read them from memory). */
 static void c_update(double *C, size_t ldc, size_t rows, const double *W, size_t ldw,
                      const double *G, size_t ldg, const uint32_t *order, size_t k0, size_t k1,
-                     size_t n, size_t n16) {
+                     size_t n, size_t n16, const uint32_t *kend, double *md, const double *gd) {
+    /* row blocks outside: the first block streams each G row of the stretch from memory (the
+     * prefetcher follows a few long streams, not 64 short ones), the others find it in L2 */
     for (size_t r0 = 0; r0 < rows; r0 += CK_ROWS) {
         double *Cr = C + r0 * ldc;
         const double *Wr = W + r0 * ldw;
         size_t R = rows - r0 < CK_ROWS ? rows - r0 : CK_ROWS;
+        size_t kb = k1;
+        if (kend) {
+            kb = k0;
+            for (size_t r = r0; r < r0 + R; r++) {
+                size_t e = kend[r] < k1 ? kend[r] : k1;
+                kb = e > kb ? e : kb;
+            }
+        }
+        int do_md = md && r0 == 0;
+        if (kb == k0 && !do_md) continue;
         for (size_t i = 0; i < n16; i += 16) {
-            switch (R) {
-            case 6: c_block(Cr, ldc, Wr, ldw, G, ldg, order, k0, k1, i, 6); break;
-            case 5: c_block(Cr, ldc, Wr, ldw, G, ldg, order, k0, k1, i, 5); break;
-            case 4: c_block(Cr, ldc, Wr, ldw, G, ldg, order, k0, k1, i, 4); break;
-            case 3: c_block(Cr, ldc, Wr, ldw, G, ldg, order, k0, k1, i, 3); break;
-            case 2: c_block(Cr, ldc, Wr, ldw, G, ldg, order, k0, k1, i, 2); break;
-            default: c_block(Cr, ldc, Wr, ldw, G, ldg, order, k0, k1, i, 1); break;
+            if (kb > k0) switch (R) {
+            case 6: c_block(Cr, ldc, Wr, ldw, G, ldg, order, k0, kb, i, 6); break;
+            case 5: c_block(Cr, ldc, Wr, ldw, G, ldg, order, k0, kb, i, 5); break;
+            case 4: c_block(Cr, ldc, Wr, ldw, G, ldg, order, k0, kb, i, 4); break;
+            case 3: c_block(Cr, ldc, Wr, ldw, G, ldg, order, k0, kb, i, 3); break;
+            case 2: c_block(Cr, ldc, Wr, ldw, G, ldg, order, k0, kb, i, 2); break;
+            default: c_block(Cr, ldc, Wr, ldw, G, ldg, order, k0, kb, i, 1); break;
+            }
+            if (do_md) { /* on the 16 columns just read (L1); max as a bit select */
+                v8d m0, m1, g0, g1;
+                LOAD8(m0, md + i);
+                LOAD8(m1, md + i + 8);
+                LOAD8(g0, gd + i);
+                LOAD8(g1, gd + i + 8);
+                for (size_t k = k0; k < k1; k++) {
+                    uint32_t p = order[k];
+                    const double *Gp = G + (size_t)p * ldg + i;
+                    double gpp = gd[p];
+                    v8d x0, x1;
+                    LOAD8(x0, Gp);
+                    LOAD8(x1, Gp + 8);
+                    v8d d0 = g0 + gpp - 2 * x0, d1 = g1 + gpp - 2 * x1;
+                    v8i k0m = d0 > m0, k1m = d1 > m1; /* false for NaN: m stays */
+                    m0 = (v8d)(((v8i)d0 & k0m) | ((v8i)m0 & ~k0m));
+                    m1 = (v8d)(((v8i)d1 & k1m) | ((v8i)m1 & ~k1m));
+                }
+                STORE8(md + i, m0);
+                STORE8(md + i + 8, m1);
             }
         }
     }
     /* leftover columns */
-    for (size_t r = 0; r < rows; r++)
+    for (size_t r = 0; r < rows; r++) {
+        size_t kb = kend && kend[r] < k1 ? kend[r] : k1;
         for (size_t i = n16; i < n; i++) {
             double c = C[r * ldc + i];
-            for (size_t k = k0; k < k1; k++) c += W[r * ldw + k] * G[(size_t)order[k] * ldg + i];
+            for (size_t k = k0; k < kb; k++) c += W[r * ldw + k] * G[(size_t)order[k] * ldg + i];
             C[r * ldc + i] = c;
+        }
+    }
+    if (md)
+        for (size_t k = k0; k < k1; k++) {
+            uint32_t p = order[k];
+            const double *Gp = G + (size_t)p * ldg;
+            double gpp = gd[p];
+            for (size_t i = n16; i < n; i++) {
+                double dd = gd[i] + gpp - 2 * Gp[i];
+                md[i] = dd > md[i] ? dd : md[i];
+            }
         }
 }
 
 /* Sections 2 and 4 for one row at one normalizer, every T and every grid N at once.
  * The weights of all T are in Aall [nT][L] (row T holds a for that T). As N walks up through
- * the sorted order, C [2 nT][n] accumulates c_i = sum_{j in I_N} a_j G_ij (rows 0..nT-1)
- * and c^y_i * |x_i| = sum_{j in I_N} a_j/|x_j| G_ij (rows nT..2nT-1): one dgemm per stretch
+ * the sorted order, C [2 nT][n] accumulates c_i = sum_{j in I_N} a_j G_ij (row 2 iT)
+ * and c^y_i * |x_i| = sum_{j in I_N} a_j/|x_j| G_ij (row 2 iT + 1): one kernel call per stretch
  * between consecutive grid N, W [2 nT][K] times the G rows of the stretch (c_update), so
  * each G row is read once per row instead of once per T. */
 static void row_per_n(met_ws *w, size_t n, size_t nv, size_t K, double delta, size_t iZ) {
@@ -651,10 +843,60 @@ static void row_per_n(met_ws *w, size_t n, size_t nv, size_t K, double delta, si
     if (n16 > L) n16 = n; /* c_update then finishes the last columns one by one */
     /* (the same kernel as the c update: S = A X over the rows of X, E = S X^T over the rows
      * of XT [dim][L]; both shapes are short-and-wide, where dgemm's packing does not pay) */
-    memset(w->Sm, 0, nT * dim * sizeof *w->Sm);
-    c_update(w->Sm, dim, nT, w->Aall, L, w->X, dim, w->iota, 0, nv, dim, dim / 16 * 16);
-    for (size_t r = 0; r < nT; r++) memset(w->Em + r * L, 0, n16 * sizeof *w->Em);
-    c_update(w->Em, L, nT, w->Sm, dim, w->XT, L, w->iota, 0, dim, n, n16 / 16 * 16);
+    /* sparse T (at most n/4 nonzero weights, finite vectors): the nonzero entries are listed
+     * once (idx, in index order) and S, e and the O(n) pass visit only them; S and e then get
+     * the same sums in the same order as the dense kernel, minus exact zeros */
+    for (size_t iT = 0; iT < nT; iT++) {
+        const double *a = w->Aall + iT * L;
+        size_t nz = 0;
+        if (w->finite) {
+            double cl[LANES] = {0};
+            size_t j = 0;
+            for (; j + LANES <= n; j += LANES)
+                for (int q = 0; q < LANES; q++) cl[q] += a[j + q] != 0 ? 1.0 : 0.0;
+            for (; j < n; j++) cl[0] += a[j] != 0 ? 1.0 : 0.0;
+            double c = 0;
+            for (int q = 0; q < LANES; q++) c += cl[q];
+            nz = (size_t)c;
+        }
+        w->sparseT[iT] = w->finite && 4 * nz <= n;
+        if (!w->sparseT[iT]) continue;
+        uint32_t *idx = w->nzIdx + iT * L;
+        size_t m = 0;
+        for (size_t j = 0; j < n; j++) {
+            idx[m] = (uint32_t)j;
+            m += a[j] != 0;
+        }
+        w->nnzT[iT] = (uint32_t)m;
+        double *S = w->Sm + iT * dim, *E = w->Em + iT * L;
+        memset(S, 0, dim * sizeof *S);
+        for (size_t q = 0; q < m; q++) {
+            const double *xj = w->X + (size_t)idx[q] * dim;
+            double aj = a[idx[q]];
+            for (size_t k = 0; k < dim; k++) S[k] += aj * xj[k];
+        }
+        for (size_t q = 0; q < m; q++) {
+            const double *xj = w->X + (size_t)idx[q] * dim;
+            double ej = 0;
+            for (size_t k = 0; k < dim; k++) ej += S[k] * xj[k];
+            E[idx[q]] = ej;
+        }
+    }
+    for (size_t r0 = 0; r0 < nT;) { /* dense runs of T */
+        if (w->sparseT[r0]) {
+            r0++;
+            continue;
+        }
+        size_t r1 = r0;
+        while (r1 < nT && !w->sparseT[r1]) r1++;
+        memset(w->Sm + r0 * dim, 0, (r1 - r0) * dim * sizeof *w->Sm);
+        c_update(w->Sm + r0 * dim, dim, r1 - r0, w->Aall + r0 * L, L, w->X, dim, w->iota, 0, nv,
+                 dim, dim / 16 * 16, NULL, NULL, NULL);
+        for (size_t r = r0; r < r1; r++) memset(w->Em + r * L, 0, n16 * sizeof *w->Em);
+        c_update(w->Em + r0 * L, L, r1 - r0, w->Sm + r0 * dim, dim, w->XT, L, w->iota, 0, dim, n,
+                 n16 / 16 * 16, NULL, NULL, NULL);
+        r0 = r1;
+    }
     for (size_t iT = 0; iT < nT; iT++) {
         double S2 = 0;
         const double *S = w->Sm + iT * dim;
@@ -662,15 +904,32 @@ static void row_per_n(met_ws *w, size_t n, size_t nv, size_t K, double delta, si
         w->S2T[iT] = S2;
         w->AT[iT] = 0;
         w->QT[iT] = 0;
+        w->zselT[iT] = 0;
     }
-    for (size_t k = 0; k < K; k++) {
-        uint32_t p = order[k];
-        for (size_t iT = 0; iT < nT; iT++) {
-            double apk = w->Aall[iT * L + p];
-            w->W[iT * K + k] = apk;
-            w->W[(nT + iT) * K + k] = apk * inv[p];
+    /* W rows interleaved (c of T, then c^y of T) so that a 6-row block holds 3 neighbouring
+     * T, which have similar sparsity; kend[r]: row r of W is 0 from there on (weights fall
+     * along the logit order, so at small T most of the K columns are exact zeros) */
+    for (size_t iT = 0; iT < nT; iT++) {
+        const double *a = w->Aall + iT * L;
+        double *wc = w->W + 2 * iT * K, *wy = wc + K;
+        uint32_t last = 0;
+        for (size_t k = 0; k < K; k++) {
+            uint32_t p = order[k];
+            double apk = a[p];
+            wc[k] = apk;
+            wy[k] = apk * inv[p];
+            last = apk != 0 ? (uint32_t)(k + 1) : last; /* NaN counts as nonzero */
         }
+        w->kend[2 * iT] = w->kend[2 * iT + 1] = last;
     }
+    const uint32_t *kend = w->finite ? w->kend : NULL; /* 0 * inf would be NaN: no skipping */
+    double *md = iZ == 0 ? w->md : NULL; /* d1 is T- and normalizer-independent */
+    if (md)
+        for (size_t i = 0; i < n16; i++) {
+            w->rank[i] = UINT32_MAX;
+            md[i] = 0;
+        }
+    double m = 0;
     for (size_t i = 0; i < n; i++) {
         w->unsel[i] = 1.0;
         w->selinf[i] = 0.0;
@@ -680,21 +939,47 @@ static void row_per_n(met_ws *w, size_t n, size_t nv, size_t K, double delta, si
         size_t N = w->uN[u];
         if (k0 == 0)
             for (size_t r = 0; r < 2 * nT; r++) memset(w->Cm + r * L, 0, n16 * sizeof *w->Cm);
-        c_update(w->Cm, L, 2 * nT, w->W, K, w->G, L, order, k0, N, n, n16 / 16 * 16);
+        c_update(w->Cm, L, 2 * nT, w->W, K, w->G, L, order, k0, N, n, n16 / 16 * 16, kend, md,
+                 gd);
         for (size_t q = k0; q < N; q++) {
             w->unsel[order[q]] = 0.0;
             w->selinf[order[q]] = INFINITY;
         }
+        if (md) { /* section 2: d1 over unselected i, m over the selected set */
+            for (size_t q = k0; q < N; q++) {
+                uint32_t p = order[q];
+                w->rank[p] = (uint32_t)q;
+                if (w->nrm[p] > m) m = w->nrm[p];
+            }
+            double dl[LANES] = {0};
+            const uint32_t *rank = w->rank;
+            size_t k = N - 1, i = 0;
+            for (; i + LANES <= n; i += LANES)
+                for (int q = 0; q < LANES; q++) {
+                    double v = rank[i + q] > k ? md[i + q] : 0.0;
+                    dl[q] = v > dl[q] ? v : dl[q];
+                }
+            for (; i < n; i++) {
+                double v = rank[i] > k ? md[i] : 0.0;
+                dl[0] = v > dl[0] ? v : dl[0];
+            }
+            double d1sq = 0;
+            for (int q = 0; q < LANES; q++) d1sq = dl[q] > d1sq ? dl[q] : d1sq;
+            w->d1U[u] = sqrt(d1sq);
+            w->mU[u] = m;
+        }
         double beta = (double)N / (double)(n - 1), alpha = 1.0 + beta;
         for (size_t iT = 0; iT < nT; iT++) {
-            const double *a = w->Aall + iT * L, *c = w->Cm + iT * L, *cy = w->Cm + (nT + iT) * L;
+            const double *a = w->Aall + iT * L, *c = w->Cm + 2 * iT * L, *cy = c + L;
             double A = w->AT[iT], Q = w->QT[iT];
+            size_t zsel = w->zselT[iT]; /* selected entries of weight 0 */
             for (size_t q = k0; q < N; q++) {
                 double ap = a[order[q]];
                 A += ap;
                 Q += ap * ap;
+                zsel += ap == 0;
             }
-            w->AT[iT] = A, w->QT[iT] = Q;
+            w->AT[iT] = A, w->QT[iT] = Q, w->zselT[iT] = zsel;
             /* the selected entries gathered once: weight, c, c^y (scaled by 1/|x_j|), |y|^2 */
             double *sa = w->sel, *sc = sa + K, *scy = sc + K, *syy = scy + K, *sarg = syy + K;
             for (size_t q = 0; q < N; q++) {
@@ -704,8 +989,13 @@ static void row_per_n(met_ws *w, size_t n, size_t nv, size_t K, double delta, si
             /* ||s||^2 = sum_{j in I} a_j c_j; the same for s^y with c^y_j */
             double s2 = lane_dot(sa, sc, N), sy2 = lane_dot(sa, scy, N);
             double t_true, t_exp, r;
-            eval_unselected(&t_true, &t_exp, &r, n, a, gd, c, w->Em + iT * L, yy, inv, cy,
-                            w->unsel, w->selinf, s2, sy2, w->S2T[iT], alpha, beta);
+            if (w->sparseT[iT])
+                eval_unselected_sparse(&t_true, &t_exp, &r, n, w->nzIdx + iT * L, w->nnzT[iT],
+                                       zsel, a, gd, c, w->Em + iT * L, yy, inv, cy, w->unsel,
+                                       w->selinf, s2, sy2, w->S2T[iT], alpha, beta);
+            else
+                eval_unselected(&t_true, &t_exp, &r, n, a, gd, c, w->Em + iT * L, yy, inv, cy,
+                                w->unsel, w->selinf, s2, sy2, w->S2T[iT], alpha, beta);
             /* section 4: N_s, xi_i over the selected set */
             /* (lanes keep it vectorizable; the exponent -(xi - r)^2/2 <= 0 goes to exp_nonpos) */
             double d2h = 0.5 * delta * delta, nsl[LANES] = {0}, xil[LANES] = {0};
@@ -749,8 +1039,8 @@ static void row_per_n(met_ws *w, size_t n, size_t nv, size_t K, double delta, si
             val[MET_SEP_LOWER] = lower > 0 ? lower : 0.0;
             val[MET_SEP_UPPER] = up / (double)N;
             /* scatter to every grid index holding this N */
-            for (size_t iN = 0; iN < ax->nN; iN++) {
-                if (w->uOf[iN] != u) continue;
+            for (size_t g = w->uStart[u]; g < w->uStart[u + 1]; g++) {
+                size_t iN = w->uIdx[g];
                 for (int v = 0; v < NVAL; v++) w->acc[met_at_per_n(ax, v, iN, iT, iZ)] += val[v];
             }
         }
@@ -767,49 +1057,12 @@ static void process_row(met_ws *w, size_t t, size_t n, double delta) {
     const float *srow = w->scores + t * w->ld;
     for (size_t j = 0; j < nv; j++) w->l[j] = (double)srow[j];
 
-    /* T-independent: order, d1 and m per grid N (section 2) */
+    /* T-independent: the top-K order (section 1) */
     size_t K = w->Kmax < n - 1 ? w->Kmax : n - 1;
     size_t Kv = K < nv ? K : nv;
     met_topk_order(w->order, w->scratch, w->l, nv, Kv);
     for (size_t k = Kv; k < K; k++) w->order[k] = (uint32_t)(nv + (k - Kv));
-    for (size_t i = 0; i < n; i++) {
-        w->rank[i] = UINT32_MAX;
-        w->md[i] = 0;
-    }
-    double m = 0;
-    size_t u = 0;
-    for (size_t k = 0; k < K && u < w->nU; k++) {
-        uint32_t p = w->order[k];
-        w->rank[p] = (uint32_t)k;
-        if (w->nrm[p] > m) m = w->nrm[p];
-        const double *Gp = w->G + (size_t)p * L;
-        double gpp = w->gd[p];
-        double *md = w->md;
-        const double *gd = w->gd;
-        for (size_t i = 0; i < n; i++) {
-            double dd = gd[i] + gpp - 2 * Gp[i];
-            md[i] = dd > md[i] ? dd : md[i];
-        }
-        if (k + 1 == w->uN[u]) {
-            double dl[LANES] = {0};
-            const uint32_t *rank = w->rank;
-            size_t i = 0;
-            for (; i + LANES <= n; i += LANES)
-                for (int q = 0; q < LANES; q++) {
-                    double v = rank[i + q] > k ? md[i + q] : 0.0;
-                    dl[q] = v > dl[q] ? v : dl[q];
-                }
-            for (; i < n; i++) {
-                double v = rank[i] > k ? md[i] : 0.0;
-                dl[0] = v > dl[0] ? v : dl[0];
-            }
-            double d1sq = 0;
-            for (int q = 0; q < LANES; q++) d1sq = dl[q] > d1sq ? dl[q] : d1sq;
-            w->d1U[u] = sqrt(d1sq);
-            w->mU[u] = m;
-            u++;
-        }
-    }
+    /* d1 and m per grid N: in row_per_n, fused with the c update (same G rows) */
     for (size_t iN = 0; iN < ax->nN; iN++)
         if ((size_t)ax->N[iN] < n) w->cntN[iN] += 1;
     w->cntT += 1;
@@ -846,7 +1099,7 @@ static void process_row(met_ws *w, size_t t, size_t n, double delta) {
             /* section 5 */
             if (zn == MET_SOFTMAX)
                 acc[met_at_per_t(ax, MET_GRAD_EXACT, iT, iZ)] +=
-                    met_softmax_jacobian_norm(a, nv) / T;
+                    jacobian_norm(a, nv, w->ap) / T;
             for (size_t iE = 0; iE < ax->nEps; iE++) {
                 double eps = ax->eps[iE];
                 const double *uu = w->u + iE * L;
@@ -938,12 +1191,25 @@ int met_head(double *out, void *workspace, size_t workspace_bytes, const float *
     w.nout = met_out_count(ax);
     w.nU = axes_unique_n(ax, w.uN, w.uOf);
     w.Kmax = w.uN[w.nU - 1];
+    /* grid indices of each unique N, grouped: uIdx[uStart[u] .. uStart[u+1]) */
+    for (size_t u = 0, g = 0; u < w.nU; u++) {
+        w.uStart[u] = (uint32_t)g;
+        for (size_t iN = 0; iN < ax->nN; iN++)
+            if (w.uOf[iN] == u) w.uIdx[g++] = (uint32_t)iN;
+        w.uStart[u + 1] = (uint32_t)g;
+    }
     size_t Lmax = cuts[ncuts - 1];
 
     /* Gram matrix in double over the rows any cut uses; the rest of G is zeroed because
      * c_update reads whole 16-column blocks past the row's n */
     memset(w.G, 0, L * L * sizeof *w.G);
-    for (size_t i = 0; i < Lmax * dim; i++) w.X[i] = (double)vectors[i];
+    w.finite = 1;
+    for (size_t i = 0; i < Lmax * dim; i++) {
+        w.X[i] = (double)vectors[i];
+        if (!isfinite(w.X[i])) w.finite = 0;
+    }
+    /* zero past Lmax too: the kernels read whole 16-column blocks */
+    memset(w.gd, 0, L * sizeof *w.gd);
     /* XT [dim][L]: X transposed, zero past Lmax (c_update reads whole 16-column blocks) */
     memset(w.XT, 0, dim * L * sizeof *w.XT);
     for (size_t i = 0; i < Lmax; i++)

@@ -10,7 +10,10 @@
  * takes N = 1..128 (config.md's default "1:128") instead of the powers of two.
  * Options: --no-direct skips the direct comparison; --norms3 runs softmax, sparsemax and ssmax;
  * --save FILE writes every output double; --check FILE compares against a saved run (e.g. of an
- * earlier version of metrics.c) and prints the worst relative difference per variable. */
+ * earlier version of metrics.c) and prints the worst relative difference per variable;
+ * --poison fills the workspace with NaN bytes before every head (outputs must not change:
+ * met_head may not read what it did not write); --bad-vectors puts a NaN into head 0's
+ * vectors and an inf into head 1's (NaN must propagate as in the saved run). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,19 +109,25 @@ static int var_of_slot(const met_axes *ax, size_t at) {
 
 int main(int argc, char **argv) {
     const char *save = NULL, *check = NULL;
-    int direct = 1, norms3 = 0, npos = 0;
+    int direct = 1, norms3 = 0, poison = 0, bad_vectors = 0, npos = 0;
     char *pos[4] = {argv[0], 0, 0, 0};
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             printf("usage: bench_metrics [L=1024] [heads=12] [Nall=0] [--no-direct] [--norms3]\n"
-                   "                     [--save FILE | --check FILE]\n"
+                   "                     [--save FILE | --check FILE] [--poison] [--bad-vectors]\n"
                    "  Nall=1: N = 1..128 instead of 1,2,4,...,128\n"
                    "  --no-direct: skip the direct O(n d) comparison\n"
                    "  --norms3: softmax, sparsemax and ssmax instead of softmax alone\n"
-                   "  --save FILE / --check FILE: write every output / compare with a saved run\n");
+                   "  --save FILE / --check FILE: write every output / compare with a saved run\n"
+                   "  --poison: fill the workspace with NaN bytes before every head (timed too)\n"
+                   "  --bad-vectors: a NaN in head 0's vectors, an inf in head 1's\n");
             return 0;
         } else if (!strcmp(argv[i], "--no-direct")) {
             direct = 0;
+        } else if (!strcmp(argv[i], "--bad-vectors")) {
+            bad_vectors = 1;
+        } else if (!strcmp(argv[i], "--poison")) {
+            poison = 1;
         } else if (!strcmp(argv[i], "--norms3")) {
             norms3 = 1;
         } else if ((!strcmp(argv[i], "--save") || !strcmp(argv[i], "--check")) && i + 1 < argc) {
@@ -166,6 +175,10 @@ int main(int argc, char **argv) {
                 scores[(size_t)h * L * L + (size_t)t * L + j] = j <= t ? (float)s : NAN;
             }
     }
+    if (bad_vectors) {
+        vecs[(size_t)5 * d + 3] = NAN;
+        if (H > 1) vecs[(size_t)L * d + (size_t)37 * d] = INFINITY;
+    }
     /* how peaked is GPT-2's native softmax(l/8) here: mean max weight over rows */
     double maxw = 0;
     for (int t = 0; t < L; t++) {
@@ -186,6 +199,7 @@ int main(int argc, char **argv) {
     double t0 = now();
     for (int h = 0; h < H; h++) {
         ax.head = h;
+        if (poison) memset(ws, 0xff, wsb);
         as_err err;
         if (met_head(out, ws, wsb, scores + (size_t)h * L * L, L, vecs + (size_t)h * L * d, L, d,
                      cuts, ncuts, &ax, &err)) {
