@@ -1,5 +1,6 @@
 /* journal.c -- see journal.h. */
 #include "journal.h"
+#include "fileio.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -162,21 +163,6 @@ static journal *journal_alloc(const char *path, int fd, int writable) {
     return j;
 }
 
-/* fsync the directory holding path, so a new name survives a crash. */
-static void sync_parent_dir(const char *path) {
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (slash == dir) slash[1] = 0;
-    else if (slash) *slash = 0;
-    else snprintf(dir, sizeof dir, ".");
-    int fd = open(dir, O_RDONLY | O_DIRECTORY);
-    if (fd >= 0) {
-        fsync(fd);
-        close(fd);
-    }
-}
-
 journal *journal_create(const char *path, const journal_header *hdr, as_err *err) {
     int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd < 0) {
@@ -191,7 +177,7 @@ journal *journal_create(const char *path, const journal_header *hdr, as_err *err
         unlink(path);
         return NULL;
     }
-    sync_parent_dir(path);
+    fileio_sync_parent_dir(path);
     journal *j = journal_alloc(path, fd, 1);
     if (!j) {
         close(fd);

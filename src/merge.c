@@ -1,5 +1,6 @@
 /* merge.c -- see merge.h. */
 #include "merge.h"
+#include "fileio.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -388,20 +389,6 @@ static int write_journal(merge_state *m, const char *tmp, as_err *err) {
     return rc;
 }
 
-static void fsync_dir_of(const char *path) {
-    char dir[4300];
-    snprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (slash == dir) slash[1] = 0;
-    else if (slash) *slash = 0;
-    else snprintf(dir, sizeof dir, ".");
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd >= 0) {
-        fsync(fd);
-        close(fd);
-    }
-}
-
 /* Places the journal, then lets the store build the view and status. */
 static int install(merge_state *m, merge_summary *sum, as_err *err) {
     const char *out = sum->out;
@@ -429,7 +416,7 @@ static int install(merge_state *m, merge_summary *sum, as_err *err) {
         unlink(tmp);
         return as_fail(err, "%s: cannot rename to %s: %s", tmp, jpath, strerror(errno));
     }
-    fsync_dir_of(jpath);
+    fileio_sync_parent_dir(jpath);
     const shard *first = &m->shards[0];
     char hosts[300];
     snprintf(hosts, sizeof hosts, "merge:%s", lock_hostname());

@@ -1,5 +1,6 @@
 /* store.c -- see store.h. */
 #include "store.h"
+#include "fileio.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -827,20 +828,6 @@ static int fsync_path(const char *path) {
     return rc;
 }
 
-static void fsync_dir_of(const char *path) {
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (slash == dir) slash[1] = 0;
-    else if (slash) *slash = 0;
-    else snprintf(dir, sizeof dir, ".");
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd >= 0) {
-        fsync(fd);
-        close(fd);
-    }
-}
-
 /* Writes a complete view from the in-memory state (journal replay) into
  * OUT.h5.tmp.PID and renames it over OUT.h5; leaves the view open. */
 static int rebuild_view(store *s, as_err *err) {
@@ -873,7 +860,7 @@ static int rebuild_view(store *s, as_err *err) {
         unlink(tmp);
         return -1;
     }
-    fsync_dir_of(s->path);
+    fileio_sync_parent_dir(s->path);
     s->rebuilt = 1;
     if (open_view(s)) return as_fail(err, "%s: rebuilt file does not reopen", s->path);
     return 0;
@@ -1074,28 +1061,6 @@ static int exists(const char *path) {
     return stat(path, &st) == 0;
 }
 
-/* Creates the folders above path that do not exist yet (mkdir -p of its
- * parent), with the user's umask, so "results/paper.h5" works in a fresh tree. */
-static int make_parent_dirs(const char *path, as_err *err) {
-    char dir[4096];
-    if (snprintf(dir, sizeof dir, "%s", path) >= (int)sizeof dir)
-        return as_fail(err, "%s: path too long", path);
-    char *slash = strrchr(dir, '/');
-    if (!slash || slash == dir) return 0;
-    *slash = 0;
-    for (char *p = dir + 1;; p++) {
-        int end = *p == 0;
-        if (*p == '/' || end) {
-            *p = 0;
-            if (mkdir(dir, 0777) != 0 && errno != EEXIST)
-                return as_fail(err, "%s: cannot create folder %s: %s", path, dir, strerror(errno));
-            if (end) break;
-            *p = '/';
-        }
-    }
-    return 0;
-}
-
 store *store_open(const char *path, const store_axes *axes, const store_provenance *prov,
                   store_mode mode, int flags, as_err *err) {
     store *s = calloc(1, sizeof *s);
@@ -1120,7 +1085,7 @@ store *store_open(const char *path, const store_axes *axes, const store_provenan
         return NULL;
     }
     int created_journal = 0;
-    if (make_parent_dirs(s->path, err)) {
+    if (fileio_make_parent_dirs(s->path, err)) {
         store_free(s);
         return NULL;
     }
