@@ -18,26 +18,16 @@ import sys
 import h5py
 import numpy as np
 
+from sweeptest import ENV, check, summary
+
 BIN, MODEL, SCRATCH = sys.argv[1:4]
 ANALYSIS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "analysis")
 sys.path.insert(0, ANALYSIS)
 import attnsweep_results as ar  # noqa: E402
 import figures  # noqa: E402
 
-ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-           OPENBLAS_NUM_THREADS="1")
 # xarray reduces float32 data in float32; the reference reduces in float64
 RTOL, ATOL = 1e-5, 1e-7
-passed = failed = 0
-
-
-def check(cond, what):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL:", what, flush=True)
 
 
 def close(got, want, what):
@@ -324,8 +314,7 @@ def main():
     test_sensitivity(full, drawn_full)
     test_skips()
     test_cli(full, partial)
-    print(f"test_analysis: {passed} passed, {failed} failed")
-    return 1 if failed or not passed else 0
+    return summary("test_analysis")
 
 
 if __name__ == "__main__":

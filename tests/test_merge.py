@@ -20,23 +20,11 @@ import zlib
 import h5py
 import numpy as np
 
+from sweeptest import ENV, check, same_values, summary
+
 BIN, MODEL, SCRATCH = sys.argv[1:4]
 ONLY = set(sys.argv[4:])
-ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-           OPENBLAS_NUM_THREADS="1")
-ENV.pop("SLURM_JOB_ID", None)
-BOOKKEEPING = {"wall_time", "rank", "attempts"}
 K = 3
-passed = failed = 0
-
-
-def check(cond, what):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL:", what, flush=True)
 
 
 def write_config(path, output, extra=""):
@@ -54,28 +42,6 @@ runtime = {{ commit_every = 2; }};
 
 def attnsweep(args, cwd=SCRATCH):
     return subprocess.run([BIN] + args, env=ENV, cwd=cwd, capture_output=True, text=True)
-
-
-def values(path):
-    out = {}
-    with h5py.File(path, "r") as f:
-        for k, d in f.items():
-            if isinstance(d, h5py.Dataset) and k not in BOOKKEEPING:
-                out[k] = d[()]
-    return out
-
-
-def same_values(a, b, what):
-    va, vb = values(a), values(b)
-    check(va.keys() == vb.keys(), f"{what}: variables differ {sorted(va.keys() ^ vb.keys())}")
-    for k in va.keys() & vb.keys():
-        x, y = va[k], vb[k]
-        if x.dtype.kind == "f":
-            # bitwise, NaN payloads included
-            eq = x.shape == y.shape and x.tobytes() == y.tobytes()
-        else:
-            eq = x.shape == y.shape and np.array_equal(x, y)
-        check(eq, f"{what}: variable {k} differs")
 
 
 def segments(path):
@@ -342,8 +308,7 @@ def main():
         t0 = time.time()
         c()
         print(f"{name}: {time.time() - t0:.1f} s", flush=True)
-    print(f"{passed} checks passed, {failed} failed")
-    sys.exit(1 if failed else 0)
+    sys.exit(summary("test_merge"))
 
 
 if __name__ == "__main__":

@@ -15,21 +15,10 @@ import time
 import h5py
 import numpy as np
 
+from sweeptest import ENV, check, same_values, summary
+
 BIN, MODEL, SCRATCH = sys.argv[1:4]
 ONLY = set(sys.argv[4:])
-ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-           OPENBLAS_NUM_THREADS="1")
-BOOKKEEPING = {"wall_time", "rank", "attempts"}
-passed = failed = 0
-
-
-def check(cond, what):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL:", what, flush=True)
 
 
 def write_config(path, output, L="[16, 32, 64]", windows=3, extra=""):
@@ -52,33 +41,13 @@ def run(args, ranks=1, **kw):
     return subprocess.run(cmd, env=ENV, cwd=SCRATCH, capture_output=True, text=True, **kw)
 
 
-def values(path):
-    """Every variable but the per-run bookkeeping, as numpy arrays."""
-    out = {}
-    with h5py.File(path, "r") as f:
-        for k, d in f.items():
-            if isinstance(d, h5py.Dataset) and k not in BOOKKEEPING:
-                out[k] = d[()]
-    return out
-
-
-def same_file(a, b, what):
-    va, vb = values(a), values(b)
-    check(va.keys() == vb.keys(), f"{what}: variables differ {sorted(va.keys() ^ vb.keys())}")
-    for k in va.keys() & vb.keys():
-        x, y = va[k], vb[k]
-        eq = x.shape == y.shape and (np.array_equal(x, y, equal_nan=True)
-                                     if x.dtype.kind == "f" else np.array_equal(x, y))
-        check(eq, f"{what}: variable {k} differs")
-
-
 def case_ranks():
     for n in (1, 2, 4):
         write_config(f"{SCRATCH}/r{n}.cfg", f"r{n}.h5")
         p = run([f"r{n}.cfg"], ranks=n)
         check(p.returncode == 0, f"{n} ranks: exit {p.returncode}: {p.stderr[-500:]}")
     for n in (2, 4):
-        same_file(f"{SCRATCH}/r1.h5", f"{SCRATCH}/r{n}.h5", f"1 vs {n} ranks")
+        same_values(f"{SCRATCH}/r1.h5", f"{SCRATCH}/r{n}.h5", f"1 vs {n} ranks")
     with h5py.File(f"{SCRATCH}/r1.h5", "r") as f:
         check((f["status"][()] == 1).all(), "every cell done")
         check(f["dist_true"].dims[0][0].name.endswith("window"), "h5py sees dimension names")
@@ -105,7 +74,7 @@ def case_sigterm():
     check(fin.returncode == 0, f"resume after SIGTERM: {fin.stderr[-300:]}")
     write_config(f"{SCRATCH}/tref.cfg", "tref.h5", windows=6)
     check(run(["tref.cfg"]).returncode == 0, "reference run")
-    same_file(f"{SCRATCH}/tref.h5", f"{SCRATCH}/t.h5", "after SIGTERM and resume")
+    same_values(f"{SCRATCH}/tref.h5", f"{SCRATCH}/t.h5", "after SIGTERM and resume")
 
 
 def done_cells(status_path):
@@ -143,7 +112,7 @@ def case_extend():
     check("4 before this run" in p.stderr, f"old cells kept: {p.stderr[-200:]}")
     write_config(f"{SCRATCH}/eref.cfg", "eref.h5", L="[16, 32, 64]", windows=3)
     check(run(["eref.cfg"]).returncode == 0, "reference run")
-    same_file(f"{SCRATCH}/eref.h5", f"{SCRATCH}/e.h5", "extended vs direct")
+    same_values(f"{SCRATCH}/eref.h5", f"{SCRATCH}/e.h5", "extended vs direct")
 
 
 # --- metrics.md, written again in numpy straight from the definitions -------
@@ -234,8 +203,7 @@ def main():
         t0 = time.time()
         c()
         print(f"case {name}: {time.time() - t0:.1f} s", flush=True)
-    print(f"test_sweep: {passed} passed, {failed} failed")
-    sys.exit(1 if failed or not passed else 0)
+    sys.exit(summary("test_sweep"))
 
 
 main()

@@ -38,25 +38,14 @@ import time
 import h5py
 import numpy as np
 
+from sweeptest import ENV, check, summary, values
+
 BIN, MODEL, SCRATCH = sys.argv[1:4]
 BIN, MODEL = os.path.abspath(BIN), os.path.abspath(MODEL)
 KILLS = int(sys.argv[4]) if len(sys.argv) > 4 else 24
 DELAY_MS = 80
 BUDGET_S = 150  # stop planning kills after this; the test must stay under ~3 min
-ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-           OPENBLAS_NUM_THREADS="1")
-IGNORED = {"wall_time", "rank", "attempts"}
 PHASES = ["dispatch_written", "data_flushed", "status_flushed", "journal_written", "journal_synced"]
-passed = failed = 0
-
-
-def check(cond, what):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL:", what, flush=True)
 
 
 def write_config(path, output):
@@ -146,15 +135,6 @@ def kill_job(p):
             return True
         time.sleep(0.01)
     return False
-
-
-def values(path):
-    out = {}
-    with h5py.File(path, "r") as f:
-        for k, d in f.items():
-            if isinstance(d, h5py.Dataset) and k not in IGNORED:
-                out[k] = d[()]
-    return out
 
 
 def main():
@@ -271,8 +251,7 @@ def main():
           f"{status.size} cells; attempts total {int(attempts.sum())}, max {int(attempts.max())}; "
           f"recomputations {recomputed}; cells in flight at a kill {sum(kills_in_flight.values())}; "
           f"{time.time() - t0:.0f} s", flush=True)
-    print(f"{passed} passed, {failed} failed", flush=True)
-    return 1 if failed else 0
+    return summary("torture")
 
 
 if __name__ == "__main__":
