@@ -8,12 +8,7 @@
 #include <time.h>
 
 #include "ks.h"
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
+#include "signals.h"
 
 /* CPU seconds (on a shared machine wall time measures the neighbours too). */
 static double thread_cpu_s(void) {
@@ -187,7 +182,7 @@ static int on_layer(const gpt2_layer_view *view, void *user, as_err *err) {
     if (il == a->nLayers) return 0; /* not a measured layer */
     if (w->should_stop && w->should_stop())
         return as_fail(err, "abandoned: the sweep is stopping");
-    double t0 = now_s();
+    double t0 = as_monotonic_s();
     pthread_t tid[CELL_MAX_THREADS];
     int started[CELL_MAX_THREADS] = {0};
     for (size_t i = 0; i < w->threads; i++) {
@@ -201,7 +196,7 @@ static int on_layer(const gpt2_layer_view *view, void *user, as_err *err) {
         if (i < CELL_MAX_THREADS && started[i]) pthread_join(tid[i], NULL);
         else w->lanes[i].rc = lane_heads(&w->lanes[i]);
     }
-    w->metrics_s += now_s() - t0;
+    w->metrics_s += as_monotonic_s() - t0;
     for (size_t i = 0; i < w->threads; i++)
         if (w->lanes[i].rc) {
             *err = w->lanes[i].err;
@@ -233,7 +228,7 @@ static void cross_head_tests(cell_worker *w, double *b) {
 
 int cell_compute(cell_worker *w, int64_t window, const int32_t *tokens, const size_t *cuts,
                  size_t ncuts, double *const *blocks, as_err *err) {
-    double t0 = now_s();
+    double t0 = as_monotonic_s();
     if (ncuts < 1 || ncuts > CELL_MAX_CUTS)
         return as_fail(err, "cell: %zu context lengths in one call (1..%d allowed)", ncuts,
                        CELL_MAX_CUTS);
@@ -261,7 +256,7 @@ int cell_compute(cell_worker *w, int64_t window, const int32_t *tokens, const si
     for (size_t i = 0; i < w->threads; i++) lanes_cpu_before += w->lanes[i].cpu_s;
     if (gpt2_forward(&w->fwd, w->model, tokens, L, &req, err))
         return as_wrap(err, "window %lld at L = %zu", (long long)window, L);
-    double t_ks = now_s();
+    double t_ks = as_monotonic_s();
     w->forward_s += (t_ks - t0) - (w->metrics_s - metrics_before);
     double lanes_cpu = -lanes_cpu_before;
     for (size_t i = 0; i < w->threads; i++) lanes_cpu += w->lanes[i].cpu_s;
@@ -269,7 +264,7 @@ int cell_compute(cell_worker *w, int64_t window, const int32_t *tokens, const si
     w->forward_cpu_s += (process_cpu_s() - c0) - lanes_cpu;
 
     for (size_t c = 0; c < ncuts; c++) cross_head_tests(w, blocks[c]);
-    double t1 = now_s();
+    double t1 = as_monotonic_s();
     w->ks_s += t1 - t_ks;
     w->passes++;
     double seconds = (t1 - t0) / (double)ncuts;

@@ -16,6 +16,7 @@
 #include "model.h"
 #include "scheduler.h"
 #include "sha256.h"
+#include "signals.h"
 #include "store.h"
 #include "textsrc.h"
 
@@ -55,12 +56,6 @@ typedef struct {
     size_t cells_done, cells_failed; /* committed, counted in cells (rank 0) */
     double timing[TM_N];
 } sweep_state;
-
-static double mono_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
 
 static double cpu_now(void) {
     struct rusage ru;
@@ -291,10 +286,10 @@ static int compute_unit(void *ctx, int64_t unit, double *block_out, as_err *err)
     double *blocks[UNIT_MAX_CUTS];
     size_t n = unit_cuts(st, u, cuts, NULL);
     for (size_t k = 0; k < n; k++) blocks[k] = block_out + k * st->worker.layout.total;
-    double t0 = mono_now();
+    double t0 = as_monotonic_s();
     int rc = cell_compute(&st->worker, u->window, st->tokens + st->grid.window_start[u->window], cuts,
                           n, blocks, err);
-    st->timing[TM_COMPUTE] += mono_now() - t0;
+    st->timing[TM_COMPUTE] += as_monotonic_s() - t0;
     st->timing[TM_UNITS] += 1;
     return rc;
 }
@@ -307,7 +302,7 @@ enum { STORE_BATCH = 64 };
 static int commit_units(void *ctx, const int64_t *units, double *const *blocks, const int *status,
                         size_t n, as_err *err) {
     sweep_state *st = ctx;
-    double t0 = mono_now(), c0 = cpu_now();
+    double t0 = as_monotonic_s(), c0 = cpu_now();
     store_cell sc[STORE_BATCH];
     const double *bl[STORE_BATCH];
     size_t held = 0;
@@ -338,7 +333,7 @@ static int commit_units(void *ctx, const int64_t *units, double *const *blocks, 
         st->timing[TM_COMMIT_CELLS] += (double)k;
     }
     if (held && store_commit_batch(st->out, sc, bl, held, err)) return -1;
-    st->timing[TM_COMMIT] += mono_now() - t0;
+    st->timing[TM_COMMIT] += as_monotonic_s() - t0;
     st->timing[TM_COMMIT_CPU] += cpu_now() - c0;
     return 0;
 }
@@ -491,9 +486,9 @@ int sweep_run(MPI_Comm comm, const sweep_opts *opts, sweep_summary *sum, as_err 
     if (load_text(&st, comm, text_sha, e)) goto out;
 
     /* 3. model: one copy per node */
-    double t_load = mono_now();
+    double t_load = as_monotonic_s();
     if (load_model(&st, comm, e)) goto out;
-    st.timing[TM_LOAD] = mono_now() - t_load;
+    st.timing[TM_LOAD] = as_monotonic_s() - t_load;
 
     /* 4. store, and the cells still to do */
     int ok = open_store(&st, comm, opts, text_sha, e) == 0;
@@ -554,10 +549,10 @@ int sweep_run(MPI_Comm comm, const sweep_opts *opts, sweep_summary *sum, as_err 
                      .master_ctx = &st, .commit_every = units_per_commit ? units_per_commit : 1,
                      .progress_every_s = opts->progress_every_s, .unit = "windows"};
     sched_stats stats = {0};
-    double t_sched = mono_now();
+    double t_sched = as_monotonic_s();
     int srun = sched_run(comm, st.rank == 0 ? unit_ids : NULL, st.rank == 0 ? st.n_units : 0, &so,
                          &stats, e);
-    st.timing[TM_SCHED] = mono_now() - t_sched;
+    st.timing[TM_SCHED] = as_monotonic_s() - t_sched;
     free(unit_ids);
 
     /* 6. close */
