@@ -525,8 +525,9 @@ def cases_output():
     open(os.path.join(d, "afile"), "w").write("x")
     config(d, output='"afile/out.h5"', name="parentfile.cfg")
     expect_fail("out_parent_is_a_file", ["run", "parentfile.cfg"], d, "afile/out.h5")
-    config(d, output='"nodir/out.h5"', name="nodir.cfg")
-    expect_fail("out_parent_missing", ["run", "nodir.cfg"], d, "nodir/out.h5")
+    # a missing output folder is created (mkdir -p), unless something in the way is a file
+    config(d, output='"afile/sub/out.h5"', name="subdir.cfg")
+    expect_fail("out_parent_uncreatable", ["run", "subdir.cfg"], d, "afile/sub/out.h5")
     config(d, output='"/proc/attnsweep-out.h5"', name="proc.cfg")
     expect_fail("out_read_only_filesystem", ["run", "proc.cfg"], d, "/proc/attnsweep-out.h5")
 

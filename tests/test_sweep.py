@@ -56,7 +56,10 @@ def case_ranks():
 
 def case_sigterm():
     write_config(f"{SCRATCH}/t.cfg", "t.h5", windows=6)
-    p = subprocess.Popen([BIN, "run", "t.cfg"], env=ENV, cwd=SCRATCH, stderr=subprocess.PIPE,
+    # the store's test hook pauses each commit step, so the run is still going
+    # when the signal comes, however fast the machine is
+    slow = dict(ENV, ATTNSWEEP_TEST_COMMIT_DELAY_MS="200")
+    p = subprocess.Popen([BIN, "run", "t.cfg"], env=slow, cwd=SCRATCH, stderr=subprocess.PIPE,
                          text=True)
     deadline = time.time() + 60
     while time.time() < deadline and not done_cells(f"{SCRATCH}/t.h5.status"):
