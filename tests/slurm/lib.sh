@@ -96,7 +96,12 @@ drive_job() {
         COMPLETED|FAILED|CANCELLED|TIMEOUT|OUT_OF_MEMORY|NODE_FAIL|BOOT_FAIL|DEADLINE|PREEMPTED) ;;
         PENDING)
           busy=1
-          if [ "$rs" = BeginTime ]; then
+          # slurmd refuses to launch a requeued job in the same second its previous
+          # batch step was killed (its revoked credential has a 1 s resolution: "Job N
+          # already killed, do not launch batch job"), so wait for that step to be gone
+          # and 2 s more. A real requeue waits ~120 s anyway.
+          if [ "$rs" = BeginTime ] && ! pgrep -f "slurmstepd: \[$id\." >/dev/null; then
+            sleep 2
             timeout 10 scontrol update jobid="$id" StartTime=now >/dev/null 2>&1 &&
               note "job $id requeued and held until its BeginTime: set StartTime=now" >&2
           fi ;;
