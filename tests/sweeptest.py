@@ -5,6 +5,7 @@ after a failure, and the comparison of two results files.
 Each test script runs as `python3 tests/test_X.py ...`, so this folder is on sys.path.
 """
 import os
+import time
 
 import h5py
 import numpy as np
@@ -56,3 +57,15 @@ def same_values(a, b, what):
         else:
             eq = x.shape == y.shape and np.array_equal(x, y)
         check(eq, f"{what}: variable {k} differs")
+
+
+def run_cases(cases, only, label=""):
+    """Runs each case function (named case_X) unless `only` names other cases, and prints
+    how long each took."""
+    for c in cases:
+        name = c.__name__[5:]
+        if only and name not in only:
+            continue
+        t0 = time.time()
+        c()
+        print(f"{label}{name}: {time.time() - t0:.1f} s", flush=True)

@@ -20,7 +20,7 @@ import zlib
 import h5py
 import numpy as np
 
-from sweeptest import ENV, check, same_values, summary
+from sweeptest import ENV, check, run_cases, same_values, summary
 
 BIN, MODEL, SCRATCH = sys.argv[1:4]
 ONLY = set(sys.argv[4:])
@@ -301,13 +301,7 @@ def main():
     make_reference()
     make_shards(f"{SCRATCH}/shards")
     print(f"fixtures: reference + {K} shards in {time.time() - t0:.1f} s", flush=True)
-    for c in [case_equal, case_duplicate, case_partial, case_refusals]:
-        name = c.__name__[5:]
-        if ONLY and name not in ONLY:
-            continue
-        t0 = time.time()
-        c()
-        print(f"{name}: {time.time() - t0:.1f} s", flush=True)
+    run_cases([case_equal, case_duplicate, case_partial, case_refusals], ONLY)
     sys.exit(summary("test_merge"))
 
 

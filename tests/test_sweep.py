@@ -15,7 +15,7 @@ import time
 import h5py
 import numpy as np
 
-from sweeptest import ENV, check, same_values, summary
+from sweeptest import ENV, check, run_cases, same_values, summary
 
 BIN, MODEL, SCRATCH = sys.argv[1:4]
 ONLY = set(sys.argv[4:])
@@ -199,13 +199,7 @@ def main():
     # kill -9 of the whole job at random moments and in every commit phase,
     # then resume: tests/test_torture.py.
     cases = [case_ranks, case_changed_config, case_extend, case_dump_crosscheck, case_sigterm]
-    for c in cases:
-        name = c.__name__[5:]
-        if ONLY and name not in ONLY:
-            continue
-        t0 = time.time()
-        c()
-        print(f"case {name}: {time.time() - t0:.1f} s", flush=True)
+    run_cases(cases, ONLY, label="case ")
     sys.exit(summary("test_sweep"))
 
 
