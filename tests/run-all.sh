@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tests/run-all.sh [--no-asan] [ctest args] -- set up (packages, build) and run every test with ctest,
-# then the sanitizer pass (tests/run-asan.sh: ASan+UBSan build in build-asan/, unit + MPI tests).
+# then the sanitizer pass (tests/reliability/run-asan.sh: ASan+UBSan build in build-asan/, unit + MPI tests).
 # Extra arguments go to the first ctest (e.g. -R tokenizer, -L slow, -j2, -LE fuzz); --no-asan skips the second pass.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -11,7 +11,7 @@ if [ "${1:-}" = --no-asan ]; then asan=0; shift; fi
 rc=0
 (cd "$here/build" && ctest --output-on-failure --timeout 1500 "$@") || rc=1
 if [ "$asan" = 1 ]; then
-  echo "run-all: sanitizer pass (tests/run-asan.sh, build-asan/)"
-  "$here/tests/run-asan.sh" || rc=1
+  echo "run-all: sanitizer pass (tests/reliability/run-asan.sh, build-asan/)"
+  "$here/tests/reliability/run-asan.sh" || rc=1
 fi
 exit $rc

@@ -1,9 +1,9 @@
 /* bench_forward.c -- speed of the GPT-2 forward pass against two yardsticks:
  * OpenBLAS sgemm on the same projection shapes (the roofline) and the
- * PyTorch reference forward (tests/ref_gpt2.py time).
+ * PyTorch reference forward (tests/reference/ref_gpt2.py time).
  *
  *   bench_forward --model DIR [--lengths 64,256,1024] [--threads 1,2]
- *                 [--repeat R] [--ref tests/ref_gpt2.py] [--python /usr/bin/python3]
+ *                 [--repeat R] [--ref tests/reference/ref_gpt2.py] [--python /usr/bin/python3]
  *                 [--no-torch]
  *
  * The forward pass timed is the sweep's: every layer captured (a no-op
@@ -90,7 +90,7 @@ static void torch_seconds(double *out, const char *python, const char *ref, cons
 }
 
 int main(int argc, char **argv) {
-    const char *model_dir = NULL, *ref = "tests/ref_gpt2.py", *python = "/usr/bin/python3";
+    const char *model_dir = NULL, *ref = "tests/reference/ref_gpt2.py", *python = "/usr/bin/python3";
     size_t lengths[8] = {64, 256, 1024}, threads[4] = {1, 2};
     int n_len = 3, n_thr = 2, repeat = 3, torch = 1;
     for (int i = 1; i < argc; i++) {
@@ -105,7 +105,7 @@ int main(int argc, char **argv) {
         else {
             fprintf(stderr,
                     "usage: bench_forward --model DIR [--lengths 64,256,1024] [--threads 1,2]\n"
-                    "       [--repeat R] [--ref tests/ref_gpt2.py] [--python /usr/bin/python3] "
+                    "       [--repeat R] [--ref tests/reference/ref_gpt2.py] [--python /usr/bin/python3] "
                     "[--no-torch]\n");
             return strcmp(a, "--help") ? 2 : 0;
         }

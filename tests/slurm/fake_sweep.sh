@@ -13,7 +13,7 @@
 # ("unit U shard I/K job J restart R"), written only once the unit is complete, so a unit is
 # never recorded twice or half; CONFIG.d/events.log records starts, signals and exits.
 # Resumes by default: units already in the done file are skipped.
-# Exit codes (as attnsweep, include/cli.h): 0 all units of the shard done, 1 error, 2 bad usage,
+# Exit codes (as attnsweep, include/core/errors.h): 0 all units of the shard done, 1 error, 2 bad usage,
 # 3 stopped by SIGUSR1/SIGTERM/SIGINT and resumable (the unit in flight is abandoned, not saved).
 # Under srun with several tasks only SLURM_PROCID 0 works; the others exit 0 at once.
 set -uo pipefail

@@ -1,0 +1,260 @@
+/* cmd_plan.c -- attnsweep plan: what a sweep config would do, without doing it.
+ *
+ * Prints the grid (each axis with its values), the number of cells, the
+ * estimated compute time, memory per rank and the output size. No MPI, no
+ * weights: only the config and the model's config.json are read. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "config.h"
+#include "grid.h"
+
+static void usage(FILE *out) {
+    fprintf(out,
+            "usage: attnsweep plan CONFIG [--set KEY=VALUE]... [--list]\n"
+            "                      [--sgemm-gflops X] [--metric-ns Y]\n\n"
+            "Validates CONFIG and prints the sweep's axes, cells (one cell = one text\n"
+            "window at one context length L), estimated compute time, memory per rank\n"
+            "and results file size. Reads only the config and MODEL/config.json.\n\n"
+            "  --set KEY=VALUE   override a config key, libconfig value syntax\n"
+            "                    (--set grid.L=[64,128] --set output=\"x.h5\"); repeatable\n"
+            "  --list            also list the cells in dispatch order (largest L first)\n"
+            "  --sgemm-gflops X  measured sgemm rate per BLAS thread (default %.0f)\n"
+            "  --metric-ns Y     measured nanoseconds per metric step (default %.1f)\n"
+            "  --help            this text\n",
+            AS_COST_SGEMM_GFLOPS, AS_COST_METRIC_NS);
+}
+
+static void human_bytes(char *buf, size_t size, double b) {
+    const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+    int u = 0;
+    while (b >= 1024 && u < 5) b /= 1024, u++;
+    snprintf(buf, size, u ? "%.1f %s" : "%.0f %s", b, unit[u]);
+}
+
+static void human_seconds(char *buf, size_t size, double s) {
+    if (s < 1) snprintf(buf, size, "%.3g s", s);
+    else if (s < 120) snprintf(buf, size, "%.1f s", s);
+    else if (s < 7200) snprintf(buf, size, "%.1f min", s / 60);
+    else if (s < 2 * 86400) snprintf(buf, size, "%.1f h", s / 3600);
+    else snprintf(buf, size, "%.1f days", s / 86400);
+}
+
+/* An axis on one line: every value when few, else the first four and the last two. */
+#define SHOW_ALL 10
+static void print_int_axis(const char *name, const int32_t *v, size_t n) {
+    printf("  %-11s %6zu: ", name, n);
+    int contiguous = n > 2;
+    for (size_t i = 1; i < n && contiguous; i++) contiguous = v[i] == v[i - 1] + 1;
+    if (contiguous && n > SHOW_ALL) {
+        printf("%d..%d\n", (int)v[0], (int)v[n - 1]);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (n > SHOW_ALL && i == 4) {
+            printf(", ...");
+            i = n - 3;
+            continue;
+        }
+        printf("%s%d", i ? ", " : "", (int)v[i]);
+    }
+    printf("\n");
+}
+
+static void print_double_axis(const char *name, const double *v, size_t n) {
+    printf("  %-11s %6zu: ", name, n);
+    for (size_t i = 0; i < n; i++) {
+        if (n > SHOW_ALL && i == 4) {
+            printf(", ...");
+            i = n - 3;
+            continue;
+        }
+        printf("%s%.6g", i ? ", " : "", v[i]);
+    }
+    printf("\n");
+}
+
+static int parse_positive(const char *opt, const char *text, double *out) {
+    char *end;
+    double v = strtod(text, &end);
+    if (*end || !(v > 0)) {
+        fprintf(stderr, "attnsweep plan: %s: '%s' is not a positive number\n", opt, text);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+int cmd_plan(int argc, char **argv) {
+    const char *path = NULL;
+    const char **sets = calloc((size_t)argc + 1, sizeof *sets);
+    size_t n_sets = 0;
+    int list = 0;
+    double gflops = AS_COST_SGEMM_GFLOPS, metric_ns = AS_COST_METRIC_NS;
+    if (!sets) {
+        fprintf(stderr, "attnsweep plan: out of memory\n");
+        return AS_EXIT_ERROR;
+    }
+    int rc = AS_EXIT_USAGE;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            free(sets);
+            return AS_EXIT_OK;
+        } else if (!strcmp(a, "--list")) {
+            list = 1;
+        } else if (!strcmp(a, "--set") || !strcmp(a, "--sgemm-gflops") || !strcmp(a, "--metric-ns")) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "attnsweep plan: %s needs a value\n", a);
+                goto out;
+            }
+            const char *v = argv[++i];
+            if (!strcmp(a, "--set")) sets[n_sets++] = v;
+            else if (parse_positive(a, v, !strcmp(a, "--metric-ns") ? &metric_ns : &gflops))
+                goto out;
+        } else if (!strncmp(a, "--set=", 6)) {
+            sets[n_sets++] = a + 6;
+        } else if (a[0] == '-' && a[1]) {
+            fprintf(stderr, "attnsweep plan: unknown option '%s' (try --help)\n", a);
+            goto out;
+        } else if (path) {
+            fprintf(stderr, "attnsweep plan: one CONFIG only ('%s' and '%s')\n", path, a);
+            goto out;
+        } else {
+            path = a;
+        }
+    }
+    if (!path) {
+        fprintf(stderr, "attnsweep plan: missing CONFIG (try --help)\n");
+        goto out;
+    }
+
+    as_config cfg;
+    as_grid g;
+    as_err err = {{0}};
+    if (config_load(&cfg, path, sets, n_sets, &err)) {
+        fprintf(stderr, "attnsweep plan: %s\n", err.msg);
+        rc = AS_EXIT_ERROR;
+        goto out;
+    }
+    if (grid_init(&g, &cfg, &err)) {
+        fprintf(stderr, "attnsweep plan: %s\n", err.msg);
+        config_free(&cfg);
+        rc = AS_EXIT_ERROR;
+        goto out;
+    }
+    g.cost.sgemm_gflops = gflops;
+    g.cost.metric_ns = metric_ns;
+    const as_axes *a = &cfg.axes;
+    const gpt2_config *mc = &cfg.model;
+    char b1[32], b2[32], b3[32], b4[32], b5[32];
+
+    printf("config    %s (sha256 %.16s...)\n", cfg.path, cfg.sha256);
+    printf("model     %s: n_layer %zu, n_head %zu, n_embd %zu, n_positions %zu, %.1f M params\n",
+           cfg.model_dir, mc->n_layer, mc->n_head, mc->n_embd, mc->n_positions,
+           (double)model_param_count(mc) / 1e6);
+    printf("text      %s (%s%s); needs >= %lld tokens\n", cfg.text_path,
+           cfg.text_format == AS_TEXT_PLAIN ? "text" : "tokens",
+           cfg.text_format == AS_TEXT_PLAIN ? (cfg.strip_gutenberg ? ", strip_gutenberg" : "") : "",
+           (long long)config_tokens_needed(&cfg));
+    printf("windows   count %lld, offset %lld, stride %lld\n", (long long)cfg.windows_count,
+           (long long)cfg.windows_offset, (long long)cfg.windows_stride);
+    printf("metrics   vectors %s, rows %s, ks_alpha %g, ssmax_scale %.6g, seed %lld\n",
+           cfg.vectors == AS_VECTORS_VALUE ? "value" : "resid",
+           cfg.rows == AS_ROWS_VISIBLE ? "visible" : "full_row", cfg.ks_alpha, cfg.ssmax_scale,
+           (long long)cfg.seed);
+    printf("output    %s\n", cfg.output);
+    printf("runtime   blas_threads %d per rank, commit_every %d cells\n\n", cfg.blas_threads,
+           cfg.commit_every);
+
+    printf("axes\n");
+    printf("  %-11s %6zu: ", "window", g.n_windows);
+    if (g.n_windows <= 4)
+        for (size_t w = 0; w < g.n_windows; w++) printf("%s%zu", w ? ", " : "", w);
+    else
+        printf("0..%zu", g.n_windows - 1);
+    if (g.n_windows == 1)
+        printf("  (first token %lld)\n", (long long)g.window_start[0]);
+    else
+        printf("  (first tokens %lld, %lld, ..., %lld)\n", (long long)g.window_start[0],
+               (long long)g.window_start[1], (long long)g.window_start[g.n_windows - 1]);
+    print_int_axis("L", a->L, a->nL);
+    print_int_axis("N", a->N, a->nN);
+    print_double_axis("T", a->T, a->nT);
+    print_double_axis("eps", a->eps, a->nEps);
+    printf("  %-11s %6zu: ", "normalizer", a->nNorm);
+    for (size_t i = 0; i < a->nNorm; i++)
+        printf("%s%s", i ? ", " : "", config_normalizer_name(a->normalizer[i]));
+    printf("\n");
+    print_int_axis("layer", a->layers, a->nLayers);
+    print_int_axis("head", a->heads, a->nHeads);
+    size_t useless = 0;
+    for (size_t i = 0; i < a->nN; i++) useless += a->N[i] >= config_max_L(&cfg);
+    if (useless)
+        printf("  note: %zu N value(s) >= the largest L (%d): always NaN (no row has n > N)\n",
+               useless, (int)config_max_L(&cfg));
+
+    double total = 0, fwd = 0, longest = 0;
+    for (size_t c = 0; c < g.n_cells; c++) {
+        size_t w, li;
+        grid_cell_of(&g, c, &w, &li);
+        double f = grid_forward_seconds(&g, (size_t)a->L[li]);
+        double t = grid_cell_cost(&g, c);
+        fwd += f, total += t;
+        if (t > longest) longest = t;
+    }
+    printf("\ncells     %zu (%zu windows x %zu L); each: 1 forward pass, %zu heads x %zu N x %zu T"
+           " x %zu normalizer\n",
+           g.n_cells, g.n_windows, g.nL, a->nLayers * a->nHeads, a->nN, a->nT, a->nNorm);
+    human_seconds(b1, sizeof b1, total);
+    human_seconds(b2, sizeof b2, fwd);
+    human_seconds(b3, sizeof b3, total - fwd);
+    human_seconds(b4, sizeof b4, longest);
+    printf("time      %s of rank time (forward %s + metrics %s); longest cell %s\n", b1, b2, b3,
+           b4);
+    for (int P = 2; P <= 64; P *= 4) {
+        double wall = total / (P - 1) > longest ? total / (P - 1) : longest;
+        human_seconds(b1, sizeof b1, wall);
+        printf("          %d ranks (%d workers): >= %s\n", P, P - 1, b1);
+    }
+    printf("          model: sgemm %.0f GFLOP/s per BLAS thread (x%d threads, %.2f per extra),"
+           " metrics %.2g ns/step, row_ops %.0f\n"
+           "          (re-measure and pass --sgemm-gflops / --metric-ns; see include/sweep/grid.h)\n",
+           g.cost.sgemm_gflops, cfg.blas_threads, g.cost.thread_scale, g.cost.metric_ns,
+           g.cost.row_ops);
+
+    as_rank_memory mem;
+    grid_rank_memory(&mem, &g);
+    human_bytes(b1, sizeof b1, (double)mem.weights);
+    human_bytes(b2, sizeof b2, (double)mem.activations);
+    human_bytes(b3, sizeof b3, (double)mem.metrics);
+    human_bytes(b4, sizeof b4, (double)mem.cell_block);
+    human_bytes(b5, sizeof b5, (double)mem.total);
+    printf("memory    %s per rank = weights %s + activations %s (L = %d) + metrics %s"
+           " + cell block %s\n",
+           b5, b1, b2, (int)config_max_L(&cfg), b3, b4);
+
+    double out_bytes = grid_output_bytes(&g);
+    human_bytes(b1, sizeof b1, out_bytes);
+    human_bytes(b2, sizeof b2, out_bytes / (double)g.n_cells);
+    printf("output    %s (%s per cell x %zu cells; float32 metrics)\n", b1, b2, g.n_cells);
+
+    if (list) {
+        printf("\ndispatch  cell  window  first_token      L  est_seconds\n");
+        for (size_t k = 0; k < g.n_cells; k++) {
+            size_t c = g.dispatch[k], w, li;
+            grid_cell_of(&g, c, &w, &li);
+            printf("%8zu %5zu %7zu %12lld %6d  %.3g\n", k, c, w, (long long)g.window_start[w],
+                   (int)a->L[li], grid_cell_cost(&g, c));
+        }
+    }
+    grid_free(&g);
+    config_free(&cfg);
+    rc = AS_EXIT_OK;
+out:
+    free(sets);
+    return rc;
+}

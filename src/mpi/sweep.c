@@ -1,0 +1,578 @@
+/* sweep.c -- see sweep.h. */
+#include "sweep.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include "cell.h"
+#include "config.h"
+#include "grid.h"
+#include "model.h"
+#include "scheduler.h"
+#include "sha256.h"
+#include "clock.h"
+#include "signals.h"
+#include "store.h"
+#include "textsrc.h"
+
+/* The unit of dispatch: the pending L values of one window, computed from
+ * one forward pass (cell.h). l_mask bit k stands for L index l_lo + k; a
+ * window with more than UNIT_MAX_CUTS L values gets one unit per 64 of them. */
+enum { UNIT_MAX_CUTS = CELL_MAX_CUTS };
+typedef struct {
+    int64_t window;
+    int64_t l_lo;
+    uint64_t l_mask;
+} sweep_unit;
+
+/* Seconds and counts for ATTNSWEEP_TIMINGS (one row per rank). */
+enum { TM_RUN, TM_LOAD, TM_SCHED, TM_COMPUTE, TM_FORWARD, TM_METRICS, TM_KS, TM_CPU, TM_COMMIT,
+       TM_COMMIT_CELLS, TM_UNITS, TM_FORWARD_CPU, TM_METRICS_CPU, TM_COMMIT_CPU, TM_N };
+
+typedef struct {
+    as_config cfg;
+    as_grid grid;
+    int cfg_ok, grid_ok;
+    int32_t *tokens;
+    int64_t n_tokens;
+    gpt2_model model;
+    int model_ok;
+    cell_worker worker;
+    int worker_ok;
+    store *out;
+    char out_path[4096];         /* the config's output, or this shard's */
+    int rank, size;
+    /* the weights, one copy per node (MPI-3 shared memory) */
+    MPI_Comm node;
+    MPI_Win weights_win;
+    /* the units every rank knows (rank 0 builds them, then broadcasts) */
+    sweep_unit *units;
+    size_t n_units, unit_cells;  /* unit_cells: blocks per unit buffer */
+    size_t cells_done, cells_failed; /* committed, counted in cells (rank 0) */
+    double timing[TM_N];
+} sweep_state;
+
+static double cpu_now(void) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec + 1e-6 * (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+}
+
+static double wall_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+/* Every rank learns whether all ranks succeeded. */
+static int all_ok(MPI_Comm comm, int ok) {
+    int all = 0;
+    MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, comm);
+    return all;
+}
+
+/* --- step 2: the text, loaded on rank 0 and broadcast --------------------- */
+
+static int load_text(sweep_state *st, MPI_Comm comm, char *text_sha, as_err *err) {
+    int ok = 1;
+    if (st->rank == 0) {
+        textsrc ts;
+        textsrc_spec spec = {.path = st->cfg.text_path,
+                             .format = st->cfg.text_format == AS_TEXT_TOKENS ? TEXTSRC_TOKENS
+                                                                             : TEXTSRC_TEXT,
+                             .strip_gutenberg = st->cfg.strip_gutenberg};
+        ok = textsrc_load(&ts, &spec, st->cfg.model_dir, st->cfg.model.vocab_size, err) == 0;
+        if (ok) {
+            ok = textsrc_check_fit(&ts, st->cfg.windows_count, st->cfg.windows_offset,
+                                   st->cfg.windows_stride, config_max_L(&st->cfg), err) == 0;
+            if (ok) ok = sha256_file_hex(text_sha, st->cfg.text_path, err) == 0;
+            st->tokens = ts.tokens, st->n_tokens = (int64_t)ts.n_tokens;
+            ts.tokens = NULL;
+            textsrc_free(&ts);
+        }
+    }
+    MPI_Bcast(&ok, 1, MPI_INT, 0, comm);
+    if (!ok) return -1;
+    MPI_Bcast(&st->n_tokens, 1, MPI_INT64_T, 0, comm);
+    if (st->rank != 0) {
+        st->tokens = malloc((size_t)st->n_tokens * sizeof(int32_t));
+        if (!st->tokens) ok = 0;
+    }
+    if (!all_ok(comm, ok)) return as_fail(err, "out of memory for %lld token ids", (long long)st->n_tokens);
+    /* Broadcast in pieces: a count argument is an int. */
+    for (int64_t at = 0; at < st->n_tokens; at += 1 << 28) {
+        int64_t n = st->n_tokens - at < (1 << 28) ? st->n_tokens - at : (1 << 28);
+        MPI_Bcast(st->tokens + at, (int)n, MPI_INT32_T, 0, comm);
+    }
+    return 0;
+}
+
+/* --- step 3: the model, one copy per node ---------------------------------- */
+
+/* The ranks of a node share one read-only copy of the weights: an MPI-3
+ * shared-memory window that the node's first rank allocates and fills while
+ * the others only map it and check the file against config.json, so an extra
+ * rank costs its activations alone. ATTNSWEEP_PRIVATE_WEIGHTS=1 gives every
+ * rank its own copy (for comparison). */
+static int load_model(sweep_state *st, MPI_Comm comm, as_err *err) {
+    const char *priv = getenv("ATTNSWEEP_PRIVATE_WEIGHTS");
+    if (priv && priv[0] == '1') {
+        st->model_ok = model_load(&st->model, st->cfg.model_dir, err) == 0;
+        if (all_ok(comm, st->model_ok)) return 0;
+        if (st->rank == 0 && st->model_ok) as_fail(err, "the model failed to load on another rank");
+        return -1;
+    }
+    MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, st->rank, MPI_INFO_NULL, &st->node);
+    int node_rank = 0;
+    MPI_Comm_rank(st->node, &node_rank);
+    gpt2_config mc;
+    int ok = model_config_read(&mc, st->cfg.model_dir, err) == 0;
+    if (!all_ok(comm, ok)) return -1;
+    /* Rank 0 of the node holds the whole segment; the MPI library may place
+     * it at any address, so 64 bytes more leave room to align the arena. */
+    enum { ALIGN = 64 };
+    size_t bytes = model_arena_bytes(&mc) + ALIGN;
+    void *base = NULL;
+    MPI_Info info;
+    MPI_Info_create(&info);
+    MPI_Info_set(info, "alloc_shared_noncontig", "true");
+    int rc = MPI_Win_allocate_shared(node_rank == 0 ? (MPI_Aint)bytes : 0, 1, info, st->node, &base,
+                                     &st->weights_win);
+    MPI_Info_free(&info);
+    ok = rc == MPI_SUCCESS;
+    if (!all_ok(comm, ok)) {
+        st->weights_win = MPI_WIN_NULL;
+        return as_fail(err, "%s: cannot share %zu MB of weights between the ranks of a node",
+                       st->cfg.model_dir, bytes >> 20);
+    }
+    if (node_rank != 0) {
+        MPI_Aint size = 0;
+        int disp = 0;
+        MPI_Win_shared_query(st->weights_win, 0, &size, &disp, &base);
+    }
+    /* Every process maps the segment page aligned, so one offset fits all. */
+    int pad = (int)((ALIGN - (uintptr_t)base % ALIGN) % ALIGN);
+    MPI_Bcast(&pad, 1, MPI_INT, 0, st->node);
+    float *arena = (float *)(void *)((char *)base + pad);
+    if (node_rank == 0) st->model_ok = model_load_into(&st->model, st->cfg.model_dir, arena, 1, err) == 0;
+    /* The fence orders the filler's writes before the others' reads. */
+    MPI_Win_fence(0, st->weights_win);
+    int filled = st->model_ok;
+    MPI_Bcast(&filled, 1, MPI_INT, 0, st->node);
+    if (node_rank != 0 && filled)
+        st->model_ok = model_load_into(&st->model, st->cfg.model_dir, arena, 0, err) == 0;
+    if (!all_ok(comm, st->model_ok)) {
+        if (st->rank == 0 && st->model_ok) as_fail(err, "the model failed to load on another rank");
+        return -1;
+    }
+    return 0;
+}
+
+/* --- step 4: the store ----------------------------------------------------- */
+
+static void hosts_list(char *out, size_t size, MPI_Comm comm, int rank, int nranks) {
+    char name[MPI_MAX_PROCESSOR_NAME] = {0};
+    int len = 0;
+    MPI_Get_processor_name(name, &len);
+    char *all = rank == 0 ? calloc((size_t)nranks, MPI_MAX_PROCESSOR_NAME) : NULL;
+    MPI_Gather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, 0,
+               comm);
+    if (rank != 0) return;
+    out[0] = 0;
+    for (int r = 0; all && r < nranks; r++) {
+        const char *h = all + (size_t)r * MPI_MAX_PROCESSOR_NAME;
+        int seen = 0;
+        for (int q = 0; q < r && !seen; q++) seen = !strcmp(h, all + (size_t)q * MPI_MAX_PROCESSOR_NAME);
+        if (seen) continue;
+        if (out[0]) strncat(out, ",", size - strlen(out) - 1);
+        strncat(out, h, size - strlen(out) - 1);
+    }
+    free(all);
+}
+
+int sweep_shard_path(char *out, size_t size, const char *output, int shard_index, int shard_count) {
+    size_t n = strlen(output);
+    size_t stem = n;
+    if (n > 3 && !strcmp(output + n - 3, ".h5")) stem = n - 3;
+    else if (n > 3 && !strcmp(output + n - 3, ".nc")) stem = n - 3;
+    int w = snprintf(out, size, "%.*s.shard-%d-of-%d%s", (int)stem, output, shard_index,
+                     shard_count, output + stem);
+    return w < 0 || (size_t)w >= size ? -1 : 0;
+}
+
+/* A changed config may resume only when it adds windows or L values. */
+static int check_config_change(const as_config *cfg, const char *path, int *flags, as_err *err) {
+    char *old_text = NULL, *old_sha = NULL;
+    int found = store_peek_config(path, &old_text, &old_sha, err);
+    if (found < 0) return -1;
+    int rc = 0;
+    if (found && strcmp(old_sha, cfg->sha256)) {
+        as_config_diff d;
+        if (config_diff(&d, old_text, cfg->canonical, err)) {
+            rc = -1;
+        } else if (d.verdict == AS_DIFF_REFUSED || d.verdict == AS_DIFF_PATH) {
+            char what[768];
+            config_diff_describe(&d, what, sizeof what);
+            rc = as_fail(err,
+                         "%s was made with another config (%s); only added windows or L values "
+                         "can extend it: restore the config, or choose a new output",
+                         path, what);
+        } else {
+            *flags |= STORE_ALLOW_CONFIG_CHANGE;
+        }
+    }
+    free(old_text);
+    free(old_sha);
+    return rc;
+}
+
+static int open_store(sweep_state *st, MPI_Comm comm, const sweep_opts *opts, const char *text_sha,
+                      as_err *err) {
+    char hosts[4096];
+    hosts_list(hosts, sizeof hosts, comm, st->rank, st->size);
+    if (st->rank != 0) return 0;
+    const as_config *c = &st->cfg;
+    const as_axes *a = &c->axes;
+    const char *norm_names[8];
+    for (size_t z = 0; z < a->nNorm && z < 8; z++) norm_names[z] = config_normalizer_name(a->normalizer[z]);
+    store_axes ax = {.n_window = st->grid.n_windows, .window_start = st->grid.window_start,
+                     .n_L = a->nL, .L = a->L, .n_N = a->nN, .N = a->N, .n_T = a->nT, .T = a->T,
+                     .n_eps = a->nEps, .eps = a->eps, .n_norm = a->nNorm, .normalizer = norm_names,
+                     .n_layer = a->nLayers, .layer = a->layers, .n_head = a->nHeads, .head = a->heads};
+    char mpi_lib[MPI_MAX_LIBRARY_VERSION_STRING] = {0};
+    int len = 0;
+    MPI_Get_library_version(mpi_lib, &len);
+    char tok_files[1024];
+    snprintf(tok_files, sizeof tok_files, "%s", c->text_format == AS_TEXT_TOKENS
+                                                    ? "(pre-tokenized text)"
+                                                    : "vocab.json merges.txt of the model directory");
+    store_provenance prov = {
+        .config_text = c->canonical, .config_sha256 = c->sha256, .model_dir = c->model_dir,
+        .weights_sha256 = st->model.weights_sha256, .text_path = c->text_path,
+        .text_sha256 = text_sha, .tokenizer_files = tok_files, .vectors = c->vectors,
+        .rows = c->rows, .vectors_name = c->vectors == AS_VECTORS_RESID ? "resid" : "value",
+        .rows_name = c->rows == AS_ROWS_FULL_ROW ? "full_row" : "visible", .ks_alpha = c->ks_alpha, .seed = (uint64_t)c->seed,
+        .mpi_library = mpi_lib, .openblas_config = openblas_get_config(), .hosts = hosts,
+        .mpi_size = st->size, .slurm_job_id = getenv("SLURM_JOB_ID")};
+    int flags = 0;
+    if (!opts->fresh && check_config_change(c, st->out_path, &flags, err)) return -1;
+    st->out = store_open(st->out_path, &ax, &prov, opts->fresh ? STORE_NEW : STORE_RESUME, flags, err);
+    return st->out ? 0 : -1;
+}
+
+/* --- step 5: scheduler callbacks ------------------------------------------ */
+
+/* The L values of unit u, ascending; returns how many. */
+static size_t unit_cuts(const sweep_state *st, const sweep_unit *u, size_t *cuts, size_t *l_index) {
+    size_t n = 0;
+    for (size_t k = 0; k < UNIT_MAX_CUTS; k++)
+        if (u->l_mask >> k & 1) {
+            size_t li = (size_t)u->l_lo + k;
+            if (l_index) l_index[n] = li;
+            cuts[n++] = (size_t)st->cfg.axes.L[li];
+        }
+    return n;
+}
+
+static int compute_unit(void *ctx, int64_t unit, double *block_out, as_err *err) {
+    sweep_state *st = ctx;
+    const sweep_unit *u = &st->units[unit];
+    size_t cuts[UNIT_MAX_CUTS];
+    double *blocks[UNIT_MAX_CUTS];
+    size_t n = unit_cuts(st, u, cuts, NULL);
+    for (size_t k = 0; k < n; k++) blocks[k] = block_out + k * st->worker.layout.total;
+    double t0 = as_monotonic_s();
+    int rc = cell_compute(&st->worker, u->window, st->tokens + st->grid.window_start[u->window], cuts,
+                          n, blocks, err);
+    st->timing[TM_COMPUTE] += as_monotonic_s() - t0;
+    st->timing[TM_UNITS] += 1;
+    return rc;
+}
+
+/* Up to STORE_BATCH cells go to the store in one call (one journal write +
+ * fsync and one HDF5 flush), so a commit costs about its bytes, not its
+ * count; a unit's cells stay together in one call. */
+enum { STORE_BATCH = 64 };
+
+static int commit_units(void *ctx, const int64_t *units, double *const *blocks, const int *status,
+                        size_t n, as_err *err) {
+    sweep_state *st = ctx;
+    double t0 = as_monotonic_s(), c0 = cpu_now();
+    store_cell sc[STORE_BATCH];
+    const double *bl[STORE_BATCH];
+    size_t held = 0;
+    size_t total = st->worker.layout.total;
+    size_t rank_at = st->worker.layout.offset[CR_RANK], wall_at = st->worker.layout.offset[CR_WALL_TIME];
+    for (size_t i = 0; i < n; i++) {
+        const sweep_unit *u = &st->units[units[i]];
+        size_t cuts[UNIT_MAX_CUTS], lis[UNIT_MAX_CUTS];
+        size_t k = unit_cuts(st, u, cuts, lis);
+        if (held + k > STORE_BATCH) {
+            if (store_commit_batch(st->out, sc, bl, held, err)) return -1;
+            held = 0;
+        }
+        int ok = status[i] == SCHED_CELL_DONE;
+        double now = wall_now();
+        for (size_t c = 0; c < k; c++) {
+            const double *b = blocks[i] + c * total;
+            double wall = ok ? b[wall_at] : NAN;
+            sc[held] = (store_cell){.window = (size_t)u->window, .l_index = lis[c],
+                                    .status = ok ? STORE_DONE : STORE_FAILED,
+                                    .rank = ok ? (int)b[rank_at] : -1,
+                                    .t_start = ok ? now - wall * (double)k : now, .t_end = now,
+                                    .wall_time = wall};
+            bl[held++] = ok ? b : NULL;
+        }
+        if (ok) st->cells_done += k;
+        else st->cells_failed += k;
+        st->timing[TM_COMMIT_CELLS] += (double)k;
+    }
+    if (held && store_commit_batch(st->out, sc, bl, held, err)) return -1;
+    st->timing[TM_COMMIT] += as_monotonic_s() - t0;
+    st->timing[TM_COMMIT_CPU] += cpu_now() - c0;
+    return 0;
+}
+
+static void unit_dispatched(void *ctx, int64_t unit, int worker_rank) {
+    sweep_state *st = ctx;
+    const sweep_unit *u = &st->units[unit];
+    size_t cuts[UNIT_MAX_CUTS], lis[UNIT_MAX_CUTS];
+    size_t k = unit_cuts(st, u, cuts, lis);
+    double now = wall_now();
+    as_err ignored;
+    /* An attempt that fails to journal is only a miscount; the commit that
+     * follows reports real I/O trouble. */
+    for (size_t c = 0; c < k; c++)
+        (void)store_mark_dispatched(st->out, (size_t)u->window, lis[c], worker_rank, now, &ignored);
+}
+
+/* Rank 0: groups the pending cells (in dispatch order, largest L first) into
+ * one unit per window (per 64 L values), ordered by their largest L. */
+static int build_units(sweep_state *st, const int64_t *todo, size_t ntodo, as_err *err) {
+    size_t chunks = (st->grid.nL + UNIT_MAX_CUTS - 1) / UNIT_MAX_CUTS;
+    int64_t *unit_of = malloc(st->grid.n_windows * chunks * sizeof *unit_of);
+    st->units = malloc((ntodo ? ntodo : 1) * sizeof *st->units);
+    if (!unit_of || !st->units) {
+        free(unit_of);
+        return as_fail(err, "out of memory for the list of %zu cells", ntodo);
+    }
+    for (size_t i = 0; i < st->grid.n_windows * chunks; i++) unit_of[i] = -1;
+    st->n_units = 0;
+    for (size_t i = 0; i < ntodo; i++) {
+        size_t w, li;
+        grid_cell_of(&st->grid, (size_t)todo[i], &w, &li);
+        size_t key = w * chunks + li / UNIT_MAX_CUTS;
+        if (unit_of[key] < 0) {
+            unit_of[key] = (int64_t)st->n_units;
+            st->units[st->n_units++] = (sweep_unit){.window = (int64_t)w,
+                                                    .l_lo = (int64_t)(li / UNIT_MAX_CUTS * UNIT_MAX_CUTS),
+                                                    .l_mask = 0};
+        }
+        sweep_unit *u = &st->units[unit_of[key]];
+        u->l_mask |= 1ull << (li - (size_t)u->l_lo);
+    }
+    free(unit_of);
+    return 0;
+}
+
+/* Every rank gets rank 0's units. */
+static int share_units(sweep_state *st, MPI_Comm comm, as_err *err) {
+    uint64_t n = st->n_units;
+    MPI_Bcast(&n, 1, MPI_UINT64_T, 0, comm);
+    if (st->rank != 0) {
+        st->n_units = (size_t)n;
+        st->units = malloc((n ? n : 1) * sizeof *st->units);
+    }
+    if (!all_ok(comm, st->units != NULL)) return as_fail(err, "out of memory for %zu units", (size_t)n);
+    for (uint64_t at = 0; at < n; at += 1 << 24) {
+        uint64_t k = n - at < (1u << 24) ? n - at : (1u << 24);
+        MPI_Bcast(st->units + at, (int)(k * sizeof *st->units), MPI_BYTE, 0, comm);
+    }
+    return 0;
+}
+
+/* ATTNSWEEP_TIMINGS=1: one line per rank on stderr (from rank 0), where the
+ * time went. Worker "waiting" is its time in the scheduler outside compute:
+ * sending results, receiving work and idling at the end. */
+static void print_timings(sweep_state *st, MPI_Comm comm, const sched_stats *stats) {
+    const char *on = getenv("ATTNSWEEP_TIMINGS");
+    if (!on || on[0] != '1') return;
+    st->timing[TM_FORWARD] = st->worker.forward_s;
+    st->timing[TM_METRICS] = st->worker.metrics_s;
+    st->timing[TM_KS] = st->worker.ks_s;
+    st->timing[TM_FORWARD_CPU] = st->worker.forward_cpu_s;
+    st->timing[TM_METRICS_CPU] = st->worker.metrics_cpu_s;
+    st->timing[TM_CPU] = cpu_now();
+    double *all = st->rank == 0 ? malloc((size_t)st->size * TM_N * sizeof(double)) : NULL;
+    MPI_Gather(st->timing, TM_N, MPI_DOUBLE, all, TM_N, MPI_DOUBLE, 0, comm);
+    if (st->rank != 0 || !all) return;
+    double fw = 0, me = 0, ks = 0, co = 0, fwc = 0, mec = 0;
+    for (int r = 0; r < st->size; r++) {
+        const double *t = all + (size_t)r * TM_N;
+        fprintf(stderr,
+                "timings: rank %d: run %.2f s (model load %.2f), in scheduler %.2f: compute %.2f "
+                "[forward %.2f, metrics %.2f, ks %.2f] in %.0f units, waiting/transfer %.2f; "
+                "cpu %.2f s [forward %.2f, metrics %.2f]\n",
+                r, t[TM_RUN], t[TM_LOAD], t[TM_SCHED], t[TM_COMPUTE], t[TM_FORWARD], t[TM_METRICS],
+                t[TM_KS], t[TM_UNITS], t[TM_SCHED] - t[TM_COMPUTE], t[TM_CPU], t[TM_FORWARD_CPU],
+                t[TM_METRICS_CPU]);
+        fw += t[TM_FORWARD], me += t[TM_METRICS], ks += t[TM_KS], co += t[TM_COMPUTE];
+        fwc += t[TM_FORWARD_CPU], mec += t[TM_METRICS_CPU];
+    }
+    const double *m = all;
+    double bytes = m[TM_COMMIT_CELLS] * (double)st->worker.layout.total * sizeof(double);
+    fprintf(stderr,
+            "timings: master: commit %.3f s (cpu %.3f) for %.0f cells (%.1f MB of blocks, %.0f MB/s), "
+            "master cpu %.2f s; scheduler elapsed %.2f s\n",
+            m[TM_COMMIT], m[TM_COMMIT_CPU], m[TM_COMMIT_CELLS], bytes / 1e6,
+            m[TM_COMMIT] > 0 ? bytes / 1e6 / m[TM_COMMIT] : 0.0, stats->master_cpu_s,
+            stats->elapsed_s);
+    double windows = (double)st->grid.n_windows;
+    fprintf(stderr,
+            "timings: per window (%.0f windows, %.0f cells): scheduler wall %.2f s; compute %.2f s "
+            "= forward %.2f + metrics %.2f + ks %.2f; commit %.3f s; cpu: forward %.2f, metrics %.2f\n",
+            windows, m[TM_COMMIT_CELLS], stats->elapsed_s / windows, co / windows, fw / windows,
+            me / windows, ks / windows, m[TM_COMMIT] / windows, fwc / windows, mec / windows);
+    free(all);
+}
+
+/* --- the whole run ---------------------------------------------------------- */
+
+static void state_free(sweep_state *st) {
+    if (st->worker_ok) cell_worker_free(&st->worker);
+    if (st->model_ok) model_free(&st->model);
+    if (st->weights_win != MPI_WIN_NULL) MPI_Win_free(&st->weights_win);
+    if (st->node != MPI_COMM_NULL) MPI_Comm_free(&st->node);
+    free(st->units);
+    free(st->tokens);
+    if (st->grid_ok) grid_free(&st->grid);
+    if (st->cfg_ok) config_free(&st->cfg);
+}
+
+int sweep_run(MPI_Comm comm, const sweep_opts *opts, sweep_summary *sum, as_err *err) {
+    double t0 = wall_now();
+    sweep_state st;
+    memset(&st, 0, sizeof st);
+    st.node = MPI_COMM_NULL;
+    st.weights_win = MPI_WIN_NULL;
+    memset(sum, 0, sizeof *sum);
+    MPI_Comm_rank(comm, &st.rank);
+    MPI_Comm_size(comm, &st.size);
+    as_err local = {{0}};
+    as_err *e = st.rank == 0 ? err : &local;
+    int rc = -1;
+
+    /* 1. config and grid: deterministic, so every rank agrees */
+    st.cfg_ok = config_load(&st.cfg, opts->config_path, opts->sets, opts->n_sets, e) == 0;
+    if (st.cfg_ok) st.grid_ok = grid_init(&st.grid, &st.cfg, e) == 0;
+    if (!all_ok(comm, st.cfg_ok && st.grid_ok)) goto out;
+    snprintf(st.out_path, sizeof st.out_path, "%s", st.cfg.output);
+    if (opts->shard_count > 0 &&
+        sweep_shard_path(st.out_path, sizeof st.out_path, st.cfg.output, opts->shard_index,
+                         opts->shard_count)) {
+        as_fail(e, "output: '%s' is too long for a shard name", st.cfg.output);
+        goto out;
+    }
+    snprintf(sum->output, sizeof sum->output, "%s", st.out_path);
+    openblas_set_num_threads(st.cfg.blas_threads);
+
+    /* 2. text */
+    char text_sha[65] = "";
+    if (load_text(&st, comm, text_sha, e)) goto out;
+
+    /* 3. model: one copy per node */
+    double t_load = as_monotonic_s();
+    if (load_model(&st, comm, e)) goto out;
+    st.timing[TM_LOAD] = as_monotonic_s() - t_load;
+
+    /* 4. store, and the cells still to do */
+    int ok = open_store(&st, comm, opts, text_sha, e) == 0;
+    if (!all_ok(comm, ok)) goto out;
+    int64_t *todo = NULL;
+    size_t ntodo = 0;
+    if (st.rank == 0) {
+        todo = malloc(st.grid.n_cells * sizeof *todo);
+        for (size_t i = 0; todo && i < st.grid.n_cells; i++) {
+            size_t cell = st.grid.dispatch[i], w, li;
+            if (opts->shard_count > 0 && (int)(i % (size_t)opts->shard_count) != opts->shard_index)
+                continue;
+            grid_cell_of(&st.grid, cell, &w, &li);
+            if (store_cell_status(st.out, w, li) != STORE_DONE) todo[ntodo++] = (int64_t)cell;
+        }
+        size_t mine = 0;
+        for (size_t i = 0; i < st.grid.n_cells; i++)
+            mine += opts->shard_count <= 0 || (int)(i % (size_t)opts->shard_count) == opts->shard_index;
+        sum->total = mine;
+        sum->done_before = mine - ntodo;
+        if (!todo) ok = 0, as_fail(e, "out of memory for the cell list");
+        else if (build_units(&st, todo, ntodo, e)) ok = 0;
+    }
+    free(todo);
+    if (!all_ok(comm, ok) || share_units(&st, comm, e)) {
+        if (st.out) store_close(st.out, "failed", &local), st.out = NULL;
+        goto out;
+    }
+    st.unit_cells = st.grid.nL < UNIT_MAX_CUTS ? st.grid.nL : UNIT_MAX_CUTS;
+
+    /* 5. compute: workers (and rank 0 when alone) need a cell worker */
+    int computes = st.size == 1 || st.rank != 0;
+    if (ok && computes) st.worker_ok = cell_worker_init(&st.worker, &st.model, &st.cfg, st.rank, e) == 0;
+    if (st.worker_ok) st.worker.should_stop = sched_should_stop;
+    /* Every cut comes from a pass at the grid's largest L, however the cuts
+     * are grouped into units (a resume regroups them). */
+    if (st.worker_ok) st.worker.pass_L = (size_t)config_max_L(&st.cfg);
+    if (st.rank == 0 && !computes) cr_layout_init(&st.worker.layout, st.cfg.axes.nN, st.cfg.axes.nT,
+                                                  st.cfg.axes.nEps, st.cfg.axes.nNorm,
+                                                  st.cfg.axes.nLayers, st.cfg.axes.nHeads);
+    if (!all_ok(comm, ok && (!computes || st.worker_ok))) {
+        if (st.rank == 0 && !e->msg[0]) as_fail(e, "a worker rank could not allocate its memory");
+        if (st.out) store_close(st.out, "failed", &local), st.out = NULL;
+        goto out;
+    }
+    /* commit_every counts cells; the scheduler counts units. */
+    size_t units_per_commit = (size_t)st.cfg.commit_every / st.unit_cells;
+    int64_t *unit_ids = malloc((st.n_units ? st.n_units : 1) * sizeof *unit_ids);
+    for (size_t i = 0; unit_ids && i < st.n_units; i++) unit_ids[i] = (int64_t)i;
+    if (!all_ok(comm, unit_ids != NULL)) {
+        as_fail(e, "out of memory for the unit list");
+        if (st.out) store_close(st.out, "failed", &local), st.out = NULL;
+        free(unit_ids);
+        goto out;
+    }
+    sched_opts so = {.block_doubles = st.unit_cells * st.worker.layout.total, .compute = compute_unit,
+                     .compute_ctx = &st, .commit = commit_units, .dispatched = unit_dispatched,
+                     .master_ctx = &st, .commit_every = units_per_commit ? units_per_commit : 1,
+                     .progress_every_s = opts->progress_every_s, .unit = "windows"};
+    sched_stats stats = {0};
+    double t_sched = as_monotonic_s();
+    int srun = sched_run(comm, st.rank == 0 ? unit_ids : NULL, st.rank == 0 ? st.n_units : 0, &so,
+                         &stats, e);
+    st.timing[TM_SCHED] = as_monotonic_s() - t_sched;
+    free(unit_ids);
+
+    /* 6. close */
+    if (st.rank == 0) {
+        sum->done = st.cells_done;
+        sum->failed = st.cells_failed;
+        const char *state = srun < 0 ? "failed" : srun == SCHED_INTERRUPTED ? "interrupted" : "finished";
+        as_err close_err;
+        if (store_close(st.out, state, srun < 0 ? &close_err : e) && srun >= 0) srun = -1;
+        st.out = NULL;
+    }
+    if (srun < 0) goto out;
+    rc = srun == SCHED_INTERRUPTED ? SWEEP_INTERRUPTED
+         : (st.rank == 0 && stats.failed) ? SWEEP_CELLS_FAILED : SWEEP_COMPLETE;
+    MPI_Bcast(&rc, 1, MPI_INT, 0, comm);
+    st.timing[TM_RUN] = wall_now() - t0;
+    print_timings(&st, comm, &stats);
+out:
+    sum->elapsed_s = wall_now() - t0;
+    state_free(&st);
+    return rc;
+}

@@ -1,0 +1,276 @@
+/* cell.c -- see cell.h. */
+#include "cell.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ks.h"
+#include "clock.h"
+
+/* CPU seconds (on a shared machine wall time measures the neighbours too). */
+static double thread_cpu_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+static double process_cpu_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+static size_t vector_dim(const cell_worker *w) {
+    const gpt2_config *m = &w->model->cfg;
+    return w->cfg->vectors == AS_VECTORS_RESID ? m->n_embd : m->n_embd / m->n_head;
+}
+
+int cell_worker_init(cell_worker *w, const gpt2_model *model, const as_config *cfg, int rank,
+                     as_err *err) {
+    memset(w, 0, sizeof *w);
+    w->model = model;
+    w->cfg = cfg;
+    w->rank = rank;
+    const as_axes *a = &cfg->axes;
+    cr_layout_init(&w->layout, a->nN, a->nT, a->nEps, a->nNorm, a->nLayers, a->nHeads);
+
+    w->norms = calloc(a->nNorm, sizeof *w->norms);
+    if (!w->norms) return as_fail(err, "out of memory (normalizer list)");
+    for (size_t z = 0; z < a->nNorm; z++) {
+        int id = met_normalizer_from_name(config_normalizer_name(a->normalizer[z]));
+        if (id < 0) {
+            cell_worker_free(w);
+            return as_fail(err, "grid.normalizer: '%s' is not known to the metrics",
+                           config_normalizer_name(a->normalizer[z]));
+        }
+        w->norms[z] = (met_normalizer)id;
+    }
+    w->axes = (met_axes){
+        .N = a->N, .nN = a->nN, .T = a->T, .nT = a->nT, .eps = a->eps, .nEps = a->nEps,
+        .norm = w->norms, .nNorm = a->nNorm, .ssmax_scale = cfg->ssmax_scale,
+        .full_row = cfg->rows == AS_ROWS_FULL_ROW, .seed = (uint64_t)cfg->seed,
+    };
+
+    size_t max_L = (size_t)config_max_L(cfg);
+    if (gpt2_workspace_init(&w->fwd, &model->cfg, max_L, err)) {
+        cell_worker_free(w);
+        return -1;
+    }
+    w->met_ws_bytes = met_workspace_bytes(max_L, vector_dim(w), &w->axes);
+    w->threads = cfg->blas_threads > 1 ? (size_t)cfg->blas_threads : 1;
+    if (w->threads > a->nHeads) w->threads = a->nHeads ? a->nHeads : 1;
+    if (w->threads > CELL_MAX_THREADS) w->threads = CELL_MAX_THREADS;
+    w->lanes = calloc(w->threads, sizeof *w->lanes);
+    if (!w->lanes) {
+        cell_worker_free(w);
+        return as_fail(err, "out of memory (metrics threads)");
+    }
+    for (size_t i = 0; i < w->threads; i++) {
+        cell_lane *ln = &w->lanes[i];
+        ln->w = w, ln->lane = i, ln->axes = w->axes;
+        ln->met_ws = malloc(w->met_ws_bytes);
+        ln->head_out = malloc(CELL_MAX_CUTS * met_out_count(&w->axes) * sizeof(double));
+        if (!ln->met_ws || !ln->head_out) {
+            cell_worker_free(w);
+            return as_fail(err, "out of memory: metrics workspace of %zu bytes for L = %zu (thread %zu)",
+                           w->met_ws_bytes, max_L, i);
+        }
+    }
+    w->ks_x = malloc(a->nLayers * a->nHeads * sizeof(double));
+    w->ks_y = malloc(a->nLayers * a->nHeads * sizeof(double));
+    w->ks_p = malloc(a->nN * sizeof(double));
+    w->ks_scratch = malloc(ks_scratch_doubles(a->nLayers * a->nHeads, a->nLayers * a->nHeads) *
+                           sizeof(double));
+    if (!w->ks_x || !w->ks_y || !w->ks_p || !w->ks_scratch) {
+        cell_worker_free(w);
+        return as_fail(err, "out of memory: metrics workspace of %zu bytes for L = %zu",
+                       w->met_ws_bytes, max_L);
+    }
+    return 0;
+}
+
+void cell_worker_free(cell_worker *w) {
+    gpt2_workspace_free(&w->fwd);
+    free(w->norms);
+    for (size_t i = 0; w->lanes && i < w->threads; i++) {
+        free(w->lanes[i].met_ws);
+        free(w->lanes[i].head_out);
+    }
+    free(w->lanes);
+    free(w->ks_x);
+    free(w->ks_y);
+    free(w->ks_p);
+    free(w->ks_scratch);
+    memset(w, 0, sizeof *w);
+}
+
+/* Copies one head's means (metrics.h order) into the cell blocks at
+ * (layer index il, head index ih), for every cut. */
+static void scatter_head(cell_worker *w, const double *head_out, size_t il, size_t ih) {
+    const met_axes *ax = &w->axes;
+    const cr_layout *y = &w->layout;
+    size_t per_cut = met_out_count(ax);
+    for (size_t c = 0; c < w->ncuts; c++) {
+        const double *o = head_out + c * per_cut;
+        double *b = w->blocks[c];
+        for (int v = 0; v < MET_NPERN; v++)
+            for (size_t n = 0; n < ax->nN; n++)
+                for (size_t t = 0; t < ax->nT; t++)
+                    for (size_t z = 0; z < ax->nNorm; z++)
+                        b[cr_at_per_n(y, (cr_var)(CR_DIST_TRUE + v), n, t, z, il, ih)] =
+                            o[met_at_per_n(ax, v, n, t, z)];
+        for (int v = 0; v < MET_NPERT; v++)
+            for (size_t t = 0; t < ax->nT; t++)
+                for (size_t z = 0; z < ax->nNorm; z++)
+                    b[cr_at_per_t(y, (cr_var)(CR_ENTROPY + v), t, z, il, ih)] =
+                        o[met_at_per_t(ax, v, t, z)];
+        for (size_t t = 0; t < ax->nT; t++)
+            for (size_t e = 0; e < ax->nEps; e++)
+                for (size_t z = 0; z < ax->nNorm; z++)
+                    b[cr_at_grad_fd(y, t, e, z, il, ih)] = o[met_at_grad_fd(ax, t, e, z)];
+    }
+}
+
+/* One lane's heads of the current layer. Writes only its own heads' places
+ * in the blocks, so lanes run side by side. */
+static int lane_heads(cell_lane *ln) {
+    cell_worker *w = ln->w;
+    const gpt2_layer_view *view = ln->view;
+    const as_axes *a = &w->cfg->axes;
+    size_t L = view->L, D = view->d_head;
+    double c0 = thread_cpu_s();
+    for (size_t ih = ln->lane; ih < a->nHeads; ih += w->threads) {
+        size_t h = (size_t)a->heads[ih];
+        const float *scores = view->scores + h * L * L;
+        const float *vectors = view->v + h * L * D;
+        size_t dim = D;
+        if (w->cfg->vectors == AS_VECTORS_RESID) vectors = view->ln1, dim = view->n_embd;
+        ln->axes.window = w->window;
+        ln->axes.layer = (int64_t)view->layer;
+        ln->axes.head = (int64_t)h;
+        /* met_head's values were found to depend on what its workspace held
+         * from the previous call (sep_ratio, metrics.c of 05:30): cleared, a
+         * head's result cannot depend on which head this lane did before --
+         * or on which window this rank did before. 9 MB per head for the
+         * paper's grid at L = 1024: about 0.1% of the head's time. */
+        memset(ln->met_ws, 0, w->met_ws_bytes);
+        if (met_head(ln->head_out, ln->met_ws, w->met_ws_bytes, scores, L, vectors, L, dim, w->cuts,
+                     w->ncuts, &ln->axes, &ln->err)) {
+            ln->cpu_s += thread_cpu_s() - c0;
+            return as_wrap(&ln->err, "head %zu", h);
+        }
+        scatter_head(w, ln->head_out, ln->il, ih);
+    }
+    ln->cpu_s += thread_cpu_s() - c0;
+    return 0;
+}
+
+static void *lane_thread(void *arg) {
+    cell_lane *ln = arg;
+    ln->rc = lane_heads(ln);
+    return NULL;
+}
+
+/* The forward pass's per-layer callback: every measured head of this layer. */
+static int on_layer(const gpt2_layer_view *view, void *user, as_err *err) {
+    cell_worker *w = user;
+    const as_axes *a = &w->cfg->axes;
+    size_t il = 0;
+    while (il < a->nLayers && (size_t)a->layers[il] != view->layer) il++;
+    if (il == a->nLayers) return 0; /* not a measured layer */
+    if (w->should_stop && w->should_stop())
+        return as_fail(err, "abandoned: the sweep is stopping");
+    double t0 = as_monotonic_s();
+    pthread_t tid[CELL_MAX_THREADS];
+    int started[CELL_MAX_THREADS] = {0};
+    for (size_t i = 0; i < w->threads; i++) {
+        cell_lane *ln = &w->lanes[i];
+        ln->view = view, ln->il = il, ln->rc = 0, ln->err.msg[0] = 0;
+        /* A thread that cannot start leaves its heads to this one, below. */
+        if (i > 0 && i < CELL_MAX_THREADS) started[i] = pthread_create(&tid[i], NULL, lane_thread, ln) == 0;
+    }
+    w->lanes[0].rc = lane_heads(&w->lanes[0]);
+    for (size_t i = 1; i < w->threads; i++) {
+        if (i < CELL_MAX_THREADS && started[i]) pthread_join(tid[i], NULL);
+        else w->lanes[i].rc = lane_heads(&w->lanes[i]);
+    }
+    w->metrics_s += as_monotonic_s() - t0;
+    for (size_t i = 0; i < w->threads; i++)
+        if (w->lanes[i].rc) {
+            *err = w->lanes[i].err;
+            return -1;
+        }
+    return 0;
+}
+
+/* metrics.md section 3: per (N, T, normalizer) a KS test between the heads'
+ * mean dist_true and mean dist_expect; crit_N is the smallest N whose p-value
+ * exceeds ks_alpha, -1 when none does. */
+static void cross_head_tests(cell_worker *w, double *b) {
+    const cr_layout *y = &w->layout;
+    size_t heads = y->nLayer * y->nHead;
+    for (size_t t = 0; t < y->nT; t++)
+        for (size_t z = 0; z < y->nNorm; z++) {
+            for (size_t n = 0; n < y->nN; n++) {
+                for (size_t i = 0; i < heads; i++) {
+                    w->ks_x[i] = b[cr_at_per_n(y, CR_DIST_TRUE, n, t, z, i / y->nHead, i % y->nHead)];
+                    w->ks_y[i] = b[cr_at_per_n(y, CR_DIST_EXPECT, n, t, z, i / y->nHead, i % y->nHead)];
+                }
+                double *stat = &b[cr_at_ks(y, CR_KS_STAT, n, t, z)];
+                ks_2samp_exact(stat, &w->ks_p[n], w->ks_x, heads, w->ks_y, heads, w->ks_scratch);
+                b[cr_at_ks(y, CR_KS_PVALUE, n, t, z)] = w->ks_p[n];
+            }
+            b[cr_at_crit(y, t, z)] = ks_critical_n(w->cfg->axes.N, w->ks_p, y->nN, w->cfg->ks_alpha);
+        }
+}
+
+int cell_compute(cell_worker *w, int64_t window, const int32_t *tokens, const size_t *cuts,
+                 size_t ncuts, double *const *blocks, as_err *err) {
+    double t0 = as_monotonic_s();
+    if (ncuts < 1 || ncuts > CELL_MAX_CUTS)
+        return as_fail(err, "cell: %zu context lengths in one call (1..%d allowed)", ncuts,
+                       CELL_MAX_CUTS);
+    for (size_t c = 0; c < ncuts; c++) {
+        if (cuts[c] < 1 || (c && cuts[c] <= cuts[c - 1]))
+            return as_fail(err, "cell: context lengths must ascend (got %zu after %zu)", cuts[c],
+                           c ? cuts[c - 1] : 0);
+        w->cuts[c] = cuts[c];
+        for (size_t i = 0; i < w->layout.total; i++) blocks[c][i] = NAN;
+    }
+    w->ncuts = ncuts;
+    w->blocks = blocks;
+    w->window = window;
+
+    const as_axes *a = &w->cfg->axes;
+    gpt2_request req = {.on_layer = on_layer, .user = w};
+    for (size_t il = 0; il < a->nLayers; il++) req.capture_mask |= 1ull << a->layers[il];
+    size_t L = cuts[ncuts - 1];
+    if (w->pass_L) {
+        if (w->pass_L < L)
+            return as_fail(err, "cell: cut L = %zu is longer than the pass (%zu)", L, w->pass_L);
+        L = w->pass_L;
+    }
+    double metrics_before = w->metrics_s, c0 = process_cpu_s(), lanes_cpu_before = 0;
+    for (size_t i = 0; i < w->threads; i++) lanes_cpu_before += w->lanes[i].cpu_s;
+    if (gpt2_forward(&w->fwd, w->model, tokens, L, &req, err))
+        return as_wrap(err, "window %lld at L = %zu", (long long)window, L);
+    double t_ks = as_monotonic_s();
+    w->forward_s += (t_ks - t0) - (w->metrics_s - metrics_before);
+    double lanes_cpu = -lanes_cpu_before;
+    for (size_t i = 0; i < w->threads; i++) lanes_cpu += w->lanes[i].cpu_s;
+    w->metrics_cpu_s += lanes_cpu;
+    w->forward_cpu_s += (process_cpu_s() - c0) - lanes_cpu;
+
+    for (size_t c = 0; c < ncuts; c++) cross_head_tests(w, blocks[c]);
+    double t1 = as_monotonic_s();
+    w->ks_s += t1 - t_ks;
+    w->passes++;
+    double seconds = (t1 - t0) / (double)ncuts;
+    for (size_t c = 0; c < ncuts; c++) {
+        blocks[c][w->layout.offset[CR_WALL_TIME]] = seconds;
+        blocks[c][w->layout.offset[CR_RANK]] = w->rank;
+    }
+    return 0;
+}

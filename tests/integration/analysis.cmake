@@ -1,0 +1,9 @@
+# analysis.cmake -- tests of analysis/ (issue 6): attnsweep_results.load() masks
+# unfinished cells, and analysis/figures.py draws exactly the file's values
+# (recomputed independently from h5py) into non-blank PNG/PDF files. The test
+# makes its own results file with `attnsweep run` on the tiny model.
+add_test(NAME analysis_figures
+         COMMAND ${AS_PYTHON} ${CMAKE_SOURCE_DIR}/tests/integration/test_analysis.py $<TARGET_FILE:attnsweep>
+                 ${CMAKE_BINARY_DIR}/models/tiny ${CMAKE_BINARY_DIR}/scratch/analysis)
+set_tests_properties(analysis_figures PROPERTIES FIXTURES_REQUIRED model_tiny TIMEOUT 300
+                     ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OPENBLAS_NUM_THREADS=1;MPLBACKEND=Agg")

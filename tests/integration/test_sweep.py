@@ -1,0 +1,207 @@
+#!/usr/bin/python3
+"""End-to-end tests of `attnsweep run` (issue 5): ranks, SIGTERM + resume,
+refused and extended configs, and the metric values in the file
+against an independent numpy evaluation of metrics.md from a `dump`.
+
+usage: test_sweep.py ATTNSWEEP MODEL_DIR SCRATCH [case ...]
+"""
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import h5py
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from sweeptest import ENV, check, run_cases, same_values, summary
+
+BIN, MODEL, SCRATCH = sys.argv[1:4]
+ONLY = set(sys.argv[4:])
+
+
+def write_config(path, output, L="[16, 32, 64]", windows=3, extra=""):
+    with open(path, "w") as f:
+        f.write(f"""model = "{MODEL}";
+text = {{ path = "tokens.npy"; format = "tokens"; }};
+windows = {{ count = {windows}; offset = 0; stride = 64; }};
+grid = {{ L = {L}; N = [1, 2, 4, 8]; T = [0.01, 1.0, 8.0];
+         eps = [1e-3, 0.1]; normalizer = ["softmax", "sparsemax"]; }};
+output = "{output}";
+runtime = {{ commit_every = 2; }};
+{extra}
+""")
+
+
+def run(args, ranks=1, **kw):
+    cmd = [BIN, "run"] + args
+    if ranks > 1:
+        cmd = ["mpirun", "-np", str(ranks), "--oversubscribe"] + cmd
+    return subprocess.run(cmd, env=ENV, cwd=SCRATCH, capture_output=True, text=True, **kw)
+
+
+def case_ranks():
+    for n in (1, 2, 4):
+        write_config(f"{SCRATCH}/r{n}.cfg", f"r{n}.h5")
+        p = run([f"r{n}.cfg"], ranks=n)
+        check(p.returncode == 0, f"{n} ranks: exit {p.returncode}: {p.stderr[-500:]}")
+    for n in (2, 4):
+        same_values(f"{SCRATCH}/r1.h5", f"{SCRATCH}/r{n}.h5", f"1 vs {n} ranks")
+    with h5py.File(f"{SCRATCH}/r1.h5", "r") as f:
+        check((f["status"][()] == 1).all(), "every cell done")
+        check(f["dist_true"].dims[0][0].name.endswith("window"), "h5py sees dimension names")
+        check((f["attempts"][()] == 1).all(), "one attempt per cell in a clean run")
+
+
+def case_sigterm():
+    write_config(f"{SCRATCH}/t.cfg", "t.h5", windows=6)
+    # the store's test hook pauses each commit step, so the run is still going
+    # when the signal comes, however fast the machine is
+    slow = dict(ENV, ATTNSWEEP_TEST_COMMIT_DELAY_MS="200")
+    p = subprocess.Popen([BIN, "run", "t.cfg"], env=slow, cwd=SCRATCH, stderr=subprocess.PIPE,
+                         text=True)
+    deadline = time.time() + 60
+    while time.time() < deadline and not done_cells(f"{SCRATCH}/t.h5.status"):
+        time.sleep(0.1)
+    t0 = time.time()
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=30)
+    check(p.returncode == 3, f"SIGTERM gives the resumable exit code 3, got {p.returncode}: {err[-300:]}")
+    check(time.time() - t0 < 10, "stops within 10 s")
+    with h5py.File(f"{SCRATCH}/t.h5", "r") as f:  # a clean stop leaves a file h5py opens
+        st = f["status"][()]
+    check(not (f"{SCRATCH}/t.h5.lock" and os.path.exists(f"{SCRATCH}/t.h5.lock")), "lock removed")
+    print(f"sigterm: {int((st == 1).sum())} of {st.size} cells done at the stop", flush=True)
+    fin = run(["t.cfg"])
+    check(fin.returncode == 0, f"resume after SIGTERM: {fin.stderr[-300:]}")
+    write_config(f"{SCRATCH}/tref.cfg", "tref.h5", windows=6)
+    check(run(["tref.cfg"]).returncode == 0, "reference run")
+    same_values(f"{SCRATCH}/tref.h5", f"{SCRATCH}/t.h5", "after SIGTERM and resume")
+
+
+def done_cells(status_path):
+    """Cells done according to the status file the master replaces atomically."""
+    import json
+    try:
+        return json.load(open(status_path)).get("done", 0)
+    except (OSError, ValueError):
+        return 0
+
+
+def digest(path):
+    import hashlib
+    return hashlib.sha256(open(path, "rb").read()).hexdigest()
+
+
+def case_changed_config():
+    write_config(f"{SCRATCH}/c.cfg", "c.h5")
+    check(run(["c.cfg"]).returncode == 0, "first run")
+    before = {s: digest(f"{SCRATCH}/c.h5{s}") for s in ("", ".journal")}
+    p = run(["c.cfg", "--set", "metrics.seed=2"])
+    check(p.returncode == 1, f"a changed seed is refused (exit {p.returncode})")
+    check("metrics.seed" in p.stderr, f"the message names the key: {p.stderr.strip()}")
+    check(len(p.stderr.strip().splitlines()) == 1, f"one line: {p.stderr!r}")
+    after = {s: digest(f"{SCRATCH}/c.h5{s}") for s in ("", ".journal")}
+    check(before == after, "the refused run left the files unchanged")
+
+
+def case_extend():
+    write_config(f"{SCRATCH}/e.cfg", "e.h5", L="[16, 64]", windows=2)
+    check(run(["e.cfg"]).returncode == 0, "first run")
+    write_config(f"{SCRATCH}/e.cfg", "e.h5", L="[16, 32, 64]", windows=3)
+    p = run(["e.cfg"])
+    check(p.returncode == 0, f"extension with a new L and a new window: {p.stderr[-400:]}")
+    check("4 before this run" in p.stderr, f"old cells kept: {p.stderr[-200:]}")
+    write_config(f"{SCRATCH}/eref.cfg", "eref.h5", L="[16, 32, 64]", windows=3)
+    check(run(["eref.cfg"]).returncode == 0, "reference run")
+    same_values(f"{SCRATCH}/eref.h5", f"{SCRATCH}/e.h5", "extended vs direct")
+
+
+# --- metrics.md, written again in numpy straight from the definitions -------
+
+def softmax(z):
+    z = z - z.max()
+    e = np.exp(z)
+    return e / e.sum()
+
+
+def sparsemax(z):
+    s = np.sort(z)[::-1]
+    css = np.cumsum(s)
+    k = np.arange(1, len(z) + 1)
+    kz = k[1 + k * s > css].max()
+    tau = (css[kz - 1] - 1) / kz
+    return np.maximum(z - tau, 0)
+
+
+def row_metrics(l, x, N, T, norm):
+    n = len(l)
+    a = softmax(l / T) if norm == "softmax" else sparsemax(l / T)
+    order = sorted(range(n), key=lambda j: (-l[j], j))  # T-independent, ties to lower index
+    sel = order[:N]
+    uns = [i for i in range(n) if i not in sel]
+    s = sum(a[i] * x[i] for i in sel)
+    dist_true = sum(np.linalg.norm(a[i] * x[i] - s) for i in uns)
+    tot = (a[:, None] * x).sum(0)
+    dist_expect = (n - N) / n * sum(np.linalg.norm(a[i] * x[i] - N / (n - 1) * (tot - a[i] * x[i]))
+                                    for i in range(n))
+    nz = a[a > 0]
+    entropy = -(nz * np.log(nz)).sum()
+    return dist_true, dist_expect, entropy
+
+
+def case_dump_crosscheck():
+    write_config(f"{SCRATCH}/m.cfg", "m.h5", L="[32]", windows=1)
+    check(run(["m.cfg"]).returncode == 0, "run")
+    toks = np.load(f"{SCRATCH}/tokens.npy")[:32]
+    np.savetxt(f"{SCRATCH}/w0.txt", toks[None, :], fmt="%d")
+    d = subprocess.run([BIN, "dump", "--model", MODEL, "--tokens", f"{SCRATCH}/w0.txt", "--length", "32",
+                        "--out", f"{SCRATCH}/w0.h5"], env=ENV, capture_output=True, text=True)
+    check(d.returncode == 0, f"dump: {d.stderr}")
+    f = h5py.File(f"{SCRATCH}/m.h5", "r")
+    g = h5py.File(f"{SCRATCH}/w0.h5", "r")
+    Ns, Ts = list(f["N"][()]), list(f["T"][()])
+    norms = [s.decode() if isinstance(s, bytes) else s for s in f["normalizer"][()]]
+    worst = 0.0
+    for layer in (0, 1):
+        sc = g[f"layer_{layer:02d}/scores"][()].astype(np.float64)
+        v = g[f"layer_{layer:02d}/v"][()].astype(np.float64)
+        for head in (0, 3):
+            for iN, N in enumerate(Ns):
+                for iT, T in enumerate(Ts):
+                    for iz, norm in enumerate(norms):
+                        rows = [row_metrics(sc[head, t, :t + 1], v[head, :t + 1], N, T, norm)
+                                for t in range(32) if t + 1 > N]
+                        want_true = np.mean([r[0] for r in rows])
+                        want_exp = np.mean([r[1] for r in rows])
+                        got_true = f["dist_true"][0, 0, iN, iT, iz, layer, head]
+                        got_exp = f["dist_expect"][0, 0, iN, iT, iz, layer, head]
+                        got_rows = f["rows_used"][0, 0, iN, iT, iz, layer, head]
+                        for got, want in ((got_true, want_true), (got_exp, want_exp)):
+                            err = abs(got - want) / max(abs(want), 1e-6)
+                            worst = max(worst, err)
+                            check(err < 1e-4, f"L{layer} h{head} N={N} T={T} {norm}: {got} vs {want}")
+                        check(got_rows == len(rows), f"rows_used {got_rows} vs {len(rows)}")
+                    ent = np.mean([row_metrics(sc[head, t, :t + 1], v[head, :t + 1], 1, T, norm)[2]
+                                   for t in range(1, 32)])
+                    got = f["entropy"][0, 0, iT, iz, layer, head]
+                    check(abs(got - ent) <= 1e-4 * max(1, abs(ent)), f"entropy {got} vs {ent}")
+    print(f"dump_crosscheck: worst relative difference {worst:.2e}", flush=True)
+
+
+def main():
+    if os.path.exists(SCRATCH):
+        shutil.rmtree(SCRATCH)
+    os.makedirs(SCRATCH)
+    rng = np.random.default_rng(3)
+    np.save(f"{SCRATCH}/tokens.npy", rng.integers(0, 50257, size=1000).astype("<u2"))
+    # kill -9 of the whole job at random moments and in every commit phase,
+    # then resume: tests/test_torture.py.
+    cases = [case_ranks, case_changed_config, case_extend, case_dump_crosscheck, case_sigterm]
+    run_cases(cases, ONLY, label="case ")
+    sys.exit(summary("test_sweep"))
+
+
+main()

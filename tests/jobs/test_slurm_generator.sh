@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# tests/jobs/test_slurm_generator.sh -- jobs/make-sbatch.sh and jobs/attnsweep.sbatch without a
+# cluster: argument checks, time formats, the MaxArraySize limit at its boundary, what the
+# generated script contains (SBATCH lines, fixed arguments, the template body unchanged), and
+# that the batch script refuses to run outside SLURM.
+set -uo pipefail
+REPO=$(cd "$(dirname "$0")/../.." && pwd)
+GEN="$REPO/jobs/make-sbatch.sh"
+TEMPLATE="$REPO/jobs/attnsweep.sbatch"
+SCRATCH=$(mktemp -d /tmp/attnsweep-gentest.XXXXXX) || { echo "FAIL: mktemp" >&2; exit 1; }
+trap 'rc=$?; rm -rf "$SCRATCH"; exit $rc' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+cd "$SCRATCH" || fail "cd"
+for v in $(compgen -e | grep '^SLURM_' || true); do unset "$v"; done
+echo 'model = "models/gpt2";' > sweep.cfg
+base=(sweep.cfg --nodes 2 --ntasks-per-node 4 --time 01:00:00 --max-array-size 1001)
+
+expect() {   # RC PATTERN CMD...
+  local want=$1 pat=$2; shift 2
+  "$@" > out.txt 2> err.txt; local rc=$?
+  [ "$rc" = "$want" ] || fail "'$*' exited $rc, expected $want: $(cat err.txt)"
+  [ -z "$pat" ] || grep -qE -- "$pat" err.txt || fail "'$*': stderr lacks /$pat/: $(cat err.txt)"
+}
+expect 0 "" "$GEN" --help
+grep -q 'MaxArraySize' out.txt || fail "--help does not mention MaxArraySize"
+expect 2 "missing CONFIG" "$GEN"
+expect 2 "missing --nodes" "$GEN" sweep.cfg --ntasks-per-node 1 --time 10
+expect 2 "--nodes 'x' is not a positive integer" "$GEN" sweep.cfg --nodes x --ntasks-per-node 1 --time 10
+expect 2 "--time '1h' is not a SLURM time" "$GEN" "${base[@]}" --time 1h
+expect 2 "--warn 600 s is not shorter than the time limit 10:00 \(600 s\)" "$GEN" "${base[@]}" --time 10:00 --warn 600
+expect 2 "--parallel needs --shards" "$GEN" "${base[@]}" --parallel 2
+expect 2 "--parallel 5 is more than --shards 4" "$GEN" "${base[@]}" --shards 4 --parallel 5
+expect 2 "unknown option '--bogus'" "$GEN" "${base[@]}" --bogus
+expect 2 "--warn 70000: SLURM allows at most 65535 s" "$GEN" "${base[@]}" --time 2-00:00:00 --warn 70000
+expect 1 "nope.cfg: no such config file" "$GEN" nope.cfg --nodes 1 --ntasks-per-node 1 --time 10
+[ "$(wc -l < err.txt)" = 1 ] || fail "error is not one line: $(cat err.txt)"
+# every SLURM time form, converted independently here: D-HH:MM:SS etc. against --warn limits
+for t in "0-10:00:00 36000" "0-02 7200" "0-01:03 3780" "03:00:00 10800" "07:30 450" "45 2700"; do
+  set -- $t
+  expect 0 "" "$GEN" "${base[@]}" --time "$1" --warn $(( $2 - 1 )) --dry-run
+  expect 2 "not shorter" "$GEN" "${base[@]}" --time "$1" --warn "$2" --dry-run
+done
+
+# MaxArraySize caps the index: 1001 allows shards 0..1000
+expect 1 "does not fit: 1002 shards need array indices 0..1001 but MaxArraySize is 1001" \
+  "$GEN" "${base[@]}" --shards 1002 --dry-run
+expect 0 "" "$GEN" "${base[@]}" --shards 1001 --parallel 50 --dry-run
+grep -qx '#SBATCH --array=0-1000%50' out.txt || fail "no --array=0-1000%50 line"
+
+# the generated script: SBATCH lines, fixed arguments, unchanged template body, valid bash
+expect 0 "" "$GEN" "${base[@]}" --warn 120 --partition short --sbatch '--exclusive' \
+  --name paper -o job.sbatch --logdir joblogs -- --set 'grid.L=[64,128]'
+[ -x job.sbatch ] || fail "job.sbatch not written or not executable"
+[ -d joblogs ] || fail "log directory not created"
+for line in '--job-name=paper' '--nodes=2' '--ntasks-per-node=4' '--time=01:00:00' '--requeue' \
+            '--open-mode=append' '--signal=B:USR1@120' "--output=$SCRATCH/joblogs/paper-%j.out" \
+            '--partition=short' '--exclusive'; do
+  grep -qxF -- "#SBATCH $line" job.sbatch || fail "job.sbatch lacks '#SBATCH $line'"
+done
+grep -q '^#SBATCH --array' job.sbatch && fail "an unsharded job got an --array line"
+bash -n job.sbatch || fail "job.sbatch has a syntax error"
+diff <(sed -n '/^# ==== body/,$p' "$TEMPLATE" | tail -n +2) <(sed -n '/^set --/,$p' job.sbatch | tail -n +2) >&2 ||
+  fail "the body of job.sbatch differs from jobs/attnsweep.sbatch"
+eval "$(grep '^set --' job.sbatch)"
+want=(--launcher srun --bin "$REPO/build/attnsweep" "$SCRATCH/sweep.cfg" -- --set 'grid.L=[64,128]')
+[ "$*" = "${want[*]}" ] || fail "fixed arguments are '$*', expected '${want[*]}'"
+set --
+# the dry run writes nothing
+expect 0 "" "$GEN" "${base[@]}" -o dry.sbatch --logdir drylogs --dry-run
+[ ! -e dry.sbatch ] && [ ! -e drylogs ] || fail "--dry-run wrote files"
+
+# the batch script itself
+bash "$TEMPLATE" --help > out.txt || fail "attnsweep.sbatch --help failed"
+expect 2 "not inside a SLURM job" bash "$TEMPLATE" sweep.cfg
+expect 2 "unknown option '--nope'" bash "$TEMPLATE" --nope sweep.cfg
+echo "PASS test_slurm_generator"

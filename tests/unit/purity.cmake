@@ -1,0 +1,5 @@
+# tests/unit/purity.cmake -- the layers link as the house says (CMakeLists.txt, "the layers"):
+# no kernel, model, text or sweep object references MPI or HDF5, the store never calls MPI, and
+# no layer calls into a layer above it. Reads the static libraries' symbol tables with nm.
+add_test(NAME layer_purity COMMAND ${AS_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/purity.py ${CMAKE_NM}
+                                   ${CMAKE_BINARY_DIR})
