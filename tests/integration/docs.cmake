@@ -8,7 +8,7 @@ foreach(case results dump)
     set(extra selftest)
   endif()
   add_test(NAME docs_${case}
-           COMMAND ${AS_PYTHON} ${CMAKE_SOURCE_DIR}/tests/test_docs_results.py
+           COMMAND ${AS_PYTHON} ${CMAKE_SOURCE_DIR}/tests/integration/test_docs_results.py
                    $<TARGET_FILE:attnsweep> ${CMAKE_BINARY_DIR}/models/tiny
                    ${CMAKE_BINARY_DIR}/scratch/docs_${case} ${CMAKE_SOURCE_DIR}/docs/results.md
                    ${case} ${extra})

@@ -25,7 +25,8 @@ import sys
 import h5py
 import numpy as np
 
-from sweeptest import ENV, check, run_cases, summary
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from sweeptest import ENV, check, run_cases, summary  # noqa: E402
 
 BIN, MODEL, SCRATCH, DOC = sys.argv[1:5]
 ONLY = set(sys.argv[5:])
