@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Load an attnsweep results file (shared/spec/results.md) for analysis.
+"""Load an attnsweep results file (docs/results.md) for analysis.
 
     import sys; sys.path.insert(0, "analysis")
     import attnsweep_results as ar
@@ -30,7 +30,7 @@ HEAD_DIMS = ("layer", "head")
 
 
 def _open(path):
-    """Open with h5netcdf (the engine results.md promises), else netCDF4."""
+    """Open with h5netcdf (the engine docs/results.md promises), else netCDF4."""
     errors = []
     for engine in ("h5netcdf", "netcdf4"):
         try:
@@ -50,7 +50,7 @@ def load(path):
     """Dataset of the results file with every metric NaN where status != 1.
 
     Integer metrics (crit_N, rows_used) become float so they can hold NaN;
-    crit_N keeps -1 for "no N of the grid qualifies" (metrics.md section 3).
+    crit_N keeps -1 for "no N of the grid qualifies" (docs/metrics.md section 5).
     The data are read into memory and the file is closed.
     """
     with _open(path) as raw:

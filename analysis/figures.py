@@ -26,10 +26,10 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import attnsweep_results as ar  # noqa: E402
 
-PAPER_CRIT_N_PER_L = 0.06          # metrics.md section 3
-PAPER_PLATEAU = (0.70, 0.85)       # metrics.md section 4, N >= 16
+PAPER_CRIT_N_PER_L = 0.06          # docs/metrics.md sections 5 and 12
+PAPER_PLATEAU = (0.70, 0.85)       # docs/metrics.md sections 6 and 12, N >= 16
 PAPER_PLATEAU_FROM_N = 16
-PAPER_LOW_T = 0.1                  # metrics.md section 5: grad ~ 1/T below this T
+PAPER_LOW_T = 0.1                  # docs/metrics.md sections 7 and 12: grad ~ 1/T below this T
 PAPER_GRAD_SLOPE = -1.0
 
 

@@ -3,7 +3,7 @@
  *
  * One flat block because three modules pass it along: the cell computes it,
  * the scheduler ships it from a worker to the master in one MPI message, and
- * the store writes it into the HDF5 file (variables of ../shared/spec/results.md
+ * the store writes it into the HDF5 file (variables of docs/results.md
  * without their leading window and L dimensions). Integer quantities
  * (rows_used, crit_N) are stored as exact doubles in the block.
  *

@@ -1,5 +1,5 @@
 /* ks.h -- two-sample Kolmogorov-Smirnov test with the EXACT two-sided p-value, and the
- * critical top-N of Algorithm 3 (../shared/spec/metrics.md, section 3).
+ * critical top-N of Algorithm 3 (docs/metrics.md, section 5).
  *
  * D = sup_x |F1(x) - F2(x)| over the two empirical CDFs (ties within and across samples
  * are handled by evaluating after every copy of a value, as scipy does). The p-value is

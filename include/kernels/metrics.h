@@ -1,4 +1,4 @@
-/* metrics.h -- the paper's per-head metrics (../shared/spec/metrics.md, sections 1-8),
+/* metrics.h -- the paper's per-head metrics (docs/metrics.md, sections 1-11),
  * computed exactly over ONE head's captured arrays. No MPI, HDF5 or config here.
  *
  * Inputs (float32, as captured; all accumulation in double):
@@ -8,24 +8,24 @@
  *                     vectors="resid", the layer's ln_1 output (dim = C). The choice is the
  *                     caller's: this module only sees "the vectors".
  *
- * Decisions where metrics.md leaves room (also listed in the report; record in attributes):
- *  - Top-N order (section 1): indices sorted by raw logit, descending, ties -> lower index.
+ * Decisions where the paper leaves room (docs/metrics.md section 13 lists them all):
+ *  - Top-N order (section 3): indices sorted by raw logit, descending, ties -> lower index.
  *    This is T- and normalizer-independent. For softmax/ssmax it equals the order of a_j
  *    whenever the a_j differ; where a_j tie only because of underflow (T = 1e-3) or
  *    sparsemax's exact zeros, the logit order decides (the limit of the untied order).
- *  - rows="full_row": row t has n = Lc entries (Lc = the cut's context length), a_j = 0 and
- *    logit -inf for j > t; masked keys rank after every visible key (lower index first) and
- *    are ordinary "unselected" tokens in d1, dist_true, dist_expect, r; delta is the min
+ *  - rows="full_row" (section 2): row t has n = Lc entries (Lc = the cut's context length),
+ *    a_j = 0 and logit -inf for j > t; masked keys rank after every visible key (lower index
+ *    first) and are ordinary "unselected" tokens in d1, dist_true, dist_expect, r; delta is the min
  *    pairwise distance over all Lc normalized vectors; entropy_norm divides by ln Lc; ssmax
  *    uses ln Lc; the normalizer itself only sees the t+1 visible logits; grad_fd's direction
  *    u is a unit vector over the t+1 visible entries (perturbing a -inf logit changes
  *    nothing). Every row then has n = Lc >= 2, so all Lc rows enter the N-independent means
  *    and the per-N means when Lc > N. full_row rows depend on Lc, so prefix cuts cost one
  *    pass per cut (visible rows are shared: one pass serves every cut).
- *  - ssmax (section 8): a = softmax((s ln n) * l / T), s = ssmax_scale (0 -> 1/ln 1024).
- *  - grad_exact is NaN for sparsemax and ssmax (section 8, literally); grad_bound is the
+ *  - ssmax (section 10): a = softmax((s ln n) * l / T), s = ssmax_scale (0 -> 1/ln 1024).
+ *  - grad_exact is NaN for sparsemax and ssmax (section 10); grad_bound is the
  *    T-only curve min(1/(4T), sqrt 2) for every normalizer.
- *  - A zero vector x_j normalizes to y_j = 0 (section 4). If the radius r is 0, no selected
+ *  - A zero vector x_j normalizes to y_j = 0 (section 6). If the radius r is 0, no selected
  *    token can be strictly inside: N_s = 0 and sep_lower = 0 (avoids 0/0). delta of a single
  *    vector is +inf, but such rows (n = 1) never enter per-N means.
  *  - Entropy uses ln a_j = z_j - z_max - ln Z for softmax/ssmax (exact identity, no log per
@@ -37,7 +37,7 @@
  * normalizers, nE eps values):
  *  - one Gram matrix G = X X^T per head in DOUBLE (X converted to double, cblas_dsyrk,
  *    O(L^2 d)); distances come from ||a_i x_i - s||^2 = a_i^2 G_ii - 2 a_i c_i + ||s||^2
- *    with c_i = sum_{j in I_N} a_j G_ij (section 2 cost hint). Double keeps the expansion's
+ *    with c_i = sum_{j in I_N} a_j G_ij (section 4.4). Double keeps the expansion's
  *    cancellation at ~1e-8 relative in the distance (float would give ~3e-4).
  *  - per row: top-K selection O(n + K log K) once (T-independent); d1, m for every N by a
  *    running max over the added selected column, O(K n) once per row, fused into the first
@@ -94,9 +94,9 @@ typedef struct {
     size_t nEps;
     const met_normalizer *norm;
     size_t nNorm;
-    double ssmax_scale; /* s of section 8; 0 -> 1/ln(1024) */
+    double ssmax_scale; /* s of section 10; 0 -> 1/ln(1024) */
     int full_row;       /* 0: rows="visible" (default), 1: rows="full_row" */
-    /* key of the counter-based direction generator (section 5): u depends only on
+    /* key of the counter-based direction generator (section 7): u depends only on
      * (seed, window, layer, head, t, eps index) */
     uint64_t seed;
     int64_t window, layer, head;
@@ -107,7 +107,7 @@ typedef struct {
  *                                        sep_lower sep_upper rows_used (= cellresult order)
  *   per_T  [MET_NPERT][nT][nNorm]        entropy entropy_norm grad_exact grad_bound
  *   grad_fd [nT][nEps][nNorm]
- * Means over the rows of section 7; a mean over zero rows is NaN (rows_used = 0). */
+ * Means over the rows of section 9; a mean over zero rows is NaN (rows_used = 0). */
 enum { MET_DIST_TRUE, MET_DIST_BOUND, MET_DIST_EXPECT, MET_SEP_RATIO, MET_SEP_LOWER,
        MET_SEP_UPPER, MET_ROWS_USED, MET_NPERN };
 enum { MET_ENTROPY, MET_ENTROPY_NORM, MET_GRAD_EXACT, MET_GRAD_BOUND, MET_NPERT };
@@ -127,7 +127,7 @@ static inline size_t met_at_grad_fd(const met_axes *ax, size_t iT, size_t iE, si
  * Allocate once per worker (64-byte alignment is not required, 8 is). */
 size_t met_workspace_bytes(size_t L_max, size_t dim, const met_axes *ax);
 
-/* The head job (sections 2, 4, 5, 6, 7). For each cut Lc = cuts[c] (ascending, 1 <= Lc <= L),
+/* The head job (sections 4, 6, 7, 8, 9). For each cut Lc = cuts[c] (ascending, 1 <= Lc <= L),
  * writes the means over rows t < Lc into out + c * met_out_count(ax); the result equals a
  * separate call with L = Lc. scores [L][ld_scores] (ld_scores >= L), vectors [L][dim].
  * Returns 0, or -1 with err filled (bad axes, workspace too small, unsorted cuts). */
@@ -137,26 +137,26 @@ int met_head(double *out, void *workspace, size_t workspace_bytes, const float *
 
 /* ---- per-row kernels, exposed for tests and for callers that need one piece ---- */
 
-/* Section 8: a [n] = F(z [n]) over n >= 1 logits already divided by T (and, for ssmax,
+/* Section 10: a [n] = F(z [n]) over n >= 1 logits already divided by T (and, for ssmax,
  * already multiplied by s ln n: this is plain softmax then). Softmax subtracts the max;
  * returns ln Z (of the shifted logits) for softmax, 0 for sparsemax. */
 double met_softmax(double *a, const double *z, size_t n);
 /* Euclidean projection onto the simplex (Michelot's iteration; exact zeros). */
 void met_sparsemax(double *a, const double *z, size_t n);
 /* Weights of one row: a [n] for logits l [nv] at temperature T with normalizer zn; entries
- * nv..n-1 (full_row masking) are 0. n_for_ssmax is the n of "ln n" (section 8). */
+ * nv..n-1 (full_row masking) are 0. n_for_ssmax is the n of "ln n" (section 10). */
 void met_weights(double *a, const double *l, size_t nv, size_t n, double T, met_normalizer zn,
                  double ssmax_scale);
 
-/* Section 5: largest eigenvalue of diag(a) - a a^T (a >= 0, n entries; spectral norm of the
+/* Section 7: largest eigenvalue of diag(a) - a a^T (a >= 0, n entries; spectral norm of the
  * softmax Jacobian times T). Secular equation, 1e-13 relative in practice. */
 double met_softmax_jacobian_norm(const double *a, size_t n);
 
-/* Section 1 tie rule: order [k] (k < K) = the K largest logits l [n] in descending order,
+/* Section 3 tie rule: order [k] (k < K) = the K largest logits l [n] in descending order,
  * ties to the lower index. scratch: n entries. */
 void met_topk_order(uint32_t *order, uint32_t *scratch, const double *l, size_t n, size_t K);
 
-/* Section 5 direction: u [n] = a unit vector, a normalized Gaussian from the counter-based
+/* Section 7 direction: u [n] = a unit vector, a normalized Gaussian from the counter-based
  * generator (splitmix64 hash of the counter, Box-Muller), keyed by met_direction_key. */
 uint64_t met_direction_key(uint64_t seed, int64_t window, int64_t layer, int64_t head, int64_t t,
                            int64_t eps_index);

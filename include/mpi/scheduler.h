@@ -51,7 +51,7 @@
 
 #include "errors.h"
 
-/* Cell status values handed to commit (results.md: 1 done, 2 failed). */
+/* Cell status values handed to commit (docs/results.md: 1 done, 2 failed). */
 enum { SCHED_CELL_DONE = 1, SCHED_CELL_FAILED = 2 };
 
 /* What sched_run returns (-1 is an error, message in err). */

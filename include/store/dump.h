@@ -1,4 +1,4 @@
-/* dump.h -- writer of the dump file (results.md, "The dump file"): one
+/* dump.h -- writer of the dump file (docs/results.md, "The dump file"): one
  * window's tokens, the captured layers' q, k, v, raw scores and attention
  * pattern, and the last position's logits.
  *

@@ -1,8 +1,8 @@
 /* journal.h -- the append-only journal next to a results file (OUT.h5.journal).
  *
  * The journal, not the HDF5 file, is the truth about which cells are done
- * (../shared/notes/sweep-practice.md, "A resume protocol that holds under
- * SIGKILL"): the HDF5 view can be rebuilt from it. It knows bytes, not HDF5.
+ * (so a kill at any moment loses no finished cell; README, "Reliability"):
+ * the HDF5 view can be rebuilt from it. It knows bytes, not HDF5.
  *
  * File layout (little-endian, as written by x86-64 / aarch64 hosts):
  *   header, JOURNAL_HEADER_BYTES bytes: magic "ASJRNL\0\1", version, config

@@ -1,7 +1,7 @@
 /* lockfile.h -- one writer per results file (OUT.h5.lock).
  *
- * HDF5's own file locks fail on some cluster file systems and are turned off
- * (../shared/notes/platform.md), so the store keeps writers apart with a lock
+ * HDF5's own file locks fail on some cluster file systems (NFS, Lustre) and
+ * are turned off, so the store keeps writers apart with a lock
  * file created with O_CREAT|O_EXCL holding "host=", "pid=", "slurm_job_id="
  * and "started=" lines. A lock left by a dead process on this host (same host,
  * pid not alive) is stale and is replaced; a live one, or one from another

@@ -1,7 +1,7 @@
 /* store.h -- the results store: journal (truth) + HDF5 view + lock + status.
  *
  * Only the master rank uses it; it knows files and HDF5, not MPI and not the
- * metrics. The HDF5 file follows ../shared/spec/results.md (netCDF-4 data
+ * metrics. The HDF5 file follows docs/results.md (netCDF-4 data
  * model: every axis a dimension scale attached to every variable using it).
  *
  * Files next to the output OUT.h5:
@@ -18,7 +18,7 @@
  * other axes (N, T, eps, normalizer, layer, head) are fixed for the life of
  * the journal (checked via the journal's layout sizes and axis fingerprint).
  *
- * Commit protocol (../shared/notes/sweep-practice.md): per batch, data into
+ * Commit protocol (README, Reliability): per batch, data into
  * HDF5 + H5Fflush; status/wall_time/rank/attempts + H5Fflush; journal records
  * + fsync. A cell is done only when the journal says so. At open, a file that
  * does not open, has other axes, or disagrees with the journal (a journal-done
@@ -76,7 +76,7 @@ typedef struct {
     const int32_t *head;         /* [n_head] */
 } store_axes;
 
-/* Provenance (results.md "Root attributes") and this run segment. Strings may
+/* Provenance (docs/results.md "Root attributes") and this run segment. Strings may
  * be NULL (stored as ""). */
 typedef struct {
     const char *config_text, *config_sha256;

@@ -2,7 +2,7 @@
  * metric of it, written into the flat result block of cellresult.h.
  *
  * A cell is (window, L). Because GPT-2 is causal, the rows t < L' of a pass at
- * L are the rows of a pass at L' < L (metrics.md section 7), so one call may
+ * L are the rows of a pass at L' < L (docs/metrics.md section 9), so one call may
  * serve several context lengths of the same window: cell_compute() runs the
  * forward pass once at the largest cut and the metrics module takes the means
  * for each cut. With one cut it is exactly "one cell".
@@ -10,7 +10,7 @@
  * Per captured layer the forward pass calls back (gpt2.h); each measured head
  * goes through met_head() (metrics.h), whose per-head means are scattered into
  * the block at [.., layer index, head index]. After the last layer the
- * cross-head KS test and critical N (metrics.md section 3) fill ks_* and
+ * cross-head KS test and critical N (docs/metrics.md section 5) fill ks_* and
  * crit_N. Knows gpt2 + metrics + the grid's axes; nothing of MPI or HDF5.
  *
  * Threads: runtime.blas_threads is the number of threads per rank, for

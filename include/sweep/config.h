@@ -1,6 +1,6 @@
 /* config.h -- a sweep's config file (libconfig), validated, with --set overrides.
  *
- * The key names are the contract of ../shared/spec/config.md; configs/example.cfg
+ * The key names are a contract (keys may be added, never renamed); configs/example.cfg
  * documents every key and its default. config_load() does all the work that
  * can be done before touching a text or a weight:
  *   1. parse the file (syntax errors: "FILE:LINE: TEXT");
@@ -20,7 +20,7 @@
  *   is an error; T.include values that coincide with generated ones (relative
  *   difference < 1e-9) are merged silently (the include value is kept, so
  *   ds.sel(T=8.0) finds it exactly).
- * - normalizer: softmax is moved to the front when present (metrics.md section 8),
+ * - normalizer: softmax is moved to the front when present (docs/metrics.md section 10),
  *   the others keep the user's order; softmax need not be present.
  * - An N >= every L is allowed (rows with n <= N are skipped); only a grid
  *   whose smallest N is >= its largest L (no row could ever be used) is refused.

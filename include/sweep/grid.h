@@ -1,7 +1,7 @@
 /* grid.h -- the cells of a sweep, their order and their cost.
  *
  * A cell is one (window, L) pair: one forward pass and every N, T, eps,
- * normalizer, layer and head of that pass (results.md). Cells are numbered
+ * normalizer, layer and head of that pass (docs/results.md). Cells are numbered
  * window-major, cell = window * nL + l_index, so growing windows.count
  * appends cells and keeps every old index. Growing grid.L inserts values into
  * the sorted L axis and shifts l_index: a store must key cells by
@@ -14,11 +14,11 @@
  *   forward  = (2 * P_blocks * L + 2 * n_layer * L^2 * C) / (sgemm_gflops * 1e9 * threads)
  *              P_blocks = parameters of the transformer blocks (no wte/wpe: the
  *              embedding is a lookup; no LM head); GPT-2 small at L = 1024:
- *              174 + 19 = 193 GFLOP (../shared/notes/platform.md).
+ *              174 + 19 = 193 GFLOP (README, Performance).
  *   metrics  = metric_ns * 1e-9 * heads * (L^2 / 2) * (d + nT * nNorm * (nN + nEps + row_ops))
  *              heads = measured (layer, head) pairs; L^2/2 = sum over rows of the
  *              visible keys; d = d_head (or n_embd for vectors = "resid") for the Gram
- *              row; per (T, normalizer) the N walk of metrics.md 2 (O(n) per N), one
+ *              row; per (T, normalizer) the N walk of docs/metrics.md 4.4 (O(n) per N), one
  *              grad_fd per eps, and row_ops for softmax/entropy/grad_exact/separability.
  * Each cell is costed as its own pass; cell.h may serve all L of a window
  * from one pass at the largest L (prefix cuts), which makes a window cost

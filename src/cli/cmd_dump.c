@@ -1,5 +1,5 @@
 /* cmd_dump.c -- attnsweep dump: one window's attention internals to HDF5
- * (layout in dump.h and results.md, "The dump file"). */
+ * (layout in dump.h and docs/results.md, "The dump file"). */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>

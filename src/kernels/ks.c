@@ -1,4 +1,4 @@
-/* ks.c -- see ks.h (metrics.md section 3). */
+/* ks.c -- see ks.h (docs/metrics.md section 5). */
 #include "ks.h"
 
 #include <math.h>

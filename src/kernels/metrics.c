@@ -1,4 +1,4 @@
-/* metrics.c -- see metrics.h; section numbers refer to ../shared/spec/metrics.md. */
+/* metrics.c -- see metrics.h; section numbers refer to docs/metrics.md. */
 #include "metrics.h"
 
 #include <cblas.h>
@@ -36,7 +36,7 @@ const char *met_normalizer_name(met_normalizer z) {
     return "?";
 }
 
-/* ---------------- normalizers (section 8) ---------------- */
+/* ---------------- normalizers (section 10) ---------------- */
 
 /* y [n] = exp(x [n]) for x <= 0 (softmax only exponentiates shifted logits), in a branch-free
  * loop the compiler vectorizes: glibc's scalar exp was a fifth of the head job. Method:
@@ -227,7 +227,7 @@ void met_weights(double *a, const double *l, size_t nv, size_t n, double T, met_
     for (size_t j = nv; j < n; j++) a[j] = 0.0;
 }
 
-/* ---------------- grad_exact (section 5) ---------------- */
+/* ---------------- grad_exact (section 7) ---------------- */
 
 /* For a on the simplex (sum a = 1, which softmax gives), the secular equation of the rank-one
  * update diag(a) - a a^T, sum_j a_j^2/(a_j - lambda) = 1, equals lambda * sum_j a_j/(a_j -
@@ -392,7 +392,7 @@ double met_softmax_jacobian_norm(const double *a, size_t n) {
     return jacobian_norm_rest(a, n, a1, a2, cnt2, 1); /* no scratch here: mask instead */
 }
 
-/* ---------------- top-N order (section 1) ---------------- */
+/* ---------------- top-N order (section 3) ---------------- */
 
 static inline int ranks_before(const double *l, uint32_t i, uint32_t j) {
     double li = l[i], lj = l[j];
@@ -446,7 +446,7 @@ void met_topk_order(uint32_t *order, uint32_t *scratch, const double *l, size_t 
     memcpy(order, scratch, K * sizeof *order);
 }
 
-/* ---------------- counter-based directions (section 5) ---------------- */
+/* ---------------- counter-based directions (section 7) ---------------- */
 
 static inline uint64_t mix64(uint64_t x) {
     x += 0x9E3779B97F4A7C15ull;
@@ -607,7 +607,7 @@ size_t met_workspace_bytes(size_t L_max, size_t dim, const met_axes *ax) {
     return carve(&w, NULL, L_max, dim, ax) + 64;
 }
 
-/* The O(n) part of one grid N (sections 2 and 4): over unselected i, the sum of
+/* The O(n) part of one grid N (sections 4 and 6): over unselected i, the sum of
  * ||a_i x_i - s|| and the minimum of D_i = ||s^y - a_i y_i||; over all i, the
  * dist_expect sum. Eight independent lanes keep the sums vectorizable without
  * reassociation flags (the lane order is fixed, so results do not depend on the CPU). */
@@ -706,7 +706,7 @@ static void eval_unselected_sparse(double *t_true, double *t_exp, double *r_out,
 }
 
 /* C [rows][ldc] += W [rows][ldw] (columns k0..k1) times the G rows order[k0..k1), over
- * columns 0..n-1: the c / c^y update of one stretch of N (section 2 cost hint). Columns
+ * columns 0..n-1: the c / c^y update of one stretch of N (section 4.4). Columns
  * [n, n16) are computed too (n16 = n rounded up to 16 where it fits in ldc = ldg; G is zeroed
  * there, the values are never read) so that the scalar tail is rare. A register-
  * blocked kernel instead of dgemm: the G rows are read in place (dgemm needed them gathered
@@ -751,7 +751,7 @@ static inline __attribute__((always_inline)) void c_block(double *C, size_t ldc,
 
 /* kend (or NULL): row r of W is zero from column kend[r] on, so a block of rows stops at the
  * largest kend of its rows (exact: the skipped terms are 0 * G with G finite, which the caller
- * guarantees before passing kend). md (or NULL): also the running maximum of section 2's d1,
+ * guarantees before passing kend). md (or NULL): also the running maximum of section 4.2's d1,
  * md_i = max over the stretch's p of |x_i - x_p|^2 = gd_i + gd_p - 2 G_pi, done on the 16
  * columns just read, while the G rows are in L1 (a separate pass read them from memory). */
 static void c_update(double *C, size_t ldc, size_t rows, const double *W, size_t ldw,
@@ -826,7 +826,7 @@ static void c_update(double *C, size_t ldc, size_t rows, const double *W, size_t
         }
 }
 
-/* Sections 2 and 4 for one row at one normalizer, every T and every grid N at once.
+/* Sections 4 and 6 for one row at one normalizer, every T and every grid N at once.
  * The weights of all T are in Aall [nT][L] (row T holds a for that T). As N walks up through
  * the sorted order, C [2 nT][n] accumulates c_i = sum_{j in I_N} a_j G_ij (row 2 iT)
  * and c^y_i * |x_i| = sum_{j in I_N} a_j/|x_j| G_ij (row 2 iT + 1): one kernel call per stretch
@@ -838,7 +838,7 @@ static void row_per_n(met_ws *w, size_t n, size_t nv, size_t K, double delta, si
     double *gd = w->gd, *inv = w->inv, *yy = w->yy;
     const uint32_t *order = w->order;
 
-    /* dist_expect pieces (section 2): S_T = sum_j a_j x_j (only j < nv weigh), e_i = x_i.S_T */
+    /* dist_expect pieces (section 4.3): S_T = sum_j a_j x_j (only j < nv weigh), e_i = x_i.S_T */
     size_t n16 = (n + 15) / 16 * 16;
     if (n16 > L) n16 = n; /* c_update then finishes the last columns one by one */
     /* (the same kernel as the c update: S = A X over the rows of X, E = S X^T over the rows
@@ -945,7 +945,7 @@ static void row_per_n(met_ws *w, size_t n, size_t nv, size_t K, double delta, si
             w->unsel[order[q]] = 0.0;
             w->selinf[order[q]] = INFINITY;
         }
-        if (md) { /* section 2: d1 over unselected i, m over the selected set */
+        if (md) { /* section 4.2: d1 over unselected i, m over the selected set */
             for (size_t q = k0; q < N; q++) {
                 uint32_t p = order[q];
                 w->rank[p] = (uint32_t)q;
@@ -996,7 +996,7 @@ static void row_per_n(met_ws *w, size_t n, size_t nv, size_t K, double delta, si
             else
                 eval_unselected(&t_true, &t_exp, &r, n, a, gd, c, w->Em + iT * L, yy, inv, cy,
                                 w->unsel, w->selinf, s2, sy2, w->S2T[iT], alpha, beta);
-            /* section 4: N_s, xi_i over the selected set */
+            /* section 6: N_s, xi_i over the selected set */
             /* (lanes keep it vectorizable; the exponent -(xi - r)^2/2 <= 0 goes to exp_nonpos) */
             double d2h = 0.5 * delta * delta, nsl[LANES] = {0}, xil[LANES] = {0};
             size_t q = 0;
@@ -1053,11 +1053,11 @@ static void process_row(met_ws *w, size_t t, size_t n, double delta) {
     const met_axes *ax = w->ax;
     const size_t L = w->L;
     size_t nv = t + 1;
-    if (n < 2) return; /* no metric is defined on a one-key row (section 7) */
+    if (n < 2) return; /* no metric is defined on a one-key row (section 9) */
     const float *srow = w->scores + t * w->ld;
     for (size_t j = 0; j < nv; j++) w->l[j] = (double)srow[j];
 
-    /* T-independent: the top-K order (section 1) */
+    /* T-independent: the top-K order (section 3) */
     size_t K = w->Kmax < n - 1 ? w->Kmax : n - 1;
     size_t Kv = K < nv ? K : nv;
     met_topk_order(w->order, w->scratch, w->l, nv, Kv);
@@ -1078,10 +1078,10 @@ static void process_row(met_ws *w, size_t t, size_t n, double delta) {
         for (size_t iT = 0; iT < ax->nT; iT++) {
             double T = ax->T[iT];
             double *a = w->Aall + iT * L;
-            /* logit factor of the normalizer (section 8) */
+            /* logit factor of the normalizer (section 10) */
             double f = 1.0 / T;
             if (zn == MET_SSMAX) f *= ssmax_factor(ax->ssmax_scale, n);
-            /* section 6: entropy; softmax/ssmax use ln a_j = z_j - zmax - lnZ */
+            /* section 8: entropy; softmax/ssmax use ln a_j = z_j - zmax - lnZ */
             double H = 0;
             if (zn == MET_SPARSEMAX) {
                 weights_with_z(a, w->z, NULL, w->l, nv, n, T, zn, ax->ssmax_scale);
@@ -1096,7 +1096,7 @@ static void process_row(met_ws *w, size_t t, size_t n, double delta) {
             double *acc = w->acc;
             acc[met_at_per_t(ax, MET_ENTROPY, iT, iZ)] += H;
             acc[met_at_per_t(ax, MET_ENTROPY_NORM, iT, iZ)] += H / lnn;
-            /* section 5 */
+            /* section 7 */
             if (zn == MET_SOFTMAX)
                 acc[met_at_per_t(ax, MET_GRAD_EXACT, iT, iZ)] +=
                     jacobian_norm(a, nv, w->ap) / T;
@@ -1224,7 +1224,7 @@ int met_head(double *out, void *workspace, size_t workspace_bytes, const float *
         w.inv[i] = w.nrm[i] > 0 ? 1.0 / w.nrm[i] : 0.0;
         w.yy[i] = w.nrm[i] > 0 ? 1.0 : 0.0;
     }
-    /* delta (section 4): running minimum over t of |y_i - y_t|, i < t */
+    /* delta (section 6): running minimum over t of |y_i - y_t|, i < t */
     double run = INFINITY;
     for (size_t t = 0; t < Lmax; t++) {
         const double *Gt = w.G + t * L;

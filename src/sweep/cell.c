@@ -205,7 +205,7 @@ static int on_layer(const gpt2_layer_view *view, void *user, as_err *err) {
     return 0;
 }
 
-/* metrics.md section 3: per (N, T, normalizer) a KS test between the heads'
+/* docs/metrics.md section 5: per (N, T, normalizer) a KS test between the heads'
  * mean dist_true and mean dist_expect; crit_N is the smallest N whose p-value
  * exceeds ks_alpha, -1 when none does. */
 static void cross_head_tests(cell_worker *w, double *b) {

@@ -466,7 +466,7 @@ static int read_T(ctx *c, as_axes *ax) {
             return -1;
         }
     } else if (!s) {
-        static double native = 8.0; /* GPT-2's own attention temperature (metrics.md 1) */
+        static double native = 8.0; /* GPT-2's own attention temperature (docs/metrics.md section 1) */
         inc = malloc(sizeof *inc);
         if (!inc) return as_fail(c->err, "out of memory");
         inc[0] = native, n_inc = 1;
@@ -524,7 +524,7 @@ static int read_normalizer(ctx *c, as_axes *ax) {
         if (z == AS_NORM_SOFTMAX) has_softmax = 1;
         else ax->normalizer[ax->nNorm++] = (as_normalizer)z;
     }
-    /* softmax is always first (metrics.md section 8) */
+    /* softmax is always first (docs/metrics.md section 10) */
     if (has_softmax) {
         memmove(ax->normalizer + 1, ax->normalizer, ax->nNorm * sizeof *ax->normalizer);
         ax->normalizer[0] = AS_NORM_SOFTMAX;
@@ -927,7 +927,7 @@ static int load_values(ctx *c, as_config *cfg, const char *const *sets, size_t n
     if (s) {
         if (read_double_list(c, s, "grid.eps", &ax->eps, &ax->nEps)) return -1;
     } else {
-        static const double def_eps[] = {1e-3, 1e-1, 10.0}; /* the paper's, metrics.md 5 */
+        static const double def_eps[] = {1e-3, 1e-1, 10.0}; /* the paper's, docs/metrics.md section 7 */
         ax->eps = malloc(sizeof def_eps);
         if (!ax->eps) return as_fail(err, "out of memory");
         memcpy(ax->eps, def_eps, sizeof def_eps);
@@ -964,7 +964,7 @@ static int load_values(ctx *c, as_config *cfg, const char *const *sets, size_t n
     if (cfg->ssmax_scale < 0)
         return fail_key(c, get(c, "metrics.ssmax_scale"), "metrics.ssmax_scale",
                         "must be >= 0 (0 = 1/ln(n_positions))");
-    if (cfg->ssmax_scale == 0) /* metrics.md 8: ssmax equals softmax at full context */
+    if (cfg->ssmax_scale == 0) /* docs/metrics.md section 10: ssmax equals softmax at full context */
         cfg->ssmax_scale = mc->n_positions > 1 ? 1.0 / log((double)mc->n_positions) : 1.0;
     if (cfg->seed < 0) return fail_key(c, get(c, "metrics.seed"), "metrics.seed", "must be >= 0");
 
