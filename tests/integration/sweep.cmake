@@ -1,7 +1,7 @@
 # sweep.cmake -- end-to-end tests of `attnsweep run` on the tiny model (issue 5):
 # 1/2/4 ranks give identical files, SIGTERM + resume equals an uninterrupted
 # run (kill -9 + resume: hardening.cmake's torture test), a changed config is refused, windows/L extend a file,
-# and the file's metrics equal numpy's evaluation of metrics.md on a dump.
+# and the file's metrics equal numpy's evaluation of docs/metrics.md on a dump.
 foreach(case ranks changed_config extend dump_crosscheck sigterm)
   add_test(NAME sweep_${case}
            COMMAND ${AS_PYTHON} ${CMAKE_SOURCE_DIR}/tests/integration/test_sweep.py $<TARGET_FILE:attnsweep>

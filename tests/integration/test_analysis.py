@@ -200,7 +200,7 @@ def test_figures(path, out_dir, label):
     for key in ("grad_exact", "grad_bound"):
         close(fig[key], nanmean(ref.metric(key)[:, iL, :, isoft], (0, 2, 3)),
               f"{label}: {key} = file mean")
-    # the bound curve is the formula min(1/(4T), sqrt 2) of metrics.md section 5
+    # the bound curve is the formula min(1/(4T), sqrt 2) of docs/metrics.md section 7
     close(fig["grad_bound"], np.minimum(1 / (4 * T), np.sqrt(2)), f"{label}: grad_bound formula")
 
     fig = drawn["entropy_heatmap"]

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The results file as analysts see it (results.md): a small file written by
+"""The results file as analysts see it (docs/results.md): a small file written by
 the C store (tests/integration/store_xarray_writer.c) opened with xarray (engine h5netcdf
 and netcdf4) and h5py; values checked against the fixture formula of
 tests/lib/store_fixture.h, recomputed here independently:
@@ -103,7 +103,7 @@ def main():
         check(rank[0, 0] == 1 + 16 % 3 and rank[1, 0] == 1 and np.isnan(rank[2, 1]),
               f"{engine}: rank {rank}")
 
-        # The analyst's idioms of results.md.
+        # The analyst's idioms of docs/results.md.
         sel = ds.dist_true.sel(T=8.0, N=2).mean(("layer", "head"))
         e = expected("dist_true")[:, :, 1, 1].mean(axis=(-2, -1))  # N=2 -> 1, T=8 -> 1
         check(np.allclose(sel.values, e, equal_nan=True), f"{engine}: sel(T=8, N=2).mean")

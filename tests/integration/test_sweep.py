@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """End-to-end tests of `attnsweep run` (issue 5): ranks, SIGTERM + resume,
 refused and extended configs, and the metric values in the file
-against an independent numpy evaluation of metrics.md from a `dump`.
+against an independent numpy evaluation of docs/metrics.md from a `dump`.
 
 usage: test_sweep.py ATTNSWEEP MODEL_DIR SCRATCH [case ...]
 """
@@ -119,7 +119,7 @@ def case_extend():
     same_values(f"{SCRATCH}/eref.h5", f"{SCRATCH}/e.h5", "extended vs direct")
 
 
-# --- metrics.md, written again in numpy straight from the definitions -------
+# --- docs/metrics.md, written again in numpy straight from the definitions -------
 
 def softmax(z):
     z = z - z.max()

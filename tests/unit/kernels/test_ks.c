@@ -1,4 +1,4 @@
-/* test_ks.c -- the two-sample KS statistic and exact p-value (metrics.md section 3) against
+/* test_ks.c -- the two-sample KS statistic and exact p-value (docs/metrics.md section 5) against
  * (1) scipy.stats.ks_2samp(method="exact") on the cases tests/ks_ref.py wrote (fixture
  *     ks_ref_scipy; path in argv[1] or ks_ref_cases.txt in the working directory), and
  * (2) exhaustive enumeration of every split of the pooled sample for small sizes (the

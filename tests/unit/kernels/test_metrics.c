@@ -1,4 +1,4 @@
-/* test_metrics.c -- every metric of metrics.md sections 2, 4, 5, 6, 7 against a brute-force
+/* test_metrics.c -- every metric of docs/metrics.md sections 4, 6, 7, 8, 9 against a brute-force
  * evaluation of its definition written here independently (double, O(n^2 d) and worse,
  * no Gram matrix, sort-based sparsemax, Jacobi eigenvalues for grad_exact), on random heads
  * of several sizes in both row modes, with ties, n = N + 1 rows, one-hot and uniform
@@ -91,7 +91,7 @@ static double norm_diff(const double *x, const double *y, double ax, double ay, 
  * fall between them. */
 static double *sep_lo, *sep_hi;
 
-/* The head's means straight from metrics.md, for one cut Lc. out laid out as met_head's. */
+/* The head's means straight from docs/metrics.md, for one cut Lc. out laid out as met_head's. */
 static void ref_head(double *out, const float *scores, int ld, const float *vec, int Lc, int d,
                      const met_axes *ax) {
     size_t nout = met_out_count(ax);
@@ -326,7 +326,7 @@ static int compare_out(const double *got, const double *want, const met_axes *ax
                 snprintf(label, sizeof label, "%s %s T=%g %s", what, var_name_per_t[v], ax->T[iT],
                          met_normalizer_name(ax->norm[iZ]));
                 int before = check_failed;
-                /* grad_exact: 1e-6 relative (section 5) */
+                /* grad_exact: 1e-6 relative (section 7) */
                 CHECK_CLOSE(got[at], want[at], 1e-12, v == MET_GRAD_EXACT ? 1e-6 : 1e-9, label);
                 bad += check_failed != before;
             }
@@ -404,7 +404,7 @@ static void test_against_reference(void) {
     printf("reference comparison: %d (head, cut) cases\n", ncases);
 }
 
-/* prefix cuts equal separate passes at each L (section 7) */
+/* prefix cuts equal separate passes at each L (section 9) */
 static void test_prefix_equals_separate(void) {
     static const int32_t Ns[] = {4, 1, 8};
     static const double Ts[] = {0.05, 8};

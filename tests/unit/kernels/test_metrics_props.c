@@ -1,8 +1,8 @@
-/* test_metrics_props.c -- invariants of metrics.md over many random rows (property tests):
- *   dist_true <= dist_bound (section 2), 0 <= sep_ratio, sep_lower, sep_upper <= 1 (section 4),
+/* test_metrics_props.c -- invariants of docs/metrics.md over many random rows (property tests):
+ *   dist_true <= dist_bound (section 4), 0 <= sep_ratio, sep_lower, sep_upper <= 1 (section 6),
  *   grad_exact <= 1/(2T) and grad_fd <= grad_exact * (1 + 1e-2) when eps/T <= 1e-2 (the
- *   directional derivative is bounded by the spectral norm; section 5),
- *   0 <= entropy_norm <= 1 (section 6), no NaN where the definition gives a number.
+ *   directional derivative is bounded by the spectral norm; section 7),
+ *   0 <= entropy_norm <= 1 (section 8), no NaN where the definition gives a number.
  * Per-row values come from met_head itself: with a cut at every length 1..L, row t's value
  * is (sum over rows < t+1) - (sum over rows < t), the sums being mean * rows_used. */
 #include <stdlib.h>
