@@ -8,7 +8,11 @@
  *   layer_{l:02d}/scores  [H, L, L] float32, raw q.k, NaN above the diagonal
  *   layer_{l:02d}/pattern [H, L, L] float32, softmax(q.k/sqrt(D)), 0 above
  *   logits_last           [V] float32
- *   root attributes: window_start, model_dir, weights_sha256
+ *   position, key_position [L], head [H], d_head [D], vocab [V]: int32 0..n-1,
+ *     root-group dimension scales attached to every dataset above, so
+ *     xr.open_dataset(path) and xr.open_dataset(path, group="layer_00") name
+ *     their dimensions (the netCDF-4 data model, as the results file)
+ *   root attributes: window_start, model_dir, weights_sha256, Conventions, title
  *
  * The file is written as PATH.tmp.<pid> and renamed to PATH by dump_close(),
  * so PATH is either absent or complete. Layers are streamed: the writer keeps

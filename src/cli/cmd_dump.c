@@ -21,8 +21,10 @@ static void usage(FILE *out) {
             "attention pattern [head, L, L] and the last position's logits to FILE.h5\n"
             "(written to FILE.h5.tmp.PID, then renamed).\n\n"
             "  --model DIR         config.json + model.safetensors (Hugging Face layout)\n"
-            "  --tokens FILE       token ids: whitespace-separated integers, or raw\n"
-            "                      little-endian uint16 if FILE ends in .bin\n"
+            "  --tokens FILE       token ids, read as `run` reads text.format = \"tokens\": .npy,\n"
+            "                      llm.c .bin, or a raw little-endian .bin (uint16 unless\n"
+            "                      --dtype uint32); any other file: whitespace-separated ids\n"
+            "  --dtype TYPE        uint16 | uint32: the ids of a raw .bin (default uint16)\n"
             "  --text FILE         UTF-8 text, encoded with the model directory's GPT-2 tokenizer\n"
             "                      (vocab.json + merges.txt); --strip-gutenberg keeps only the\n"
             "                      Project Gutenberg body\n"
@@ -80,27 +82,32 @@ static int ends_with(const char *s, const char *suffix) {
     return n >= m && !strcmp(s + n - m, suffix);
 }
 
-/* Reads all token ids of FILE into a malloc'd array. */
-static int read_tokens(const char *path, int32_t **out, size_t *count, as_err *err) {
+/* How --tokens FILE is read. A file with a .npy or llm.c header, or named .bin, is read as
+ * `run` reads text.format = "tokens" (textsrc); a raw .bin is uint16 unless --dtype says
+ * otherwise. Anything else is whitespace-separated ids. */
+enum { TOKENS_ID_TEXT, TOKENS_HEADERED, TOKENS_RAW_BIN };
+static int token_file_kind(const char *path) {
+    unsigned char head[6] = {0};
+    FILE *f = fopen(path, "rb");
+    size_t got = f ? fread(head, 1, sizeof head, f) : 0;
+    if (f) fclose(f);
+    uint32_t magic = (uint32_t)head[0] | (uint32_t)head[1] << 8 | (uint32_t)head[2] << 16 |
+                     (uint32_t)head[3] << 24;
+    if ((got == 6 && !memcmp(head, "\x93NUMPY", 6)) || (got >= 4 && magic == 20240520u))
+        return TOKENS_HEADERED;
+    return ends_with(path, ".bin") ? TOKENS_RAW_BIN : ends_with(path, ".npy") ? TOKENS_HEADERED
+                                                                             : TOKENS_ID_TEXT;
+}
+
+/* Reads whitespace-separated token ids (dump's own convenience format) into a malloc'd array. */
+static int read_id_text(const char *path, int32_t **out, size_t *count, as_err *err) {
     FILE *f = fopen(path, "rb");
     if (!f) return as_fail(err, "%s: %s", path, strerror(errno));
     size_t cap = 1 << 16, n = 0;
     int32_t *ids = malloc(cap * sizeof *ids);
     int rc = 0;
     if (!ids) rc = as_fail(err, "%s: out of memory", path);
-    if (rc == 0 && ends_with(path, ".bin")) {
-        unsigned char b[2];
-        while (rc == 0 && fread(b, 1, 2, f) == 2) {
-            if (n == cap) {
-                int32_t *grown = realloc(ids, (cap *= 2) * sizeof *ids);
-                if (!grown) { rc = as_fail(err, "%s: out of memory", path); break; }
-                ids = grown;
-            }
-            ids[n++] = (int32_t)(b[0] | b[1] << 8);
-        }
-        if (rc == 0 && (ferror(f) || fgetc(f) != EOF))
-            rc = as_fail(err, "%s: not a whole number of little-endian uint16 ids", path);
-    } else if (rc == 0) {
+    if (rc == 0) {
         char word[64];
         int c;
         size_t len = 0;
@@ -149,7 +156,7 @@ static int write_layer(const gpt2_layer_view *view, void *user, as_err *err) {
 
 int cmd_dump(int argc, char **argv) {
     const char *model_dir = NULL, *text = NULL, *tokens_path = NULL, *out = NULL;
-    const char *length_s = NULL, *start_s = "0", *layers_s = "all";
+    const char *length_s = NULL, *start_s = "0", *layers_s = "all", *dtype_s = NULL;
     int strip_gutenberg = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -168,6 +175,7 @@ int cmd_dump(int argc, char **argv) {
                             : !strcmp(a, "--window-start") ? &start_s
                             : !strcmp(a, "--layers")       ? &layers_s
                             : !strcmp(a, "--out")          ? &out
+                            : !strcmp(a, "--dtype")        ? &dtype_s
                                                            : NULL;
         if (!slot) {
             fprintf(stderr, "attnsweep dump: unknown option '%s' (try --help)\n", a);
@@ -225,16 +233,26 @@ int cmd_dump(int argc, char **argv) {
         rc = AS_EXIT_USAGE;
         goto done;
     }
-    if (text) {
+    textsrc_spec spec = {.path = text, .format = TEXTSRC_TEXT, .strip_gutenberg = strip_gutenberg};
+    int kind = text ? TOKENS_ID_TEXT : token_file_kind(tokens_path);
+    if (kind != TOKENS_ID_TEXT) {
+        spec = (textsrc_spec){.path = tokens_path, .format = TEXTSRC_TOKENS,
+                              .dtype = kind == TOKENS_RAW_BIN ? TEXTSRC_U16 : TEXTSRC_DTYPE_AUTO};
+        if (dtype_s && textsrc_parse_dtype(dtype_s, &spec.dtype, &err) != 0) {
+            fprintf(stderr, "attnsweep dump: --dtype '%s' is not uint16 or uint32\n", dtype_s);
+            rc = AS_EXIT_USAGE;
+            goto done;
+        }
+    }
+    if (spec.path) {
         textsrc ts;
-        textsrc_spec spec = {.path = text, .format = TEXTSRC_TEXT, .strip_gutenberg = strip_gutenberg};
         if (textsrc_load(&ts, &spec, model_dir, cfg->vocab_size, &err) != 0) {
             fprintf(stderr, "attnsweep dump: %s\n", err.msg);
             goto done;
         }
         all = ts.tokens, n_all = ts.n_tokens;
-        tokens_path = text;
-    } else if (read_tokens(tokens_path, &all, &n_all, &err) != 0) {
+        tokens_path = spec.path;
+    } else if (read_id_text(tokens_path, &all, &n_all, &err) != 0) {
         fprintf(stderr, "attnsweep dump: %s\n", err.msg);
         goto done;
     }

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <hdf5.h>
+#include <hdf5_hl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,7 +16,50 @@ struct dump_writer {
     char tmp_path[4200];
     size_t L;
     float *staging; /* [L, L] */
+    size_t n_head, d_head; /* 0 until the first layer made the head and d_head scales */
 };
+
+/* The dump follows the netCDF-4 data model, like the results file, so xarray opens it: every
+ * axis is a 1-D coordinate in the root group made an HDF5 dimension scale, and every dataset,
+ * in the root or in a layer group, has its axes attached (netCDF lets a group use the
+ * dimensions of its ancestors). The scales are position, key_position, head, d_head, vocab. */
+static int write_attr_string(hid_t loc, const char *name, const char *value);
+
+/* Creates root coordinate NAME[n] = 0..n-1 (int32) and makes it a dimension scale. */
+static int create_index_scale(dump_writer *w, const char *name, size_t n, const char *long_name,
+                              as_err *err) {
+    int32_t *values = malloc((n ? n : 1) * sizeof *values);
+    if (!values) return as_fail(err, "%s: out of memory for coordinate %s", w->tmp_path, name);
+    for (size_t i = 0; i < n; i++) values[i] = (int32_t)i;
+    hsize_t dims[1] = {n};
+    hid_t space = H5Screate_simple(1, dims, NULL);
+    hid_t ds = space < 0 ? -1 : H5Dcreate2(w->file, name, H5T_NATIVE_INT32, space, H5P_DEFAULT,
+                                           H5P_DEFAULT, H5P_DEFAULT);
+    int ok = ds >= 0 && H5Dwrite(ds, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, values) >= 0 &&
+             H5DSset_scale(ds, name) >= 0 && write_attr_string(ds, "long_name", long_name) == 0 &&
+             write_attr_string(ds, "units", "1") == 0;
+    if (ds >= 0) H5Dclose(ds);
+    if (space >= 0) H5Sclose(space);
+    free(values);
+    return ok ? 0 : as_fail(err, "%s: cannot write coordinate %s", w->tmp_path, name);
+}
+
+/* Attaches the root scales named in axes (one per dimension of loc/name) and sets long_name
+ * and units. */
+static int describe(dump_writer *w, hid_t loc, const char *name, const char *const *axes,
+                    int rank, const char *long_name, const char *units, as_err *err) {
+    hid_t ds = H5Dopen2(loc, name, H5P_DEFAULT);
+    int ok = ds >= 0;
+    for (int d = 0; ok && d < rank; d++) {
+        hid_t scale = H5Dopen2(w->file, axes[d], H5P_DEFAULT);
+        ok = scale >= 0 && H5DSattach_scale(ds, scale, (unsigned)d) >= 0;
+        if (scale >= 0) H5Dclose(scale);
+    }
+    ok = ok && write_attr_string(ds, "long_name", long_name) == 0 &&
+         write_attr_string(ds, "units", units) == 0;
+    if (ds >= 0) H5Dclose(ds);
+    return ok ? 0 : as_fail(err, "%s: cannot attach the axes of dataset %s", w->tmp_path, name);
+}
 
 /* rank-n float32/int32 dataset from one contiguous buffer */
 static int write_dataset(hid_t loc, const char *name, hid_t type, int rank, const hsize_t *dims,
@@ -82,7 +126,13 @@ dump_writer *dump_open(const char *path, const int32_t *tokens, size_t L,
         write_attr_int64(w->file, "window_start", (int64_t)prov->window_start) != 0 ||
         write_attr_string(w->file, "model_dir", prov->model_dir ? prov->model_dir : "") != 0 ||
         write_attr_string(w->file, "weights_sha256",
-                          prov->weights_sha256 ? prov->weights_sha256 : "") != 0) {
+                          prov->weights_sha256 ? prov->weights_sha256 : "") != 0 ||
+        write_attr_string(w->file, "Conventions", "CF-1.8") != 0 ||
+        write_attr_string(w->file, "title", "attnsweep dump: one window's attention inputs") != 0 ||
+        create_index_scale(w, "position", L, "query position in the window (0-based)", err) != 0 ||
+        create_index_scale(w, "key_position", L, "key position in the window (0-based)", err) != 0 ||
+        describe(w, w->file, "tokens", (const char *const[]){"position"}, 1,
+                 "token id at each position of the window", "1", err) != 0) {
         if (!err || !err->msg[0]) as_fail(err, "%s: cannot write the root attributes", w->tmp_path);
         dump_abort(w);
         return NULL;
@@ -94,6 +144,17 @@ int dump_write_layer(dump_writer *w, const gpt2_layer_view *v, as_err *err) {
     if (v->L != w->L)
         return as_fail(err, "%s: layer of length %zu in a dump of length %zu", w->tmp_path, v->L,
                        w->L);
+    if (!w->n_head) {
+        if (create_index_scale(w, "head", v->n_head, "attention head within the layer (0-based)",
+                               err) != 0 ||
+            create_index_scale(w, "d_head", v->d_head, "component of a head's q, k, v vector",
+                               err) != 0)
+            return -1;
+        w->n_head = v->n_head, w->d_head = v->d_head;
+    } else if (v->n_head != w->n_head || v->d_head != w->d_head) {
+        return as_fail(err, "%s: layer %zu has %zu heads of size %zu, earlier layers %zu of %zu",
+                       w->tmp_path, v->layer, v->n_head, v->d_head, w->n_head, w->d_head);
+    }
     char name[32];
     snprintf(name, sizeof name, "layer_%02zu", v->layer);
     hid_t g = H5Gcreate2(w->file, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
@@ -130,14 +191,31 @@ int dump_write_layer(dump_writer *w, const gpt2_layer_view *v, as_err *err) {
         if (space >= 0) H5Sclose(space);
         if (!ok) rc = as_fail(err, "%s: cannot write dataset %s/scores", w->tmp_path, name);
     }
+    const char *const vec_axes[] = {"head", "position", "d_head"};
+    const char *const att_axes[] = {"head", "position", "key_position"};
+    if (rc == 0 &&
+        (describe(w, g, "q", vec_axes, 3, "query vectors (after the c_attn bias)", "1", err) != 0 ||
+         describe(w, g, "k", vec_axes, 3, "key vectors (after the c_attn bias)", "1", err) != 0 ||
+         describe(w, g, "v", vec_axes, 3, "value vectors (after the c_attn bias)", "1", err) != 0 ||
+         describe(w, g, "scores", att_axes, 3,
+                  "raw attention logits q.k without 1/sqrt(d_head); NaN for key > query", "1",
+                  err) != 0 ||
+         describe(w, g, "pattern", att_axes, 3,
+                  "the model's own attention weights softmax(q.k/sqrt(d_head)); 0 for key > query",
+                  "1", err) != 0))
+        rc = -1;
     H5Gclose(g);
     return rc;
 }
 
 int dump_write_logits(dump_writer *w, const float *logits, size_t V, as_err *err) {
     hsize_t dims[1] = {V};
-    return write_dataset(w->file, "logits_last", H5T_NATIVE_FLOAT, 1, dims, logits, w->tmp_path,
-                         err);
+    if (write_dataset(w->file, "logits_last", H5T_NATIVE_FLOAT, 1, dims, logits, w->tmp_path,
+                      err) != 0 ||
+        create_index_scale(w, "vocab", V, "token id of the vocabulary", err) != 0)
+        return -1;
+    return describe(w, w->file, "logits_last", (const char *const[]){"vocab"}, 1,
+                    "next-token logits at the window's last position", "1", err);
 }
 
 /* Throws away a dump that cannot be finished (typically: the disk is full).

@@ -7,3 +7,10 @@ add_test(NAME test_store_xarray
                  $<TARGET_FILE:store_xarray_writer> ${CMAKE_BINARY_DIR}/store_xarray_tmp
                  $<TARGET_FILE:attnsweep>
          WORKING_DIRECTORY ${CMAKE_BINARY_DIR})
+
+# The dump file in xarray (named dimensions, both engines) and dump --tokens from .npy / .bin.
+add_test(NAME dump_xarray
+         COMMAND ${AS_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/test_dump_xarray.py $<TARGET_FILE:attnsweep>
+                 ${CMAKE_BINARY_DIR}/models/tiny ${CMAKE_BINARY_DIR}/scratch/dump_xarray)
+set_tests_properties(dump_xarray PROPERTIES FIXTURES_REQUIRED model_tiny
+                     ENVIRONMENT "OPENBLAS_NUM_THREADS=1")
