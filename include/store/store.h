@@ -190,4 +190,42 @@ typedef struct {
 int store_describe(const char *path, store_description *d, as_err *err);
 void store_description_free(store_description *d);
 
+/* ---- how far a sweep got (attnsweep status), also while a run writes it ---- */
+
+typedef struct {
+    int32_t L;
+    size_t windows;      /* cells of this L in the sweep; 0 when unknown */
+    size_t done, failed;
+} store_progress_L;
+
+typedef enum {
+    STORE_FROM_JOURNAL = 0, /* the journal (the truth); totals from the status file */
+    STORE_FROM_VIEW = 1,    /* no journal: the HDF5 file's status variable, read-only */
+} store_progress_source;
+
+typedef struct {
+    store_progress_source source;
+    int journal_missing;  /* the output or its status file exists but the journal does not:
+                           * the counts come from the HDF5 view and cannot be trusted, and
+                           * store_open refuses the output until the journal is back */
+    int have_status_file; /* the fields below marked (status) are set */
+    size_t total;         /* cells in the sweep; 0 when unknown */
+    size_t done, failed;
+    size_t in_flight;     /* (status) at the last update */
+    store_progress_L *per_L;
+    size_t n_L;
+    char state[32];       /* (status) running, finished, interrupted, failed */
+    char updated[32];     /* (status) ISO 8601 UTC */
+    double updated_unix;  /* (status) */
+    double rate_cells_per_hour; /* (status) in the last segment */
+    char host[256];       /* (status) the writer's host */
+} store_progress;
+
+/* Reads OUT.h5.status (strict JSON) and the journal (the truth about done and failed
+ * cells: the last commit of each cell decides), never the HDF5 file a run may be
+ * writing; without a journal, the HDF5 file's status and L variables. Changes no file
+ * and takes no lock. Owned by p; free with store_progress_free. */
+int store_read_progress(const char *path, store_progress *p, as_err *err);
+void store_progress_free(store_progress *p);
+
 #endif

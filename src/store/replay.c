@@ -1,0 +1,200 @@
+/* replay.c -- the journal as the truth: replay it into memory, reconcile the HDF5
+ * view with it, rebuild the view from it. See store.h, store_int.h. */
+#include "store_int.h"
+#include "fileio.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <hdf5.h>
+
+/* The index of an L value on this sweep's axis, -1 when it is not on it. */
+static int find_L(const store *s, int32_t L) {
+    for (size_t i = 0; i < s->ax.n_L; i++)
+        if (s->Lv[i] == L) return (int)i;
+    return -1;
+}
+
+/* ---------- journal replay ---------- */
+
+int st_replay_journal(store *s, as_err *err) {
+    journal_record r;
+    int got;
+    journal_rewind(s->jr);
+    while ((got = journal_next(s->jr, &r, err)) == 1) {
+        if (r.type == JR_CONFIG) {
+            char *text = malloc(r.payload_len + 1);
+            if (!text) return as_fail(err, "%s: out of memory", s->journal_path);
+            if (journal_read_payload(s->jr, &r, text, err)) {
+                free(text);
+                return -1;
+            }
+            text[r.payload_len] = 0;
+            /* The sha256 is the first line, the text follows. */
+            char *nl = strchr(text, '\n');
+            free(s->stored_config_text);
+            free(s->stored_config_sha);
+            s->stored_config_sha = NULL;
+            s->stored_config_text = NULL;
+            if (nl) {
+                *nl = 0;
+                s->stored_config_sha = st_dupstr(text);
+                s->stored_config_text = st_dupstr(nl + 1);
+            }
+            free(text);
+            if (!s->created[0]) st_iso_time(s->created, sizeof s->created, r.t_start);
+            continue;
+        }
+        if (r.type == JR_SEG_BEGIN || r.type == JR_SEG_END) {
+            size_t k = (size_t)r.window;
+            if (r.window < 0 || k > s->n_segs)
+                return as_fail(err, "%s: segment record %d out of order", s->journal_path, r.window);
+            if (k == s->n_segs) {
+                if (r.type != JR_SEG_BEGIN)
+                    return as_fail(err, "%s: segment %d ends before it begins", s->journal_path, r.window);
+                segment *grown = realloc(s->segs, (s->n_segs + 1) * sizeof *grown);
+                if (!grown) return as_fail(err, "%s: out of memory", s->journal_path);
+                s->segs = grown;
+                segment *sg = &s->segs[s->n_segs++];
+                memset(sg, 0, sizeof *sg);
+                sg->end = NAN;
+            }
+            segment *sg = &s->segs[k];
+            if (r.type == JR_SEG_BEGIN) {
+                char *text = calloc(1, r.payload_len + 2);
+                if (!text || journal_read_payload(s->jr, &r, text, err)) {
+                    free(text);
+                    return as_fail(err, "%s: cannot read segment %d", s->journal_path, r.window);
+                }
+                free(sg->hosts);
+                free(sg->job);
+                sg->hosts = st_dupstr(text);
+                sg->job = st_dupstr(text + strlen(text) + 1 <= text + r.payload_len ? text + strlen(text) + 1 : "");
+                free(text);
+                sg->start = r.t_start;
+                sg->mpi_size = r.rank;
+            } else {
+                sg->end = r.t_end;
+                sg->cells_done = (int32_t)r.attempt;
+            }
+            continue;
+        }
+        /* JR_DISPATCH or JR_COMMIT: a cell, by window index and L value. */
+        int li = find_L(s, r.L);
+        if (r.window < 0 || (size_t)r.window >= s->ax.n_window || li < 0)
+            return as_fail(err, "%s: journal holds cell (window %d, L %d) outside this sweep's "
+                           "axes; windows and L values may be added, not removed",
+                           s->journal_path, r.window, r.L);
+        if (s->window_start[r.window] != r.window_start)
+            return as_fail(err, "%s: window %d started at token %lld in the journal, %lld now: "
+                           "the text or the window plan changed; use a new output",
+                           s->journal_path, r.window, (long long)r.window_start,
+                           (long long)s->window_start[r.window]);
+        size_t c = cell_at(s, (size_t)r.window, (size_t)li);
+        if (r.type == JR_DISPATCH) {
+            s->attempts[c]++;
+            s->in_flight[c] = 1;
+        } else {
+            if (!s->in_flight[c]) s->attempts[c]++; /* committed without a dispatch record */
+            s->in_flight[c] = 0;
+            if ((int32_t)r.attempt > s->attempts[c]) s->attempts[c] = (int32_t)r.attempt;
+            if (r.status == STORE_DONE && r.payload_len != s->payload_bytes)
+                return as_fail(err, "%s: cell (window %d, L %d) has %llu payload bytes, expected %zu",
+                               s->journal_path, r.window, r.L, (unsigned long long)r.payload_len,
+                               s->payload_bytes);
+            s->status[c] = (uint8_t)(r.status == STORE_DONE ? STORE_DONE : STORE_FAILED);
+            s->wall_time[c] = r.wall_time;
+            s->rank[c] = r.rank;
+            s->last_commit[c] = r;
+        }
+    }
+    /* Cells in flight at a crash stay pending; their dispatch already counted
+     * as an attempt. */
+    memset(s->in_flight, 0, store_total(s));
+    return got < 0 ? -1 : 0;
+}
+
+/* ---------- rebuild ---------- */
+
+static int fsync_path(const char *path) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    int rc = fsync(fd);
+    close(fd);
+    return rc;
+}
+
+/* Writes a complete view from the in-memory state (journal replay) into
+ * OUT.h5.tmp.PID and renames it over OUT.h5; leaves the view open. */
+int st_rebuild_view(store *s, as_err *err) {
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", s->path, (long)getpid());
+    unlink(tmp); /* ours from an earlier failed attempt of this pid, if any */
+    st_close_handles(s);
+    if (st_create_view(s, tmp, err)) return -1;
+    int rc = 0;
+    H5E_BEGIN_TRY {
+        for (size_t w = 0; w < s->ax.n_window && !rc; w++)
+            for (size_t l = 0; l < s->ax.n_L && !rc; l++) {
+                size_t c = cell_at(s, w, l);
+                if (s->status[c] != STORE_DONE) continue;
+                if (journal_read_payload(s->jr, &s->last_commit[c], s->packed, err)) {
+                    rc = -1;
+                    break;
+                }
+                if (st_write_cell_values(s, w, l, s->packed)) rc = as_fail(err, "%s: cannot write cell", tmp);
+            }
+        if (!rc && st_write_bookkeeping_all(s)) rc = as_fail(err, "%s: cannot write status", tmp);
+        if (!rc && H5Fflush(s->file, H5F_SCOPE_GLOBAL) < 0)
+            rc = as_fail(err, "%s: cannot write the rebuilt file (disk full?)", tmp);
+    } H5E_END_TRY;
+    if (rc) st_discard_view(s, tmp);
+    st_close_handles(s);
+    if (!rc && fsync_path(tmp)) rc = as_fail(err, "%s: fsync failed: %s", tmp, strerror(errno));
+    if (!rc && rename(tmp, s->path)) rc = as_fail(err, "%s: cannot rename to %s: %s", tmp, s->path, strerror(errno));
+    if (rc) {
+        unlink(tmp);
+        return -1;
+    }
+    fileio_sync_parent_dir(s->path);
+    s->rebuilt = 1;
+    if (st_open_view(s)) return as_fail(err, "%s: rebuilt file does not reopen", s->path);
+    return 0;
+}
+
+/* Compares the opened view with the journal: 1 = rebuild needed. Cells the
+ * file marks done/failed that the journal does not are fixed in place. */
+int st_reconcile_view(store *s, as_err *err) {
+    size_t n = store_total(s);
+    uint8_t *fst = malloc(n ? n : 1);
+    if (!fst) return as_fail(err, "%s: out of memory", s->path);
+    int rc = 0;
+    H5E_BEGIN_TRY {
+        if (H5Dread(s->status_ds, H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, fst) < 0) rc = 1;
+    } H5E_END_TRY;
+    for (size_t c = 0; c < n && !rc; c++)
+        if (s->status[c] == STORE_DONE && fst[c] != STORE_DONE) rc = 1;
+    if (!rc) {
+        /* Values the file holds for a cell the journal does not call done go
+         * back to the fill, so the view shows exactly the journal. */
+        int filled = 0;
+        H5E_BEGIN_TRY {
+            for (size_t c = 0; c < n && !rc; c++) {
+                if (fst[c] != STORE_DONE || s->status[c] == STORE_DONE) continue;
+                if (!filled) st_fill_packed(s, s->packed), filled = 1;
+                if (st_write_cell_values(s, c / s->ax.n_L, c % s->ax.n_L, s->packed)) rc = 1;
+            }
+            if (!rc && H5Fflush(s->file, H5F_SCOPE_GLOBAL) < 0) rc = 1;
+            /* Also brings attempts up to date (dispatches since the last close). */
+            if (!rc && (st_write_bookkeeping_all(s) || H5Fflush(s->file, H5F_SCOPE_GLOBAL) < 0)) rc = 1;
+        } H5E_END_TRY;
+    }
+    free(fst);
+    return rc;
+}
+

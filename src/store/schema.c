@@ -1,0 +1,598 @@
+/* schema.c -- the variables of results.md, how a cell is packed, and the HDF5 view
+ * (datasets, dimension scales, attributes, /provenance). See store.h, store_int.h. */
+#include "store_int.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <hdf5.h>
+#include <hdf5_hl.h>
+
+#include "version.h"
+
+/* ---------- the variables of results.md and how they are packed ---------- */
+
+enum { D_WINDOW, D_L, D_N, D_T, D_EPS, D_NORM, D_LAYER, D_HEAD, D_COUNT };
+static const char *const dim_names[D_COUNT] = {"window", "L", "N", "T", "eps", "normalizer",
+                                               "layer", "head"};
+
+const st_metric_def st_metric_defs[N_METRICS] = {
+    [CR_DIST_TRUE] = {VT_F32, "true distance of the top-N approximation (metrics.md section 2), mean over rows", NULL},
+    [CR_DIST_BOUND] = {VT_F32, "Theorem 1 bound on the top-N distance (metrics.md section 2, reconstructed), mean over rows", NULL},
+    [CR_DIST_EXPECT] = {VT_F32, "expected top-N distance under uniform selection (metrics.md section 2), mean over rows", NULL},
+    [CR_SEP_RATIO] = {VT_F32, "fraction of the top-N tokens that are geometrically separable (metrics.md section 4), mean over rows", "1"},
+    [CR_SEP_LOWER] = {VT_F32, "lower bound on the separable fraction (metrics.md section 4, reconstructed), mean over rows", "1"},
+    [CR_SEP_UPPER] = {VT_F32, "upper bound on the separable fraction (metrics.md section 4, reconstructed), mean over rows", "1"},
+    [CR_ROWS_USED] = {VT_I32, "rows that entered the means", NULL},
+    [CR_ENTROPY] = {VT_F32, "attention entropy (metrics.md section 6), mean over rows", "nat"},
+    [CR_ENTROPY_NORM] = {VT_F32, "attention entropy divided by ln n (metrics.md section 6), mean over rows", "1"},
+    [CR_GRAD_EXACT] = {VT_F32, "spectral norm of the normalizer Jacobian (metrics.md section 5), mean over rows", NULL},
+    [CR_GRAD_BOUND] = {VT_F32, "Corollary 3 gradient bound min(1/(4T), sqrt(2)) (metrics.md section 5)", NULL},
+    [CR_GRAD_FD] = {VT_F32, "finite-difference gradient norm (metrics.md section 5), mean over rows", NULL},
+    [CR_KS_STAT] = {VT_F64, "two-sample Kolmogorov-Smirnov statistic D of dist_true vs dist_expect across heads (metrics.md section 3)", "1"},
+    [CR_KS_PVALUE] = {VT_F64, "exact two-sided Kolmogorov-Smirnov p-value (metrics.md section 3)", "1"},
+    [CR_CRIT_N] = {VT_I32, "critical top-N (metrics.md section 3); -1 when no N qualifies", NULL},
+};
+
+/* Dimensions of a variable in the file (window and L first). */
+static int var_dims(cr_var v, int dims[8]) {
+    int n = 0;
+    dims[n++] = D_WINDOW, dims[n++] = D_L;
+    switch (cr_var_shape(v)) {
+    case CR_SHAPE_PER_N:
+        dims[n++] = D_N, dims[n++] = D_T, dims[n++] = D_NORM, dims[n++] = D_LAYER,
+        dims[n++] = D_HEAD;
+        break;
+    case CR_SHAPE_PER_T:
+        dims[n++] = D_T, dims[n++] = D_NORM, dims[n++] = D_LAYER, dims[n++] = D_HEAD;
+        break;
+    case CR_SHAPE_PER_T_EPS:
+        dims[n++] = D_T, dims[n++] = D_EPS, dims[n++] = D_NORM, dims[n++] = D_LAYER,
+        dims[n++] = D_HEAD;
+        break;
+    case CR_SHAPE_KS: dims[n++] = D_N, dims[n++] = D_T, dims[n++] = D_NORM; break;
+    case CR_SHAPE_CRIT: dims[n++] = D_T, dims[n++] = D_NORM; break;
+    case CR_SHAPE_SCALAR: break;
+    }
+    return n;
+}
+
+/* Converts a block of doubles to the file's types (see store.h "Packing"). */
+void st_pack_block(const store *s, const double *block, unsigned char *out) {
+    for (int v = 0; v < N_METRICS; v++) {
+        const double *src = block + s->lay.offset[v];
+        unsigned char *dst = out + s->var_offset[v];
+        size_t n = s->lay.count[v];
+        switch (st_metric_defs[v].type) {
+        case VT_F32:
+            for (size_t i = 0; i < n; i++) {
+                float f = (float)src[i];
+                memcpy(dst + 4 * i, &f, 4);
+            }
+            break;
+        case VT_I32:
+            for (size_t i = 0; i < n; i++) {
+                double x = src[i];
+                int32_t k = isnan(x) || x > 2147483647.0 || x < -2147483647.0
+                                ? STORE_INT_FILL : (int32_t)llround(x);
+                memcpy(dst + 4 * i, &k, 4);
+            }
+            break;
+        case VT_F64: memcpy(dst, src, 8 * n); break;
+        }
+    }
+}
+
+/* The packed image of a cell never written: the fill values. */
+void st_fill_packed(const store *s, unsigned char *out) {
+    for (int v = 0; v < N_METRICS; v++) {
+        unsigned char *dst = out + s->var_offset[v];
+        float fnan = NAN;
+        double dnan = NAN;
+        int32_t ifill = STORE_INT_FILL;
+        for (size_t i = 0; i < s->lay.count[v]; i++) {
+            switch (st_metric_defs[v].type) {
+            case VT_F32: memcpy(dst + 4 * i, &fnan, 4); break;
+            case VT_I32: memcpy(dst + 4 * i, &ifill, 4); break;
+            case VT_F64: memcpy(dst + 8 * i, &dnan, 8); break;
+            }
+        }
+    }
+}
+
+/* ---------- HDF5 helpers ---------- */
+
+hid_t st_utf8_vlen(void) {
+    hid_t t = H5Tcopy(H5T_C_S1);
+    H5Tset_size(t, H5T_VARIABLE);
+    H5Tset_cset(t, H5T_CSET_UTF8);
+    return t;
+}
+
+static int attr_write(hid_t loc, const char *name, hid_t ftype, hid_t mtype, size_t n,
+                      const void *data) {
+    if (H5Aexists(loc, name) > 0) H5Adelete(loc, name);
+    hsize_t dim = n;
+    hid_t sp = n == 1 ? H5Screate(H5S_SCALAR) : H5Screate_simple(1, &dim, NULL);
+    hid_t a = H5Acreate2(loc, name, ftype, sp, H5P_DEFAULT, H5P_DEFAULT);
+    herr_t rc = a < 0 ? -1 : H5Awrite(a, mtype, data);
+    if (a >= 0) H5Aclose(a);
+    H5Sclose(sp);
+    return rc < 0 ? -1 : 0;
+}
+
+static int attr_str(hid_t loc, const char *name, const char *value) {
+    hid_t t = st_utf8_vlen();
+    const char *v = value ? value : "";
+    int rc = attr_write(loc, name, t, t, 1, &v);
+    H5Tclose(t);
+    return rc;
+}
+
+static int attr_i32(hid_t loc, const char *name, int32_t v) {
+    return attr_write(loc, name, H5T_STD_I32LE, H5T_NATIVE_INT32, 1, &v);
+}
+
+static int attr_f64(hid_t loc, const char *name, double v) {
+    return attr_write(loc, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 1, &v);
+}
+
+static hid_t file_type(vtype t) {
+    return t == VT_F32 ? H5T_IEEE_F32LE : t == VT_I32 ? H5T_STD_I32LE : H5T_IEEE_F64LE;
+}
+static hid_t mem_type(vtype t) {
+    return t == VT_F32 ? H5T_NATIVE_FLOAT : t == VT_I32 ? H5T_NATIVE_INT32 : H5T_NATIVE_DOUBLE;
+}
+
+static size_t axis_len(const store *s, int d) {
+    switch (d) {
+    case D_WINDOW: return s->ax.n_window;
+    case D_L: return s->ax.n_L;
+    case D_N: return s->ax.n_N;
+    case D_T: return s->ax.n_T;
+    case D_EPS: return s->ax.n_eps;
+    case D_NORM: return s->ax.n_norm;
+    case D_LAYER: return s->ax.n_layer;
+    default: return s->ax.n_head;
+    }
+}
+
+/* A variable with NaN/int fill (fill_time alloc), chunked one cell per chunk
+ * (or contiguous for the small (window, L) bookkeeping arrays). */
+static hid_t create_var(hid_t file, const store *s, const char *name, vtype t, const int *dims,
+                        int rank, int chunk_per_cell, const void *fill, const char *long_name,
+                        const char *units) {
+    hsize_t shape[8], chunk[8];
+    for (int i = 0; i < rank; i++) {
+        shape[i] = axis_len(s, dims[i]);
+        chunk[i] = (dims[i] == D_WINDOW || dims[i] == D_L) ? 1 : shape[i];
+    }
+    hid_t sp = H5Screate_simple(rank, shape, NULL);
+    hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    if (chunk_per_cell) H5Pset_chunk(dcpl, rank, chunk);
+    else H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_EARLY);
+    if (fill) {
+        H5Pset_fill_value(dcpl, mem_type(t), fill);
+        H5Pset_fill_time(dcpl, H5D_FILL_TIME_ALLOC);
+    }
+    hid_t ds = H5Dcreate2(file, name, file_type(t), sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    H5Pclose(dcpl);
+    H5Sclose(sp);
+    if (ds < 0) return -1;
+    int rc = 0;
+    if (fill) rc |= attr_write(ds, "_FillValue", file_type(t), mem_type(t), 1, fill);
+    rc |= attr_str(ds, "long_name", long_name);
+    if (units) rc |= attr_str(ds, "units", units);
+    for (int i = 0; i < rank; i++) {
+        hid_t scale = H5Dopen2(file, dim_names[dims[i]], H5P_DEFAULT);
+        if (scale < 0 || H5DSattach_scale(ds, scale, (unsigned)i) < 0) rc = -1;
+        if (scale >= 0) H5Dclose(scale);
+    }
+    if (rc) {
+        H5Dclose(ds);
+        return -1;
+    }
+    return ds;
+}
+
+/* A 1-D coordinate variable made a dimension scale. */
+static int create_coord(hid_t file, const char *name, hid_t ftype, hid_t mtype, size_t n,
+                        const void *data, const char *long_name, const char *units) {
+    hsize_t dim = n;
+    hid_t sp = H5Screate_simple(1, &dim, NULL);
+    hid_t ds = H5Dcreate2(file, name, ftype, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    H5Sclose(sp);
+    if (ds < 0) return -1;
+    int rc = H5Dwrite(ds, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0 ? -1 : 0;
+    rc |= H5DSset_scale(ds, name) < 0 ? -1 : 0;
+    rc |= attr_str(ds, "long_name", long_name);
+    if (units) rc |= attr_str(ds, "units", units);
+    H5Dclose(ds);
+    return rc;
+}
+
+int st_write_root_attrs(store *s, hid_t file) {
+    const store_provenance *p = &s->prov;
+    char buf[256];
+    int rc = 0;
+    rc |= attr_str(file, "title", "attnsweep: limitations of normalization in attention (arXiv 2508.17821) on GPT-2");
+    rc |= attr_str(file, "program_version", AS_VERSION);
+    rc |= attr_str(file, "git_commit", AS_GIT_COMMIT);
+    rc |= attr_i32(file, "git_dirty", AS_GIT_DIRTY);
+    rc |= attr_str(file, "config_text", p->config_text);
+    rc |= attr_str(file, "config_sha256", p->config_sha256);
+    rc |= attr_str(file, "model_dir", p->model_dir);
+    rc |= attr_str(file, "weights_sha256", p->weights_sha256);
+    rc |= attr_str(file, "text_path", p->text_path);
+    rc |= attr_str(file, "text_sha256", p->text_sha256);
+    rc |= attr_str(file, "tokenizer_files", p->tokenizer_files);
+    rc |= attr_str(file, "created", s->created);
+    unsigned maj, min, rel;
+    H5get_libversion(&maj, &min, &rel);
+    snprintf(buf, sizeof buf, "%u.%u.%u", maj, min, rel);
+    rc |= attr_str(file, "hdf5_version", buf);
+    rc |= attr_str(file, "mpi_library", p->mpi_library);
+    rc |= attr_str(file, "openblas_config", p->openblas_config);
+    if (p->vectors_name && p->vectors_name[0]) rc |= attr_str(file, "vectors", p->vectors_name);
+    else rc |= attr_write(file, "vectors", H5T_STD_I64LE, H5T_NATIVE_LONG, 1, &p->vectors);
+    if (p->rows_name && p->rows_name[0]) rc |= attr_str(file, "rows", p->rows_name);
+    else rc |= attr_write(file, "rows", H5T_STD_I64LE, H5T_NATIVE_LONG, 1, &p->rows);
+    rc |= attr_f64(file, "ks_alpha", p->ks_alpha);
+    rc |= attr_write(file, "seed", H5T_STD_U64LE, H5T_NATIVE_UINT64, 1, &p->seed);
+    rc |= attr_str(file, "dist_bound_note",
+                   "dist_bound is the paper's Theorem 1 bound as reconstructed in metrics.md "
+                   "section 2 (the printed formula is ambiguous); reconstructed");
+    rc |= attr_str(file, "separability_bounds_note",
+                   "sep_lower and sep_upper are our reconstruction of Theorem 2 from its proof "
+                   "sketch (metrics.md section 4); reconstructed");
+    rc |= attr_str(file, "status_note", "a cell (window, L) is finished when status == 1; "
+                   "metrics may legitimately be NaN");
+    return rc;
+}
+
+/* (Re)writes /provenance from the in-memory segment list. */
+int st_write_segments(store *s, hid_t file) {
+    hid_t g;
+    H5E_BEGIN_TRY { g = H5Gopen2(file, "provenance", H5P_DEFAULT); } H5E_END_TRY;
+    int fresh = g < 0;
+    if (fresh) g = H5Gcreate2(file, "provenance", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    if (g < 0) return -1;
+    static const struct {
+        const char *name, *long_name, *units;
+        int kind; /* 0 i32, 1 f64, 2 string */
+    } cols[] = {
+        {"segment", "run segment number", NULL, 0},
+        {"start", "segment start", "seconds since 1970-01-01 00:00:00", 1},
+        {"end", "segment end (NaN: still running or killed)", "seconds since 1970-01-01 00:00:00", 1},
+        {"hosts", "hosts of the segment", NULL, 2},
+        {"mpi_size", "MPI ranks", NULL, 0},
+        {"slurm_job_id", "SLURM job id (empty outside SLURM)", NULL, 2},
+        {"cells_done", "cells committed in the segment", NULL, 0},
+    };
+    const size_t ncols = sizeof cols / sizeof cols[0];
+    size_t n = s->n_segs;
+    int rc = 0;
+    hid_t str = st_utf8_vlen();
+    hid_t seg_scale = -1;
+    for (size_t c = 0; c < ncols && !rc; c++) {
+        hid_t ftype = cols[c].kind == 0 ? H5T_STD_I32LE : cols[c].kind == 1 ? H5T_IEEE_F64LE : str;
+        hid_t mtype = cols[c].kind == 0 ? H5T_NATIVE_INT32 : cols[c].kind == 1 ? H5T_NATIVE_DOUBLE : str;
+        hid_t ds;
+        hsize_t dim = n, maxdim = H5S_UNLIMITED, chunk = 16;
+        if (fresh) {
+            hid_t sp = H5Screate_simple(1, &dim, &maxdim);
+            hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+            H5Pset_chunk(dcpl, 1, &chunk);
+            if (cols[c].kind == 1) {
+                double nan = NAN;
+                H5Pset_fill_value(dcpl, H5T_NATIVE_DOUBLE, &nan);
+            }
+            ds = H5Dcreate2(g, cols[c].name, ftype, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+            H5Pclose(dcpl);
+            H5Sclose(sp);
+            if (ds < 0) { rc = -1; break; }
+            rc |= attr_str(ds, "long_name", cols[c].long_name);
+            if (cols[c].units) rc |= attr_str(ds, "units", cols[c].units);
+            if (cols[c].kind == 1) {
+                double nan = NAN;
+                rc |= attr_write(ds, "_FillValue", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 1, &nan);
+            }
+            if (c == 0) rc |= H5DSset_scale(ds, "segment") < 0 ? -1 : 0;
+            else rc |= H5DSattach_scale(ds, seg_scale, 0) < 0 ? -1 : 0;
+        } else {
+            ds = H5Dopen2(g, cols[c].name, H5P_DEFAULT);
+            if (ds < 0 || H5Dset_extent(ds, &dim) < 0) { rc = -1; if (ds >= 0) H5Dclose(ds); break; }
+        }
+        if (n) {
+            void *buf = malloc(n * 8);
+            if (!buf) { rc = -1; H5Dclose(ds); break; }
+            for (size_t i = 0; i < n; i++) {
+                const segment *sg = &s->segs[i];
+                switch (c) {
+                case 0: ((int32_t *)buf)[i] = (int32_t)i; break;
+                case 1: ((double *)buf)[i] = sg->start; break;
+                case 2: ((double *)buf)[i] = sg->end; break;
+                case 3: ((const char **)buf)[i] = sg->hosts; break;
+                case 4: ((int32_t *)buf)[i] = sg->mpi_size; break;
+                case 5: ((const char **)buf)[i] = sg->job; break;
+                case 6: ((int32_t *)buf)[i] = sg->cells_done; break;
+                }
+            }
+            if (H5Dwrite(ds, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) rc = -1;
+            free(buf);
+        }
+        if (c == 0) seg_scale = ds;
+        else H5Dclose(ds);
+    }
+    if (seg_scale >= 0) H5Dclose(seg_scale);
+    H5Tclose(str);
+    H5Gclose(g);
+    return rc;
+}
+
+/* Errors are the caller's to report (one line), so HDF5 prints no stack. */
+void st_close_handles(store *s) {
+    H5E_BEGIN_TRY {
+        for (int v = 0; v < N_METRICS; v++)
+            if (s->metric_ds[v] >= 0) H5Dclose(s->metric_ds[v]), s->metric_ds[v] = -1;
+        hid_t *hs[] = {&s->status_ds, &s->wall_ds, &s->rank_ds, &s->attempts_ds};
+        for (size_t i = 0; i < 4; i++)
+            if (*hs[i] >= 0) H5Dclose(*hs[i]), *hs[i] = -1;
+        if (s->file >= 0) H5Fclose(s->file);
+    } H5E_END_TRY;
+    s->file = -1;
+}
+
+/* Closes and removes a view being built that failed (typically: the disk is
+ * full). HDF5 1.10 cannot survive a failed H5Fclose: the file stays in its ID
+ * table half destroyed and library termination (at MPI_Finalize) crashes on
+ * it (HDFFV-11052). Truncating the doomed file first gives its space back, so
+ * the metadata writes of the close succeed. */
+void st_discard_view(store *s, const char *path) {
+    if (truncate(path, 0)) { /* the close may then fail; nothing better to do */ }
+    if (s->file >= 0) H5E_BEGIN_TRY { H5Fflush(s->file, H5F_SCOPE_GLOBAL); } H5E_END_TRY;
+    st_close_handles(s);
+    unlink(path);
+}
+
+/* The same for OUT.h5 itself, which keeps its (empty) name: an empty OUT.h5
+ * does not open, so the next store_open rebuilds it from the journal. */
+void st_discard_view_keep_name(store *s) {
+    if (s->file < 0) return;
+    if (truncate(s->path, 0)) { /* see st_discard_view */ }
+    H5E_BEGIN_TRY { H5Fflush(s->file, H5F_SCOPE_GLOBAL); } H5E_END_TRY;
+    st_close_handles(s);
+}
+
+hid_t st_file_access(void) {
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    /* Our lock file keeps writers apart; HDF5's locks fail on some cluster FS. */
+    H5Pset_file_locking(fapl, 0, 1);
+    /* Close everything on H5Fclose even if a handle leaked on an error path. */
+    H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG);
+    return fapl;
+}
+
+/* Creates a complete, empty HDF5 view at path (fails if it exists). */
+int st_create_view(store *s, const char *path, as_err *err) {
+    hid_t fapl = st_file_access();
+    hid_t file;
+    H5E_BEGIN_TRY { file = H5Fcreate(path, H5F_ACC_EXCL, H5P_DEFAULT, fapl); } H5E_END_TRY;
+    H5Pclose(fapl);
+    if (file < 0) return as_fail(err, "%s: cannot create HDF5 file", path);
+    s->file = file;
+    int rc = 0;
+    size_t nw = s->ax.n_window;
+    int32_t *widx = malloc((nw ? nw : 1) * sizeof *widx);
+    if (!widx) rc = -1;
+    for (size_t i = 0; i < nw && widx; i++) widx[i] = (int32_t)i;
+    hid_t str = st_utf8_vlen();
+    H5E_BEGIN_TRY {
+        if (!rc) rc |= create_coord(file, "window", H5T_STD_I32LE, H5T_NATIVE_INT32, nw, widx,
+                                    "text window index (first token at window_start)", NULL);
+        rc |= create_coord(file, "L", H5T_STD_I32LE, H5T_NATIVE_INT32, s->ax.n_L, s->Lv,
+                           "context length", "tokens");
+        rc |= create_coord(file, "N", H5T_STD_I32LE, H5T_NATIVE_INT32, s->ax.n_N, s->Nv,
+                           "top-N", NULL);
+        rc |= create_coord(file, "T", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, s->ax.n_T, s->Tv,
+                           "temperature applied to raw logits (GPT-2's own attention: T = 8)", "1");
+        rc |= create_coord(file, "eps", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, s->ax.n_eps, s->epsv,
+                           "perturbation size of grad_fd", NULL);
+        rc |= create_coord(file, "normalizer", str, str, s->ax.n_norm, s->normv,
+                           "attention normalizer", NULL);
+        rc |= create_coord(file, "layer", H5T_STD_I32LE, H5T_NATIVE_INT32, s->ax.n_layer,
+                           s->layerv, "transformer block (0-based)", NULL);
+        rc |= create_coord(file, "head", H5T_STD_I32LE, H5T_NATIVE_INT32, s->ax.n_head, s->headv,
+                           "head within the block (0-based)", NULL);
+        for (int v = 0; v < N_METRICS && !rc; v++) {
+            int dims[8];
+            int rank = var_dims((cr_var)v, dims);
+            float fnan = NAN;
+            double dnan = NAN;
+            int32_t ifill = STORE_INT_FILL;
+            const void *fill = st_metric_defs[v].type == VT_F32 ? (const void *)&fnan
+                               : st_metric_defs[v].type == VT_F64 ? (const void *)&dnan
+                                                                : (const void *)&ifill;
+            s->metric_ds[v] = create_var(file, s, cr_var_name((cr_var)v), st_metric_defs[v].type, dims,
+                                         rank, 1, fill, st_metric_defs[v].long_name,
+                                         st_metric_defs[v].units);
+            if (s->metric_ds[v] < 0) rc = -1;
+        }
+        int cdims[2] = {D_WINDOW, D_L};
+        if (!rc) {
+            hsize_t dim = nw;
+            hid_t sp = H5Screate_simple(1, &dim, NULL);
+            hid_t ds = H5Dcreate2(file, "window_start", H5T_STD_I64LE, sp, H5P_DEFAULT, H5P_DEFAULT,
+                            H5P_DEFAULT);
+            H5Sclose(sp);
+            if (ds < 0 || H5Dwrite(ds, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT,
+                                   s->window_start) < 0)
+                rc = -1;
+            if (ds >= 0) {
+                rc |= attr_str(ds, "long_name", "token offset of the window's first token in the text");
+                rc |= attr_str(ds, "units", "tokens");
+                hid_t scale = H5Dopen2(file, "window", H5P_DEFAULT);
+                if (scale < 0 || H5DSattach_scale(ds, scale, 0) < 0) rc = -1;
+                if (scale >= 0) H5Dclose(scale);
+                H5Dclose(ds);
+            }
+        }
+        if (!rc) {
+            double dnan = NAN;
+            int32_t minus1 = -1;
+            hsize_t shape[2] = {nw, s->ax.n_L};
+            hid_t sp = H5Screate_simple(2, shape, NULL);
+            hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+            H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_EARLY);
+            uint8_t pending = STORE_PENDING;
+            H5Pset_fill_value(dcpl, H5T_NATIVE_UINT8, &pending);
+            H5Pset_fill_time(dcpl, H5D_FILL_TIME_ALLOC);
+            s->status_ds = H5Dcreate2(file, "status", H5T_STD_U8LE, sp, H5P_DEFAULT, dcpl,
+                                      H5P_DEFAULT);
+            H5Pclose(dcpl);
+            H5Sclose(sp);
+            if (s->status_ds < 0) rc = -1;
+            else {
+                uint8_t flags[3] = {0, 1, 2};
+                rc |= attr_write(s->status_ds, "flag_values", H5T_STD_U8LE, H5T_NATIVE_UINT8, 3, flags);
+                rc |= attr_str(s->status_ds, "flag_meanings", "pending done failed");
+                rc |= attr_str(s->status_ds, "long_name", "cell status (the truth about which cells are done)");
+                for (int i = 0; i < 2; i++) {
+                    hid_t scale = H5Dopen2(file, dim_names[cdims[i]], H5P_DEFAULT);
+                    if (scale < 0 || H5DSattach_scale(s->status_ds, scale, (unsigned)i) < 0) rc = -1;
+                    if (scale >= 0) H5Dclose(scale);
+                }
+            }
+            if (!rc) {
+                s->wall_ds = create_var(file, s, "wall_time", VT_F64, cdims, 2, 0, &dnan,
+                                        "wall-clock time of the cell", "s");
+                s->rank_ds = create_var(file, s, "rank", VT_I32, cdims, 2, 0, &minus1,
+                                        "MPI rank that computed the cell", NULL);
+                s->attempts_ds = create_var(file, s, "attempts", VT_I32, cdims, 2, 0, NULL,
+                                            "times the cell was dispatched", NULL);
+                if (s->wall_ds < 0 || s->rank_ds < 0 || s->attempts_ds < 0) rc = -1;
+            }
+        }
+        if (!rc) rc |= st_write_root_attrs(s, file);
+        if (!rc) rc |= st_write_segments(s, file);
+    } H5E_END_TRY;
+    H5Tclose(str);
+    free(widx);
+    if (rc) {
+        st_discard_view(s, path);
+        return as_fail(err, "%s: cannot lay out the results file (HDF5 error)", path);
+    }
+    return 0;
+}
+
+/* Opens the view read-write and checks its axes. 0 ok, 1 unusable or other
+ * axes (rebuild), -1 never. */
+int st_open_view(store *s) {
+    hid_t fapl = st_file_access();
+    int rc = 0;
+    H5E_BEGIN_TRY {
+        s->file = H5Fopen(s->path, H5F_ACC_RDWR, fapl);
+        if (s->file < 0) rc = 1;
+        for (int v = 0; v < N_METRICS && !rc; v++) {
+            s->metric_ds[v] = H5Dopen2(s->file, cr_var_name((cr_var)v), H5P_DEFAULT);
+            if (s->metric_ds[v] < 0) rc = 1;
+        }
+        if (!rc) {
+            s->status_ds = H5Dopen2(s->file, "status", H5P_DEFAULT);
+            s->wall_ds = H5Dopen2(s->file, "wall_time", H5P_DEFAULT);
+            s->rank_ds = H5Dopen2(s->file, "rank", H5P_DEFAULT);
+            s->attempts_ds = H5Dopen2(s->file, "attempts", H5P_DEFAULT);
+            if (s->status_ds < 0 || s->wall_ds < 0 || s->rank_ds < 0 || s->attempts_ds < 0) rc = 1;
+        }
+        /* Axes: window_start and L must match exactly; the others are checked
+         * through the journal fingerprint, but their lengths must match here. */
+        for (int d = 0; d < D_COUNT && !rc; d++) {
+            hid_t ds = H5Dopen2(s->file, dim_names[d], H5P_DEFAULT);
+            hsize_t n = 0;
+            if (ds >= 0) {
+                hid_t sp = H5Dget_space(ds);
+                if (H5Sget_simple_extent_ndims(sp) != 1 || H5Sget_simple_extent_dims(sp, &n, NULL) < 0)
+                    n = (hsize_t)-1;
+                H5Sclose(sp);
+                if (n == axis_len(s, d) && d == D_L) {
+                    int32_t *buf = malloc(n * sizeof *buf);
+                    if (!buf || H5Dread(ds, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0 ||
+                        memcmp(buf, s->Lv, n * sizeof *buf))
+                        rc = 1;
+                    free(buf);
+                }
+                H5Dclose(ds);
+            }
+            if (ds < 0 || n != axis_len(s, d)) rc = 1;
+        }
+        if (!rc) {
+            hid_t ds = H5Dopen2(s->file, "window_start", H5P_DEFAULT);
+            size_t n = s->ax.n_window;
+            int64_t *buf = malloc(n * sizeof *buf);
+            if (ds < 0 || !buf ||
+                H5Dread(ds, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0 ||
+                memcmp(buf, s->window_start, n * sizeof *buf))
+                rc = 1;
+            free(buf);
+            if (ds >= 0) H5Dclose(ds);
+        }
+    } H5E_END_TRY;
+    H5Pclose(fapl);
+    if (rc) st_close_handles(s);
+    return rc;
+}
+
+int st_write_cell_values(store *s, size_t w, size_t l, const unsigned char *packed) {
+    int rc = 0;
+    for (int v = 0; v < N_METRICS && !rc; v++) {
+        int dims[8];
+        int rank = var_dims((cr_var)v, dims);
+        hsize_t start[8] = {w, l}, count[8] = {1, 1};
+        for (int i = 2; i < rank; i++) start[i] = 0, count[i] = axis_len(s, dims[i]);
+        hid_t fs = H5Dget_space(s->metric_ds[v]);
+        /* Memory space of the selection's own shape: HDF5 then maps the cell
+         * to its chunk in one piece instead of element by element. */
+        hid_t ms = H5Screate_simple(rank, count, NULL);
+        if (H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL) < 0 ||
+            H5Dwrite(s->metric_ds[v], mem_type(st_metric_defs[v].type), ms, fs, H5P_DEFAULT,
+                     packed + s->var_offset[v]) < 0)
+            rc = -1;
+        H5Sclose(ms);
+        H5Sclose(fs);
+    }
+    return rc;
+}
+
+static int write_element(hid_t ds, hid_t mtype, size_t w, size_t l, const void *value) {
+    hsize_t start[2] = {w, l}, count[2] = {1, 1}, one = 1;
+    hid_t fs = H5Dget_space(ds);
+    hid_t ms = H5Screate_simple(1, &one, NULL);
+    int rc = H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL) < 0 ||
+                     H5Dwrite(ds, mtype, ms, fs, H5P_DEFAULT, value) < 0
+                 ? -1 : 0;
+    H5Sclose(ms);
+    H5Sclose(fs);
+    return rc;
+}
+
+int st_write_bookkeeping_cell(store *s, size_t w, size_t l) {
+    size_t c = cell_at(s, w, l);
+    int rc = 0;
+    rc |= write_element(s->status_ds, H5T_NATIVE_UINT8, w, l, &s->status[c]);
+    rc |= write_element(s->wall_ds, H5T_NATIVE_DOUBLE, w, l, &s->wall_time[c]);
+    rc |= write_element(s->rank_ds, H5T_NATIVE_INT32, w, l, &s->rank[c]);
+    rc |= write_element(s->attempts_ds, H5T_NATIVE_INT32, w, l, &s->attempts[c]);
+    return rc;
+}
+
+int st_write_bookkeeping_all(store *s) {
+    int rc = 0;
+    rc |= H5Dwrite(s->status_ds, H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, s->status) < 0;
+    rc |= H5Dwrite(s->wall_ds, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, s->wall_time) < 0;
+    rc |= H5Dwrite(s->rank_ds, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, s->rank) < 0;
+    rc |= H5Dwrite(s->attempts_ds, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, s->attempts) < 0;
+    return rc ? -1 : 0;
+}

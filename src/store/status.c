@@ -1,0 +1,133 @@
+/* status.c -- the status file OUT.h5.status (store.h): written atomically by the
+ * writer after every batch, read by `attnsweep status`. See store_int.h. */
+#include "store_int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "json.h"
+#include "lockfile.h"
+
+static void json_string(FILE *f, const char *v) {
+    fputc('"', f);
+    for (const char *p = v ? v : ""; *p; p++) {
+        if (*p == '"' || *p == '\\') fputc('\\', f), fputc(*p, f);
+        else if ((unsigned char)*p < 0x20) fprintf(f, "\\u%04x", *p);
+        else fputc(*p, f);
+    }
+    fputc('"', f);
+}
+
+int store_write_status(store *s, size_t in_flight, const char *state, as_err *err) {
+    char tmp[4300];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", s->status_path, (long)getpid());
+    FILE *f = fopen(tmp, "w");
+    if (!f) return as_fail(err, "%s: cannot write status: %s", tmp, strerror(errno));
+    double now = st_now();
+    size_t done = store_count(s, STORE_DONE), failed = store_count(s, STORE_FAILED);
+    char started[64], updated[64];
+    st_iso_time(started, sizeof started, s->t_open);
+    st_iso_time(updated, sizeof updated, now);
+    double hours = (now - s->t_open) / 3600.0;
+    fprintf(f, "{\n  \"format\": \"attnsweep-status-1\",\n  \"output\": ");
+    json_string(f, s->path);
+    fprintf(f, ",\n  \"state\": ");
+    json_string(f, state);
+    fprintf(f, ",\n  \"total\": %zu,\n  \"done\": %zu,\n  \"failed\": %zu,\n  \"in_flight\": %zu,\n"
+               "  \"pending\": %zu,\n  \"windows\": %zu,\n",
+            store_total(s), done, failed, in_flight, store_total(s) - done - failed - in_flight,
+            s->ax.n_window);
+    fprintf(f, "  \"L\": [");
+    for (size_t l = 0; l < s->ax.n_L; l++) fprintf(f, "%s%d", l ? ", " : "", s->Lv[l]);
+    fprintf(f, "],\n  \"done_per_L\": [");
+    for (size_t l = 0; l < s->ax.n_L; l++) {
+        size_t d = 0;
+        for (size_t w = 0; w < s->ax.n_window; w++) d += s->status[cell_at(s, w, l)] == STORE_DONE;
+        fprintf(f, "%s%zu", l ? ", " : "", d);
+    }
+    fprintf(f, "],\n  \"cells_this_segment\": %d,\n  \"rate_cells_per_hour\": %.3f,\n",
+            s->committed_this_segment, hours > 0 ? s->committed_this_segment / hours : 0.0);
+    fprintf(f, "  \"segment_started\": \"%s\",\n  \"updated\": \"%s\",\n  \"updated_unix\": %.3f,\n",
+            started, updated, now);
+    fprintf(f, "  \"pid\": %ld,\n  \"host\": ", (long)getpid());
+    json_string(f, lock_hostname());
+    fprintf(f, ",\n  \"slurm_job_id\": ");
+    json_string(f, s->prov.slurm_job_id);
+    fprintf(f, "\n}\n");
+    int bad = ferror(f);
+    bad |= fflush(f) != 0;
+    bad |= fsync(fileno(f)) != 0;
+    bad |= fclose(f) != 0;
+    if (bad || rename(tmp, s->status_path)) {
+        int saved = errno;
+        unlink(tmp);
+        return as_fail(err, "%s: cannot write status file: %s", s->status_path, strerror(saved));
+    }
+    return 0;
+}
+
+
+/* ---------- reading it back (attnsweep status, through store_read_progress) ---------- */
+
+static int status_count(const json_value *root, const char *key, size_t *out, const char *path,
+                        as_err *err) {
+    const json_value *v = json_get(root, key);
+    if (!v || json_get_size(v, out))
+        return as_fail(err, "%s: '%s' is missing or not a count", path, key);
+    return 0;
+}
+
+static int status_text(const json_value *root, const char *key, char *out, size_t size,
+                       const char *path, as_err *err) {
+    const json_value *v = json_get(root, key);
+    if (!v || v->type != JSON_STRING) return as_fail(err, "%s: '%s' is missing or not a string", path, key);
+    snprintf(out, size, "%s", v->u.string.ptr);
+    return 0;
+}
+
+static int status_number(const json_value *root, const char *key, double *out, const char *path,
+                         as_err *err) {
+    const json_value *v = json_get(root, key);
+    if (!v || v->type != JSON_NUMBER) return as_fail(err, "%s: '%s' is missing or not a number", path, key);
+    *out = v->u.number;
+    return 0;
+}
+
+int st_read_status_file(const char *status_path, store_progress *p, as_err *err) {
+    json_doc *doc = json_parse_file(status_path, err);
+    if (!doc) return -1;
+    const json_value *root = json_root(doc), *fmt = json_get(root, "format");
+    const json_value *Ls = json_get(root, "L");
+    size_t windows = 0;
+    int rc = 0;
+    if (!fmt || fmt->type != JSON_STRING || strcmp(fmt->u.string.ptr, "attnsweep-status-1"))
+        rc = as_fail(err, "%s: not an attnsweep status file (format is not attnsweep-status-1)",
+                     status_path);
+    if (!rc) rc = status_count(root, "total", &p->total, status_path, err);
+    if (!rc) rc = status_count(root, "done", &p->done, status_path, err);
+    if (!rc) rc = status_count(root, "failed", &p->failed, status_path, err);
+    if (!rc) rc = status_count(root, "in_flight", &p->in_flight, status_path, err);
+    if (!rc) rc = status_count(root, "windows", &windows, status_path, err);
+    if (!rc) rc = status_text(root, "state", p->state, sizeof p->state, status_path, err);
+    if (!rc) rc = status_text(root, "updated", p->updated, sizeof p->updated, status_path, err);
+    if (!rc) rc = status_text(root, "host", p->host, sizeof p->host, status_path, err);
+    if (!rc) rc = status_number(root, "updated_unix", &p->updated_unix, status_path, err);
+    if (!rc) rc = status_number(root, "rate_cells_per_hour", &p->rate_cells_per_hour, status_path, err);
+    if (!rc && (!Ls || Ls->type != JSON_ARRAY)) rc = as_fail(err, "%s: 'L' is missing or not an array", status_path);
+    if (!rc) {
+        p->per_L = calloc(Ls->u.array.count ? Ls->u.array.count : 1, sizeof *p->per_L);
+        if (!p->per_L) rc = as_fail(err, "%s: out of memory", status_path);
+    }
+    for (size_t i = 0; !rc && i < Ls->u.array.count; i++) {
+        int64_t L;
+        if (json_get_int64(&Ls->u.array.items[i], &L) || L <= 0 || L > INT32_MAX)
+            rc = as_fail(err, "%s: 'L' holds something that is not a context length", status_path);
+        else p->per_L[p->n_L++] = (store_progress_L){.L = (int32_t)L, .windows = windows};
+    }
+    json_free(doc);
+    if (!rc) p->have_status_file = 1;
+    return rc;
+}

@@ -1,0 +1,123 @@
+/* store_int.h -- what the files of the results store share (private to src/store).
+ *
+ * store.h is the contract; this is the inside, split by concern:
+ *   schema.c  the variables of results.md, how a cell is packed, and the HDF5
+ *             view: creating, opening and writing datasets, dimension scales,
+ *             attributes, /provenance
+ *   replay.c  journal replay into memory, reconciling the view with it, and
+ *             rebuilding the view from it
+ *   store.c   the writer: open (lock, journal, view), dispatch, the commit
+ *             protocol, close
+ *   status.c  the status file (OUT.h5.status): writer and reader
+ *   reader.c  reading an output without being its writer (merge, status)
+ * Names shared between these files start with st_. */
+#ifndef ATTNSWEEP_STORE_INT_H
+#define ATTNSWEEP_STORE_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <hdf5.h>
+
+#include "journal.h"
+#include "store.h"
+
+/* ---- the variables (schema.c) ---- */
+
+typedef enum { VT_F32, VT_I32, VT_F64 } vtype;
+
+/* The metric variables: every cr_var but the bookkeeping scalars. */
+#define N_METRICS CR_WALL_TIME
+typedef struct {
+    vtype type;
+    const char *long_name, *units;
+} st_metric_def;
+extern const st_metric_def st_metric_defs[N_METRICS];
+
+static inline size_t vtype_size(vtype t) { return t == VT_F64 ? 8 : 4; }
+
+/* ---- the writer's state ---- */
+
+typedef struct {
+    double start, end; /* end NaN while running / after a crash */
+    char *hosts, *job;
+    int32_t mpi_size, cells_done;
+} segment;
+
+struct store {
+    char path[4096], journal_path[4200], lock_path[4200], status_path[4200];
+    store_axes ax;      /* deep copies below */
+    int64_t *window_start;
+    int32_t *Lv, *Nv, *layerv, *headv;
+    double *Tv, *epsv;
+    char **normv;
+    cr_layout lay;
+    size_t payload_bytes, var_offset[N_METRICS];
+    unsigned char *packed; /* one cell's packed payload */
+
+    /* per cell, [window][l_index] */
+    uint8_t *status;
+    int32_t *attempts, *rank;
+    double *wall_time;
+    unsigned char *in_flight;
+    journal_record *last_commit; /* the record to rebuild a cell from */
+
+    segment *segs;
+    size_t n_segs, seg_index; /* this run's segment */
+    int32_t committed_this_segment;
+    double t_open;
+
+    char *stored_config_text, *stored_config_sha;
+    char created[64];
+    int rebuilt;
+    long long torn;
+
+    journal *jr;
+    hid_t file, metric_ds[N_METRICS], status_ds, wall_ds, rank_ds, attempts_ds;
+    store_provenance prov; /* strings copied */
+    char *prov_strings[13];
+    int locked;
+};
+
+static inline size_t cell_at(const store *s, size_t w, size_t l) { return w * s->ax.n_L + l; }
+
+/* ---- small helpers (store.c) ---- */
+
+double st_now(void);                                  /* seconds since the epoch */
+void st_iso_time(char *out, size_t size, double t);   /* ISO 8601 UTC */
+char *st_dupstr(const char *s);                       /* malloc'd copy; NULL -> "" */
+
+/* ---- packing and the HDF5 view (schema.c) ---- */
+
+/* Converts a block of doubles to the file's types (see store.h "Packing"). */
+void st_pack_block(const store *s, const double *block, unsigned char *out);
+/* The packed image of a cell never written: the fill values. */
+void st_fill_packed(const store *s, unsigned char *out);
+
+hid_t st_utf8_vlen(void);     /* a variable-length UTF-8 string type (caller closes) */
+hid_t st_file_access(void);   /* file access list: no HDF5 locking, strong close */
+
+int st_create_view(store *s, const char *path, as_err *err);
+int st_open_view(store *s);   /* 0 ok, 1 unusable or other axes (rebuild) */
+void st_close_handles(store *s);
+void st_discard_view(store *s, const char *path);
+void st_discard_view_keep_name(store *s);
+int st_write_root_attrs(store *s, hid_t file);
+int st_write_segments(store *s, hid_t file);
+int st_write_cell_values(store *s, size_t w, size_t l, const unsigned char *packed);
+int st_write_bookkeeping_cell(store *s, size_t w, size_t l);
+int st_write_bookkeeping_all(store *s);
+
+/* ---- the journal as the truth (replay.c) ---- */
+
+int st_replay_journal(store *s, as_err *err);
+int st_rebuild_view(store *s, as_err *err);
+int st_reconcile_view(store *s, as_err *err); /* 1 = rebuild needed */
+
+/* ---- the status file (status.c) ---- */
+
+/* Fills p's status fields, total, done, failed and the L rows (windows each) from
+ * OUT.h5.status; 0, or -1 with one line naming the file and the key. */
+int st_read_status_file(const char *status_path, store_progress *p, as_err *err);
+
+#endif
