@@ -18,6 +18,7 @@
 
 #include "journal.h"
 #include "lockfile.h"
+#include "testhook.h"
 
 /* ---------- small helpers and accessors ---------- */
 
@@ -356,39 +357,6 @@ fail:
     return NULL;
 }
 
-/* ---------- test-only hook: pauses between the steps of the commit protocol ----------
- * ATTNSWEEP_TEST_COMMIT_DELAY_MS=ms makes the writer sleep ms at each phase
- * below and, when ATTNSWEEP_TEST_PHASE_FILE names a file, first append
- * "SEQ PHASE\n" to it, so a crash test (tests/reliability/test_torture.py) can SIGKILL the
- * job inside a chosen phase. Unset (the normal case) it costs one branch on a
- * cached int. Phases: "dispatch_written" (a dispatch record appended, not
- * synced), "data_flushed", "status_flushed", "journal_written" (commit
- * records appended, before the fsync), "journal_synced". */
-static int test_delay_ms = -1; /* -1: environment not read yet */
-static const char *test_phase_file;
-
-static void test_phase(const char *phase) {
-    if (test_delay_ms == 0) return;
-    if (test_delay_ms < 0) {
-        const char *v = getenv("ATTNSWEEP_TEST_COMMIT_DELAY_MS");
-        test_delay_ms = v && atoi(v) > 0 ? atoi(v) : 0;
-        test_phase_file = getenv("ATTNSWEEP_TEST_PHASE_FILE");
-        if (test_delay_ms == 0) return;
-    }
-    static unsigned long seq;
-    if (test_phase_file && *test_phase_file) {
-        int fd = open(test_phase_file, O_WRONLY | O_CREAT | O_APPEND, 0644);
-        if (fd >= 0) {
-            char line[96];
-            int n = snprintf(line, sizeof line, "%lu %s\n", ++seq, phase);
-            if (write(fd, line, (size_t)n) < 0) { /* best effort: test only */ }
-            close(fd);
-        }
-    }
-    struct timespec ts = {test_delay_ms / 1000, (long)(test_delay_ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) && errno == EINTR) {}
-}
-
 int store_mark_dispatched(store *s, size_t w, size_t l, int rank, double t_start, as_err *err) {
     if (w >= s->ax.n_window || l >= s->ax.n_L)
         return as_fail(err, "%s: cell (%zu, %zu) outside the axes", s->path, w, l);
@@ -399,7 +367,7 @@ int store_mark_dispatched(store *s, size_t w, size_t l, int rank, double t_start
     if (journal_append(s->jr, &r, NULL, err)) return -1;
     s->attempts[c]++;
     s->in_flight[c] = 1;
-    test_phase("dispatch_written");
+    st_test_phase("dispatch_written");
     return 0;
 }
 
@@ -435,7 +403,7 @@ int store_commit_batch(store *s, const store_cell *cells, const double *const *b
         if (!rc && H5Fflush(s->file, H5F_SCOPE_GLOBAL) < 0) rc = -1;
     } H5E_END_TRY;
     if (rc) return commit_view_failed(s, "cell results", err);
-    test_phase("data_flushed");
+    st_test_phase("data_flushed");
     /* 2. status and bookkeeping, flush */
     for (size_t i = 0; i < n; i++) {
         size_t c = cell_at(s, cells[i].window, cells[i].l_index);
@@ -454,7 +422,7 @@ int store_commit_batch(store *s, const store_cell *cells, const double *const *b
         if (!rc && H5Fflush(s->file, H5F_SCOPE_GLOBAL) < 0) rc = -1;
     } H5E_END_TRY;
     if (rc) return commit_view_failed(s, "cell status", err);
-    test_phase("status_flushed");
+    st_test_phase("status_flushed");
     /* 3. journal, fsync: from here the cells are done. */
     for (size_t i = 0; i < n; i++) {
         size_t w = cells[i].window, l = cells[i].l_index, c = cell_at(s, w, l);
@@ -472,9 +440,9 @@ int store_commit_batch(store *s, const store_cell *cells, const double *const *b
         s->last_commit[c] = r;
         s->committed_this_segment++;
     }
-    test_phase("journal_written");
+    st_test_phase("journal_written");
     if (journal_sync(s->jr, err)) return -1;
-    test_phase("journal_synced");
+    st_test_phase("journal_synced");
     size_t in_flight = 0;
     for (size_t c = 0; c < store_total(s); c++) in_flight += s->in_flight[c];
     return store_write_status(s, in_flight, "running", err);

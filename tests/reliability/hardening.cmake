@@ -1,18 +1,25 @@
 # hardening.cmake -- issue 7 (hardening), on the tiny model of the model_tiny fixture:
 #   torture_sigkill: SIGKILL a 2-rank run 24 times (start-up, after a dispatch
-#     record, inside each commit step via the store's ATTNSWEEP_TEST_* hook) and
+#     record, inside each commit step via the store's ATTNSWEEP_TEST_* hook, which only
+#     attnsweep_test has: src/store/testhook.h) and
 #     resume; the file equals an uninterrupted run and no cell ran more often
 #     than 1 + the kills it was in flight for (~2-3 min).
 #   bad_inputs: the catalogue of bad inputs through the real CLI; each exits
 #     non-zero with one line on stderr naming the key or file, and leaves the
 #     files on disk unchanged.
 add_test(NAME torture_sigkill
-         COMMAND ${AS_PYTHON} ${CMAKE_SOURCE_DIR}/tests/reliability/test_torture.py $<TARGET_FILE:attnsweep>
+         COMMAND ${AS_PYTHON} ${CMAKE_SOURCE_DIR}/tests/reliability/test_torture.py $<TARGET_FILE:attnsweep_test>
                  ${CMAKE_BINARY_DIR}/models/tiny ${CMAKE_BINARY_DIR}/scratch/torture)
 set_tests_properties(torture_sigkill PROPERTIES FIXTURES_REQUIRED model_tiny TIMEOUT 400 LABELS slow
                      ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+# (attnsweep_test: its two-runs case slows the first run's commits through the test hook)
 add_test(NAME bad_inputs
-         COMMAND ${AS_PYTHON} ${CMAKE_SOURCE_DIR}/tests/reliability/test_bad_inputs.py $<TARGET_FILE:attnsweep>
+         COMMAND ${AS_PYTHON} ${CMAKE_SOURCE_DIR}/tests/reliability/test_bad_inputs.py $<TARGET_FILE:attnsweep_test>
                  ${CMAKE_BINARY_DIR}/models/tiny ${CMAKE_BINARY_DIR}/scratch/bad_inputs)
 set_tests_properties(bad_inputs PROPERTIES FIXTURES_REQUIRED model_tiny TIMEOUT 300
                      ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+# test_hooks_only_in_test_build: build/attnsweep holds no ATTNSWEEP_TEST_ string (it cannot read
+# those variables), build/attnsweep_test does.
+add_test(NAME test_hooks_only_in_test_build
+         COMMAND ${AS_PYTHON} -c "import sys; p, t = (open(f, 'rb').read() for f in sys.argv[1:3]); sys.exit(0 if b'ATTNSWEEP_TEST_' not in p and b'ATTNSWEEP_TEST_' in t else 1)"
+                 $<TARGET_FILE:attnsweep> $<TARGET_FILE:attnsweep_test>)

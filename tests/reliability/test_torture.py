@@ -5,7 +5,7 @@ the job is found by its session) at 20+ chosen moments -- at start-up, right
 after a dispatch record was appended, and inside each step of the store's
 commit protocol -- and resume after each kill.
 
-The store's test hook (src/store/store.c test_phase) makes the writer pause
+The store's test hook (src/store/testhook.h, in attnsweep_test only) makes the writer pause
 ATTNSWEEP_TEST_COMMIT_DELAY_MS at each phase and append "SEQ PHASE" to
 ATTNSWEEP_TEST_PHASE_FILE; the harness watches that file and kills while the
 writer sleeps in the phase it chose, so the kill lands between the steps

@@ -1,0 +1,38 @@
+/* testhook.h -- the store's test-only hooks, compiled into the test build alone.
+ *
+ * Crash and race tests must stop the writer at a chosen point -- between two steps
+ * of the commit protocol, while it holds a freshly won lock, while a merge has
+ * written its temporary journal -- and kill it there or let a second process in.
+ * st_test_phase(PHASE) marks such a point.
+ *
+ * The production program (build/attnsweep, libattnsweep_store) is compiled without
+ * AS_TEST_HOOKS: st_test_phase is then an empty inline function and no
+ * ATTNSWEEP_TEST_* variable is read anywhere. CMakeLists.txt also builds
+ * build/attnsweep_test, the same program from the same sources with
+ * AS_TEST_HOOKS=1 (testhook.c); the tests that need the hooks drive that binary.
+ *
+ * In the test build, at each phase:
+ *   ATTNSWEEP_TEST_PHASE_FILE=F       append "SEQ PHASE\n" to F (F is opened per line,
+ *                                     O_APPEND, so the test can watch it)
+ *   ATTNSWEEP_TEST_COMMIT_DELAY_MS=ms then sleep ms (every phase, not only commits;
+ *                                     the name is the first use's)
+ *   ATTNSWEEP_TEST_HOLD=PHASE         at that phase, wait until the file named by
+ *   ATTNSWEEP_TEST_RELEASE=R          R exists (the test creates it, or kills us)
+ * With none of them set nothing happens. Phases:
+ *   dispatch_written   a dispatch record appended, not synced     (store.c)
+ *   data_flushed, status_flushed, journal_written (before the fsync),
+ *   journal_synced     the steps of store_commit_batch            (store.c)
+ *   lock_won           the kernel lock on OUT.h5.lock is ours, our identity is not
+ *                      written into the file yet                   (lockfile.c)
+ *   merge_journal_written  merge wrote OUT.h5.journal.merge.PID, not renamed yet
+ *                                                                  (merge.c) */
+#ifndef ATTNSWEEP_STORE_TESTHOOK_H
+#define ATTNSWEEP_STORE_TESTHOOK_H
+
+#ifdef AS_TEST_HOOKS
+void st_test_phase(const char *phase);
+#else
+static inline void st_test_phase(const char *phase) { (void)phase; }
+#endif
+
+#endif
