@@ -112,8 +112,16 @@ dump_writer *dump_open(const char *path, const int32_t *tokens, size_t L,
     w->L = L;
     snprintf(w->path, sizeof w->path, "%s", path);
     snprintf(w->tmp_path, sizeof w->tmp_path, "%s.tmp.%ld", path, (long)getpid());
+    /* HDF5 1.10 crashes at exit on a file whose H5Fclose failed (HDFFV-11052; see discard):
+     * a dump is one file per process, closed or discarded before exit, so the library's exit
+     * handler has nothing to do but that crash. Only possible before the library starts. */
+    H5dont_atexit();
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* we report errors in one line ourselves */
-    w->file = H5Fcreate(w->tmp_path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    /* close every object with the file, even one an error path left open (see discard) */
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG);
+    w->file = H5Fcreate(w->tmp_path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    H5Pclose(fapl);
     if (w->file < 0) {
         as_fail(err, "%s: cannot create the HDF5 file", w->tmp_path);
         free(w->staging);
@@ -220,8 +228,10 @@ int dump_write_logits(dump_writer *w, const float *logits, size_t V, as_err *err
 
 /* Throws away a dump that cannot be finished (typically: the disk is full).
  * HDF5 1.10 crashes at library shutdown on a file whose H5Fclose failed
- * (HDFFV-11052), so the file's space is given back first: the metadata
- * writes of the close then succeed. */
+ * (HDFFV-11052). The file's space is given back first, so the metadata writes
+ * of the close usually succeed; when they do not (the metadata lands on more
+ * pages of the now sparse file than the disk has), dump_open's H5dont_atexit
+ * keeps the library from touching the half-closed file at exit. */
 static void discard(dump_writer *w) {
     if (truncate(w->tmp_path, 0)) { /* the close may then fail; nothing better to do */ }
     H5E_BEGIN_TRY {
