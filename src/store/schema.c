@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <hdf5.h>
@@ -20,21 +21,21 @@ static const char *const dim_names[D_COUNT] = {"window", "L", "N", "T", "eps", "
                                                "layer", "head"};
 
 const st_metric_def st_metric_defs[N_METRICS] = {
-    [CR_DIST_TRUE] = {VT_F32, "true distance of the top-N approximation (metrics.md section 2), mean over rows", NULL},
-    [CR_DIST_BOUND] = {VT_F32, "Theorem 1 bound on the top-N distance (metrics.md section 2, reconstructed), mean over rows", NULL},
-    [CR_DIST_EXPECT] = {VT_F32, "expected top-N distance under uniform selection (metrics.md section 2), mean over rows", NULL},
-    [CR_SEP_RATIO] = {VT_F32, "fraction of the top-N tokens that are geometrically separable (metrics.md section 4), mean over rows", "1"},
-    [CR_SEP_LOWER] = {VT_F32, "lower bound on the separable fraction (metrics.md section 4, reconstructed), mean over rows", "1"},
-    [CR_SEP_UPPER] = {VT_F32, "upper bound on the separable fraction (metrics.md section 4, reconstructed), mean over rows", "1"},
-    [CR_ROWS_USED] = {VT_I32, "rows that entered the means", NULL},
-    [CR_ENTROPY] = {VT_F32, "attention entropy (metrics.md section 6), mean over rows", "nat"},
-    [CR_ENTROPY_NORM] = {VT_F32, "attention entropy divided by ln n (metrics.md section 6), mean over rows", "1"},
-    [CR_GRAD_EXACT] = {VT_F32, "spectral norm of the normalizer Jacobian (metrics.md section 5), mean over rows", NULL},
-    [CR_GRAD_BOUND] = {VT_F32, "Corollary 3 gradient bound min(1/(4T), sqrt(2)) (metrics.md section 5)", NULL},
-    [CR_GRAD_FD] = {VT_F32, "finite-difference gradient norm (metrics.md section 5), mean over rows", NULL},
-    [CR_KS_STAT] = {VT_F64, "two-sample Kolmogorov-Smirnov statistic D of dist_true vs dist_expect across heads (metrics.md section 3)", "1"},
-    [CR_KS_PVALUE] = {VT_F64, "exact two-sided Kolmogorov-Smirnov p-value (metrics.md section 3)", "1"},
-    [CR_CRIT_N] = {VT_I32, "critical top-N (metrics.md section 3); -1 when no N qualifies", NULL},
+    [CR_DIST_TRUE] = {VT_F32, "mean over rows of the summed distance between unselected weighted vectors and the top-N context vector", "1"},
+    [CR_DIST_BOUND] = {VT_F32, "mean over rows of the reconstructed Theorem 1 upper bound on the top-N distance", "1"},
+    [CR_DIST_EXPECT] = {VT_F32, "mean over rows of the top-N distance expected for a uniformly random choice of N keys", "1"},
+    [CR_SEP_RATIO] = {VT_F32, "mean over rows of the fraction of top-N keys geometrically separable from the unselected keys", "1"},
+    [CR_SEP_LOWER] = {VT_F32, "mean over rows of the reconstructed Theorem 2 lower bound on the separable fraction", "1"},
+    [CR_SEP_UPPER] = {VT_F32, "mean over rows of the reconstructed Theorem 2 upper bound on the separable fraction", "1"},
+    [CR_ROWS_USED] = {VT_I32, "number of query rows in the per-N means (rows with more than N keys)", "1"},
+    [CR_ENTROPY] = {VT_F32, "mean over rows of the attention entropy -sum(a ln a), in nats", "1"},
+    [CR_ENTROPY_NORM] = {VT_F32, "mean over rows of the attention entropy divided by ln(number of keys)", "1"},
+    [CR_GRAD_EXACT] = {VT_F32, "mean over rows of the spectral norm of the softmax Jacobian with respect to the raw logits", "1"},
+    [CR_GRAD_BOUND] = {VT_F32, "Corollary 3 gradient curve min(1/(4T), sqrt(2)); not an upper bound on grad_exact", "1"},
+    [CR_GRAD_FD] = {VT_F32, "mean over rows of the weight change per unit logit perturbation along a random direction", "1"},
+    [CR_KS_STAT] = {VT_F64, "Kolmogorov-Smirnov statistic D between per-head mean dist_true and mean dist_expect", "1"},
+    [CR_KS_PVALUE] = {VT_F64, "exact two-sided Kolmogorov-Smirnov p-value of dist_true against dist_expect across heads", "1"},
+    [CR_CRIT_N] = {VT_I32, "critical top-N: smallest N whose Kolmogorov-Smirnov p-value exceeds ks_alpha (-1: none)", "1"},
 };
 
 /* Dimensions of a variable in the file (window and L first). */
@@ -218,7 +219,17 @@ int st_write_root_attrs(store *s, hid_t file) {
     const store_provenance *p = &s->prov;
     char buf[256];
     int rc = 0;
-    rc |= attr_str(file, "title", "attnsweep: limitations of normalization in attention (arXiv 2508.17821) on GPT-2");
+    /* CF-1.8 root attributes; `history` is written with /provenance (st_write_segments) */
+    rc |= attr_str(file, "Conventions", "CF-1.8");
+    rc |= attr_str(file, "title", "Limitations of normalization in attention (arXiv 2508.17821): "
+                                  "attnsweep results");
+    snprintf(buf, sizeof buf, "attnsweep %s (git %s%s): model forward pass in float32 (OpenBLAS), "
+             "metrics accumulated in double", AS_VERSION, AS_GIT_COMMIT, AS_GIT_DIRTY ? ", dirty" : "");
+    rc |= attr_str(file, "source", buf);
+    rc |= attr_str(file, "references",
+                   "Mudarisov, Burtsev, Petrova, State: Limitations of Normalization in Attention "
+                   "Mechanism, arXiv:2508.17821 (NeurIPS 2025). Variables: docs/metrics.md and "
+                   "docs/results.md in the attnsweep repository");
     rc |= attr_str(file, "program_version", AS_VERSION);
     rc |= attr_str(file, "git_commit", AS_GIT_COMMIT);
     rc |= attr_i32(file, "git_dirty", AS_GIT_DIRTY);
@@ -243,17 +254,56 @@ int st_write_root_attrs(store *s, hid_t file) {
     rc |= attr_f64(file, "ks_alpha", p->ks_alpha);
     rc |= attr_write(file, "seed", H5T_STD_U64LE, H5T_NATIVE_UINT64, 1, &p->seed);
     rc |= attr_str(file, "dist_bound_note",
-                   "dist_bound is the paper's Theorem 1 bound as reconstructed in metrics.md "
-                   "section 2 (the printed formula is ambiguous); reconstructed");
+                   "dist_bound is a reconstruction of the paper's Theorem 1 bound (its printed "
+                   "formula could not be read reliably); it is a valid upper bound on dist_true "
+                   "for each row. See docs/metrics.md section 4.2");
     rc |= attr_str(file, "separability_bounds_note",
-                   "sep_lower and sep_upper are our reconstruction of Theorem 2 from its proof "
-                   "sketch (metrics.md section 4); reconstructed");
+                   "sep_lower and sep_upper are a reconstruction of the paper's Theorem 2 bounds "
+                   "from its proof sketch, not the paper's printed formulas. See docs/metrics.md "
+                   "section 6.1");
     rc |= attr_str(file, "status_note", "a cell (window, L) is finished when status == 1; "
                    "metrics may legitimately be NaN");
     return rc;
 }
 
-/* (Re)writes /provenance from the in-memory segment list. */
+/* "2026-12-01T08:55:47Z" for a time in seconds since the epoch (UTC). */
+static void iso8601(char *out, size_t size, double t) {
+    time_t secs = (time_t)t;
+    struct tm tm;
+    if (!isfinite(t) || !gmtime_r(&secs, &tm) || !strftime(out, size, "%Y-%m-%dT%H:%M:%SZ", &tm))
+        snprintf(out, size, "unknown time");
+}
+
+/* The CF `history` root attribute: one line per run segment, each starting with its UTC start
+ * time. Derived from the segment list, like /provenance, so a rebuilt or merged file tells the
+ * same history. */
+static int write_history(const store *s, hid_t file) {
+    size_t cap = 256 * (s->n_segs + 1), len = 0;
+    char *text = malloc(cap);
+    if (!text) return -1;
+    text[0] = 0;
+    for (size_t i = 0; i < s->n_segs; i++) {
+        const segment *sg = &s->segs[i];
+        char start[32], end[32];
+        iso8601(start, sizeof start, sg->start);
+        iso8601(end, sizeof end, sg->end);
+        int n = snprintf(text + len, cap - len,
+                         "%s%s attnsweep run: segment %zu, %d MPI ranks%s%s, %d cells committed, %s",
+                         len ? "\n" : "", start, i, (int)sg->mpi_size,
+                         sg->job && sg->job[0] ? ", SLURM job " : "", sg->job ? sg->job : "",
+                         (int)sg->cells_done, isfinite(sg->end) ? "ended " : "not ended (running or killed)");
+        if (n < 0 || (size_t)n >= cap - len) break;
+        len += (size_t)n;
+        if (isfinite(sg->end)) len += (size_t)snprintf(text + len, cap - len, "%s", end);
+    }
+    int rc = 0;
+    if (H5Aexists(file, "history") > 0 && H5Adelete(file, "history") < 0) rc = -1;
+    if (!rc) rc = attr_str(file, "history", text);
+    free(text);
+    return rc;
+}
+
+/* (Re)writes /provenance from the in-memory segment list, and the history it tells. */
 int st_write_segments(store *s, hid_t file) {
     hid_t g;
     H5E_BEGIN_TRY { g = H5Gopen2(file, "provenance", H5P_DEFAULT); } H5E_END_TRY;
@@ -264,13 +314,13 @@ int st_write_segments(store *s, hid_t file) {
         const char *name, *long_name, *units;
         int kind; /* 0 i32, 1 f64, 2 string */
     } cols[] = {
-        {"segment", "run segment number", NULL, 0},
-        {"start", "segment start", "seconds since 1970-01-01 00:00:00", 1},
-        {"end", "segment end (NaN: still running or killed)", "seconds since 1970-01-01 00:00:00", 1},
-        {"hosts", "hosts of the segment", NULL, 2},
-        {"mpi_size", "MPI ranks", NULL, 0},
+        {"segment", "run segment number", "1", 0},
+        {"start", "segment start time (UTC)", "seconds since 1970-01-01 00:00:00", 1},
+        {"end", "segment end time (UTC; NaN while running or after a kill)", "seconds since 1970-01-01 00:00:00", 1},
+        {"hosts", "host names of the segment's ranks", NULL, 2},
+        {"mpi_size", "number of MPI ranks", "1", 0},
         {"slurm_job_id", "SLURM job id (empty outside SLURM)", NULL, 2},
-        {"cells_done", "cells committed in the segment", NULL, 0},
+        {"cells_done", "cells committed during the segment", "1", 0},
     };
     const size_t ncols = sizeof cols / sizeof cols[0];
     size_t n = s->n_segs;
@@ -300,6 +350,7 @@ int st_write_segments(store *s, hid_t file) {
                 double nan = NAN;
                 rc |= attr_write(ds, "_FillValue", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 1, &nan);
             }
+            if (cols[c].kind == 1) rc |= attr_str(ds, "calendar", "standard");
             if (c == 0) rc |= H5DSset_scale(ds, "segment") < 0 ? -1 : 0;
             else rc |= H5DSattach_scale(ds, seg_scale, 0) < 0 ? -1 : 0;
         } else {
@@ -330,7 +381,7 @@ int st_write_segments(store *s, hid_t file) {
     if (seg_scale >= 0) H5Dclose(seg_scale);
     H5Tclose(str);
     H5Gclose(g);
-    return rc;
+    return rc ? rc : write_history(s, file);
 }
 
 /* Errors are the caller's to report (one line), so HDF5 prints no stack. */
@@ -392,21 +443,21 @@ int st_create_view(store *s, const char *path, as_err *err) {
     hid_t str = st_utf8_vlen();
     H5E_BEGIN_TRY {
         if (!rc) rc |= create_coord(file, "window", H5T_STD_I32LE, H5T_NATIVE_INT32, nw, widx,
-                                    "text window index (first token at window_start)", NULL);
+                                    "text window index (first token at window_start)", "1");
         rc |= create_coord(file, "L", H5T_STD_I32LE, H5T_NATIVE_INT32, s->ax.n_L, s->Lv,
-                           "context length", "tokens");
+                           "context length in tokens", "1");
         rc |= create_coord(file, "N", H5T_STD_I32LE, H5T_NATIVE_INT32, s->ax.n_N, s->Nv,
-                           "top-N", NULL);
+                           "number of top-weighted keys kept (top-N)", "1");
         rc |= create_coord(file, "T", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, s->ax.n_T, s->Tv,
-                           "temperature applied to raw logits (GPT-2's own attention: T = 8)", "1");
+                           "temperature dividing the raw logits q.k (GPT-2's own attention: T = 8)", "1");
         rc |= create_coord(file, "eps", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, s->ax.n_eps, s->epsv,
-                           "perturbation size of grad_fd", NULL);
+                           "size of the logit perturbation of the finite-difference gradient", "1");
         rc |= create_coord(file, "normalizer", str, str, s->ax.n_norm, s->normv,
-                           "attention normalizer", NULL);
+                           "attention normalizer (softmax, sparsemax or ssmax)", NULL);
         rc |= create_coord(file, "layer", H5T_STD_I32LE, H5T_NATIVE_INT32, s->ax.n_layer,
-                           s->layerv, "transformer block (0-based)", NULL);
+                           s->layerv, "transformer block (0-based)", "1");
         rc |= create_coord(file, "head", H5T_STD_I32LE, H5T_NATIVE_INT32, s->ax.n_head, s->headv,
-                           "head within the block (0-based)", NULL);
+                           "attention head within the block (0-based)", "1");
         for (int v = 0; v < N_METRICS && !rc; v++) {
             int dims[8];
             int rank = var_dims((cr_var)v, dims);
@@ -433,7 +484,7 @@ int st_create_view(store *s, const char *path, as_err *err) {
                 rc = -1;
             if (ds >= 0) {
                 rc |= attr_str(ds, "long_name", "token offset of the window's first token in the text");
-                rc |= attr_str(ds, "units", "tokens");
+                rc |= attr_str(ds, "units", "1");
                 hid_t scale = H5Dopen2(file, "window", H5P_DEFAULT);
                 if (scale < 0 || H5DSattach_scale(ds, scale, 0) < 0) rc = -1;
                 if (scale >= 0) H5Dclose(scale);
@@ -468,11 +519,11 @@ int st_create_view(store *s, const char *path, as_err *err) {
             }
             if (!rc) {
                 s->wall_ds = create_var(file, s, "wall_time", VT_F64, cdims, 2, 0, &dnan,
-                                        "wall-clock time of the cell", "s");
+                                        "wall-clock time spent computing the cell", "s");
                 s->rank_ds = create_var(file, s, "rank", VT_I32, cdims, 2, 0, &minus1,
-                                        "MPI rank that computed the cell", NULL);
+                                        "MPI rank that computed the cell (-1: not computed)", "1");
                 s->attempts_ds = create_var(file, s, "attempts", VT_I32, cdims, 2, 0, NULL,
-                                            "times the cell was dispatched", NULL);
+                                            "number of times the cell was dispatched to a worker", "1");
                 if (s->wall_ds < 0 || s->rank_ds < 0 || s->attempts_ds < 0) rc = -1;
             }
         }

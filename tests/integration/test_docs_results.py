@@ -261,6 +261,38 @@ def case_results():
         report(results_problems(path, doc_tables()), "results file")
 
 
+def case_cf():
+    """CF conventions as an analyst meets them: xarray plots label themselves from long_name and
+    units, and `history` has one line per /provenance segment, each starting with an ISO 8601
+    UTC time."""
+    path = make_results()
+    if not os.path.exists(path):
+        return
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import xarray as xr
+    with xr.open_dataset(path, engine="h5netcdf") as ds:
+        check(ds.attrs.get("Conventions") == "CF-1.8", f"Conventions is {ds.attrs.get('Conventions')!r}")
+        for name in ("dist_true", "sep_ratio", "entropy", "grad_fd", "crit_N"):
+            da = ds[name]
+            line = da.isel({d: 0 for d in da.dims if d != "T"})  # a curve over T
+            plt.figure()
+            line.plot()
+            label = plt.gca().get_ylabel().replace("\n", " ")
+            plt.close()
+            want = f"{da.attrs['long_name']} [{da.attrs['units']}]"
+            check(label == want, f"{name}.plot() labels its axis {label!r}, want {want!r}")
+        history = ds.attrs.get("history", "").splitlines()
+        with h5py.File(path, "r") as f:
+            segments = len(f["provenance/segment"])
+        check(len(history) == segments and segments > 0,
+              f"history has {len(history)} lines for {segments} segments")
+        for line in history:
+            check(re.match(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ attnsweep run: segment \d+", line) is not None,
+                  f"history line {line!r} does not start with an ISO 8601 time")
+
+
 def case_dump():
     path, sizes = make_dump()
     if os.path.exists(path):
@@ -300,7 +332,7 @@ def main():
     if os.path.exists(SCRATCH):
         shutil.rmtree(SCRATCH)
     os.makedirs(SCRATCH)
-    run_cases([case_results, case_dump, case_selftest], ONLY, label="case ")
+    run_cases([case_results, case_cf, case_dump, case_selftest], ONLY, label="case ")
     sys.exit(summary("test_docs_results"))
 
 
