@@ -76,7 +76,9 @@ json_doc *json_parse(const char *text, size_t len, as_err *err);
 const json_value *json_root(const json_doc *doc);
 void json_free(json_doc *doc);
 
-/* Reads and parses a whole file; errors are prefixed with the path. */
+/* Reads (fileio_read_all: a regular file of at most JSON_FILE_MAX_BYTES) and
+ * parses a whole file; errors are prefixed with the path. */
+#define JSON_FILE_MAX_BYTES ((size_t)64 << 20)
 json_doc *json_parse_file(const char *path, as_err *err);
 
 /* Member of an object by key, or NULL (also NULL when obj is not an object). */

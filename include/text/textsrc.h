@@ -42,7 +42,13 @@ typedef struct {
     char path[4096];
     char kind[48];         /* "text", "text (Gutenberg stripped)", "npy <u2", "llm.c uint16", "raw uint32", ... */
     size_t text_bytes;     /* text sources: bytes encoded (after stripping) */
+    char sha256[65];       /* hex sha256 of the file's bytes as read (the ones loaded) */
+    char vocab_sha256[65], merges_sha256[65]; /* text sources: the tokenizer files' */
 } textsrc;
+
+/* Whole-file read limits (fileio_read_all); a larger file is refused, naming the limit. */
+#define TEXTSRC_TEXT_MAX_BYTES ((size_t)4 << 30)    /* a text to tokenize: 4 GiB */
+#define TEXTSRC_TOKENS_MAX_BYTES ((size_t)64 << 30) /* a token file: 64 GiB */
 
 /* Loads the source. model_dir: where the tokenizer files are (text only;
  * may be NULL for tokens). vocab_size: the model's; ids must be below it. */

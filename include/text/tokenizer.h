@@ -51,6 +51,9 @@ int32_t tokenizer_eot_id(const tokenizer *t);
 /* The two files it was loaded from (for provenance). */
 const char *tokenizer_vocab_path(const tokenizer *t);
 const char *tokenizer_merges_path(const tokenizer *t);
+/* sha256 (hex) of the vocab.json and merges.txt bytes this tokenizer was built from. */
+const char *tokenizer_vocab_sha256(const tokenizer *t);
+const char *tokenizer_merges_sha256(const tokenizer *t);
 
 /* Encodes text[0..len) into out[0..*n_out). A text of len bytes never has
  * more than len tokens, so out_cap >= len always suffices. Fails only when

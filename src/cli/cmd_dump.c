@@ -5,9 +5,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "dump.h"
+#include "fileio.h"
 #include "textsrc.h"
 #include "gpt2.h"
 #include "model.h"
@@ -88,9 +90,11 @@ static int ends_with(const char *s, const char *suffix) {
 enum { TOKENS_ID_TEXT, TOKENS_HEADERED, TOKENS_RAW_BIN };
 static int token_file_kind(const char *path) {
     unsigned char head[6] = {0};
-    FILE *f = fopen(path, "rb");
-    size_t got = f ? fread(head, 1, sizeof head, f) : 0;
-    if (f) fclose(f);
+    /* not fopen: a FIFO would block; a non-regular file is refused by the reader */
+    int fd = fileio_open_regular(path, 0, NULL, NULL);
+    ssize_t r = fd >= 0 ? read(fd, head, sizeof head) : 0;
+    size_t got = r > 0 ? (size_t)r : 0;
+    if (fd >= 0) close(fd);
     uint32_t magic = (uint32_t)head[0] | (uint32_t)head[1] << 8 | (uint32_t)head[2] << 16 |
                      (uint32_t)head[3] << 24;
     if ((got == 6 && !memcmp(head, "\x93NUMPY", 6)) || (got >= 4 && magic == 20240520u))
@@ -101,46 +105,36 @@ static int token_file_kind(const char *path) {
 
 /* Reads whitespace-separated token ids (dump's own convenience format) into a malloc'd array. */
 static int read_id_text(const char *path, int32_t **out, size_t *count, as_err *err) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return as_fail(err, "%s: %s", path, strerror(errno));
-    size_t cap = 1 << 16, n = 0;
-    int32_t *ids = malloc(cap * sizeof *ids);
+    char *buf = NULL;
+    size_t len = 0;
+    if (fileio_read_all(path, TEXTSRC_TOKENS_MAX_BYTES, "a token file", &buf, &len, err)) return -1;
+    const unsigned char *b = (const unsigned char *)buf;
     int rc = 0;
+    size_t n = 0;
+    int32_t *ids = malloc((len / 2 + 1) * sizeof *ids); /* len bytes hold at most (len + 1) / 2 ids */
     if (!ids) rc = as_fail(err, "%s: out of memory", path);
-    if (rc == 0) {
+    for (size_t i = 0; rc == 0 && i < len;) {
+        while (i < len && (b[i] == ' ' || b[i] == '\n' || b[i] == '\t' || b[i] == '\r')) i++;
+        if (i == len) break;
+        size_t j = i;
+        while (j < len && !(b[j] == ' ' || b[j] == '\n' || b[j] == '\t' || b[j] == '\r')) j++;
         char word[64];
-        int c;
-        size_t len = 0;
-        do {
-            c = fgetc(f);
-            if (c == EOF || c == ' ' || c == '\n' || c == '\t' || c == '\r') {
-                if (!len) continue;
-                word[len] = 0;
-                len = 0;
-                char *end;
-                errno = 0;
-                long v = strtol(word, &end, 10);
-                if (*end || errno || v < 0 || v > INT32_MAX) {
-                    rc = as_fail(err, "%s: token %zu ('%s') is not a non-negative integer", path,
-                                 n, word);
-                    break;
-                }
-                if (n == cap) {
-                    int32_t *grown = realloc(ids, (cap *= 2) * sizeof *ids);
-                    if (!grown) { rc = as_fail(err, "%s: out of memory", path); break; }
-                    ids = grown;
-                }
-                ids[n++] = (int32_t)v;
-            } else if (len + 1 < sizeof word) {
-                word[len++] = (char)c;
-            } else {
-                rc = as_fail(err, "%s: token %zu is not a number (too long)", path, n);
-                break;
-            }
-        } while (c != EOF);
-        if (rc == 0 && ferror(f)) rc = as_fail(err, "%s: read error", path);
+        if (j - i >= sizeof word) {
+            rc = as_fail(err, "%s: token %zu is not a number (too long)", path, n);
+            break;
+        }
+        memcpy(word, buf + i, j - i);
+        word[j - i] = 0;
+        char *end;
+        errno = 0;
+        long v = strtol(word, &end, 10);
+        if (*end || errno || v < 0 || v > INT32_MAX)
+            rc = as_fail(err, "%s: token %zu ('%s') is not a non-negative integer", path, n, word);
+        else
+            ids[n++] = (int32_t)v;
+        i = j;
     }
-    fclose(f);
+    free(buf);
     if (rc != 0) {
         free(ids);
         return -1;

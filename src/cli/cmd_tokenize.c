@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "cli.h"
+#include "fileio.h"
+#include "textsrc.h"
 #include "tokenizer.h"
 
 static void tokenize_usage(FILE *out) {
@@ -24,22 +26,6 @@ static void tokenize_usage(FILE *out) {
             "\"<|endoftext|>\" in the text is encoded as plain characters, never as id 50256.\n"
             "Invalid UTF-8 is accepted: such bytes are encoded byte-level, and decode gives\n"
             "them back unchanged.\n");
-}
-
-static char *slurp(FILE *f, size_t *n) {
-    size_t cap = 1 << 16, len = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        len += fread(buf + len, 1, cap - len, f);
-        if (len < cap) break;
-        char *nb = realloc(buf, cap * 2);
-        if (!nb) { free(buf); return NULL; }
-        buf = nb;
-        cap *= 2;
-    }
-    if (buf && ferror(f)) { free(buf); return NULL; }
-    *n = len;
-    return buf;
 }
 
 static int encode_span(tokenizer *t, const char *s, size_t n, int32_t *ids, FILE *out, as_err *err) {
@@ -108,20 +94,13 @@ int cmd_tokenize(int argc, char **argv) {
     as_err err = {{0}};
     tokenizer *t = tokenizer_load(model, &err);
     if (!t) { fprintf(stderr, "attnsweep tokenize: %s\n", err.msg); return AS_EXIT_ERROR; }
-    FILE *in = stdin;
-    if (file && strcmp(file, "-")) {
-        in = fopen(file, "rb");
-        if (!in) {
-            fprintf(stderr, "attnsweep tokenize: %s: cannot open: %s\n", file, strerror(errno));
-            tokenizer_free(t);
-            return AS_EXIT_ERROR;
-        }
-    }
     size_t n = 0;
-    char *text = slurp(in, &n);
-    if (in != stdin) fclose(in);
-    if (!text) {
-        fprintf(stderr, "attnsweep tokenize: %s: read error or out of memory\n", file ? file : "stdin");
+    char *text = NULL;
+    int read_rc = file && strcmp(file, "-")
+                      ? fileio_read_all(file, TEXTSRC_TEXT_MAX_BYTES, "a text file", &text, &n, &err)
+                      : fileio_read_stream(stdin, "stdin", TEXTSRC_TEXT_MAX_BYTES, "a text file", &text, &n, &err);
+    if (read_rc) {
+        fprintf(stderr, "attnsweep tokenize: %s\n", err.msg);
         tokenizer_free(t);
         return AS_EXIT_ERROR;
     }

@@ -1,9 +1,11 @@
 /* sha256.c -- see sha256.h; a straight transcription of FIPS 180-4 sec. 6.2. */
 #include "sha256.h"
+#include "fileio.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 static const uint32_t K[64] = {
     0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
@@ -113,8 +115,13 @@ void sha256_hex(char hex[65], const void *data, size_t len) {
 }
 
 int sha256_file_hex(char hex[65], const char *path, as_err *err) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return as_fail(err, "%s: cannot open: %s", path, strerror(errno));
+    int fd = fileio_open_regular(path, 0, NULL, err);
+    if (fd < 0) return -1;
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        close(fd);
+        return as_fail(err, "%s: cannot open: %s", path, strerror(errno));
+    }
     sha256_ctx ctx;
     sha256_init(&ctx);
     unsigned char buf[1 << 16];

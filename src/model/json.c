@@ -2,6 +2,7 @@
  * JSON_MAX_DEPTH. Decoded strings go into one pool sized from the input:
  * a decoded string plus its NUL never exceeds its quoted source text. */
 #include "json.h"
+#include "fileio.h"
 
 #include <errno.h>
 #include <locale.h>
@@ -478,36 +479,9 @@ void json_free(json_doc *doc) {
 }
 
 json_doc *json_parse_file(const char *path, as_err *err) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        as_fail(err, "%s: cannot open: %s", path, strerror(errno));
-        return NULL;
-    }
     char *buf = NULL;
-    size_t len = 0, cap = 0;
-    for (;;) {
-        if (len == cap) {
-            cap = cap ? 2 * cap : 65536;
-            char *grown = realloc(buf, cap);
-            if (!grown) {
-                free(buf);
-                fclose(f);
-                as_fail(err, "%s: out of memory", path);
-                return NULL;
-            }
-            buf = grown;
-        }
-        size_t got = fread(buf + len, 1, cap - len, f);
-        len += got;
-        if (got == 0) break;
-    }
-    int read_error = ferror(f);
-    fclose(f);
-    if (read_error) {
-        free(buf);
-        as_fail(err, "%s: read error", path);
-        return NULL;
-    }
+    size_t len = 0;
+    if (fileio_read_all(path, JSON_FILE_MAX_BYTES, "a JSON file", &buf, &len, err)) return NULL;
     json_doc *doc = json_parse(buf, len, err);
     free(buf);
     if (!doc) as_wrap(err, "%s", path);

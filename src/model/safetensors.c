@@ -1,5 +1,6 @@
 /* safetensors.c -- see safetensors.h. */
 #include "safetensors.h"
+#include "fileio.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -186,19 +187,10 @@ int st_open(st_file *f, const char *path, as_err *err) {
     if (strlen(path) >= sizeof f->path) return as_fail(err, "%s: path too long", path);
     strcpy(f->path, path);
     if (!is_little_endian()) return as_fail(err, "%s: big-endian hosts are not supported", path);
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) return as_fail(err, "%s: cannot open: %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st)) {
-        int e = errno;
-        close(fd);
-        return as_fail(err, "%s: cannot stat: %s", path, strerror(e));
-    }
-    if (!S_ISREG(st.st_mode)) {
-        close(fd);
-        return as_fail(err, "%s: not a regular file", path);
-    }
-    f->file_size = (size_t)st.st_size;
+    uint64_t size = 0;
+    int fd = fileio_open_regular(path, 0, &size, err); /* a FIFO would block open() */
+    if (fd < 0) return -1;
+    f->file_size = (size_t)size;
     if (f->file_size < 8) {
         close(fd);
         return as_fail(err, "%s: file is %zu bytes, too short for the 8-byte header length", path,

@@ -6,30 +6,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fileio.h"
+#include "sha256.h"
 #include "tokenizer.h"
 
-static unsigned char *read_all(const char *path, size_t *n, as_err *err) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        as_fail(err, "%s: cannot open: %s", path, strerror(errno));
-        return NULL;
-    }
-    size_t cap = 1 << 20, len = 0;
-    unsigned char *buf = malloc(cap);
-    while (buf) {
-        len += fread(buf + len, 1, cap - len, f);
-        if (len < cap) break;
-        unsigned char *nb = realloc(buf, cap * 2);
-        if (!nb) { free(buf); buf = NULL; break; }
-        buf = nb;
-        cap *= 2;
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (!buf) { as_fail(err, "%s: out of memory reading it", path); return NULL; }
-    if (bad) { free(buf); as_fail(err, "%s: read error", path); return NULL; }
-    *n = len;
-    return buf;
+static unsigned char *read_all(const char *path, size_t max_bytes, const char *what, size_t *n, as_err *err) {
+    char *buf = NULL;
+    if (fileio_read_all(path, max_bytes, what, &buf, n, err)) return NULL;
+    return (unsigned char *)buf;
 }
 
 static const char *find_marker_line(const char *s, size_t len, size_t from, const char *word, size_t *line_start,
@@ -161,8 +145,9 @@ static int load_npy(textsrc *ts, const unsigned char *b, size_t n, size_t vocab_
 
 static int load_tokens(textsrc *ts, const textsrc_spec *spec, size_t vocab_size, as_err *err) {
     size_t n;
-    unsigned char *b = read_all(spec->path, &n, err);
+    unsigned char *b = read_all(spec->path, TEXTSRC_TOKENS_MAX_BYTES, "a token file", &n, err);
     if (!b) return -1;
+    sha256_hex(ts->sha256, b, n);
     int rc;
     if (n >= 6 && !memcmp(b, "\x93NUMPY", 6)) {
         rc = load_npy(ts, b, n, vocab_size, err);
@@ -197,8 +182,9 @@ static int load_tokens(textsrc *ts, const textsrc_spec *spec, size_t vocab_size,
 static int load_text(textsrc *ts, const textsrc_spec *spec, const char *model_dir, size_t vocab_size, as_err *err) {
     if (!model_dir) return as_fail(err, "%s: a text source needs the model directory's tokenizer", ts->path);
     size_t n;
-    unsigned char *b = read_all(spec->path, &n, err);
+    unsigned char *b = read_all(spec->path, TEXTSRC_TEXT_MAX_BYTES, "a text file", &n, err);
     if (!b) return -1;
+    sha256_hex(ts->sha256, b, n);
     size_t begin = 0, end = n;
     if (spec->strip_gutenberg && textsrc_strip_gutenberg((const char *)b, n, &begin, &end, ts->path, err)) {
         free(b);
@@ -206,6 +192,8 @@ static int load_text(textsrc *ts, const textsrc_spec *spec, const char *model_di
     }
     tokenizer *tok = tokenizer_load(model_dir, err);
     if (!tok) { free(b); return -1; }
+    snprintf(ts->vocab_sha256, sizeof ts->vocab_sha256, "%s", tokenizer_vocab_sha256(tok));
+    snprintf(ts->merges_sha256, sizeof ts->merges_sha256, "%s", tokenizer_merges_sha256(tok));
     int rc = 0;
     if (tokenizer_vocab_size(tok) > vocab_size)
         rc = as_fail(err, "%s: the tokenizer has %zu ids but the model only %zu", tokenizer_vocab_path(tok),

@@ -13,6 +13,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "fileio.h"
+#include "sha256.h"
 #include "unicode_tables.h"
 
 /* ------------------------------------------------------------------ unicode */
@@ -263,6 +265,7 @@ struct tokenizer {
     struct heap_entry *heap;
     size_t heap_threshold;
     char vocab_path[4096], merges_path[4096];
+    char vocab_sha256[65], merges_sha256[65]; /* of the bytes parsed */
 };
 
 static inline const merge_slot *merge_find(const tokenizer *t, int32_t a, int32_t b) {
@@ -278,29 +281,12 @@ static inline const merge_slot *merge_find(const tokenizer *t, int32_t a, int32_
 
 /* ---------------------------------------------------------------- file I/O */
 
+/* vocab.json (GPT-2: 1 MB) and merges.txt (456 KB), read whole. */
+#define TOKENIZER_FILE_MAX_BYTES ((size_t)256 << 20)
+
 static char *read_file(const char *path, size_t *n, as_err *err) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        as_fail(err, "%s: cannot open: %s", path, strerror(errno));
-        return NULL;
-    }
-    size_t cap = 1 << 20, len = 0;
-    char *buf = malloc(cap + 1);
-    while (buf) {
-        size_t got = fread(buf + len, 1, cap - len, f);
-        len += got;
-        if (len < cap) break;
-        char *nb = realloc(buf, cap * 2 + 1);
-        if (!nb) { free(buf); buf = NULL; break; }
-        buf = nb;
-        cap *= 2;
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (!buf) { as_fail(err, "%s: out of memory reading it", path); return NULL; }
-    if (bad) { free(buf); as_fail(err, "%s: read error", path); return NULL; }
-    buf[len] = 0;
-    *n = len;
+    char *buf = NULL;
+    if (fileio_read_all(path, TOKENIZER_FILE_MAX_BYTES, "a tokenizer file", &buf, n, err)) return NULL;
     return buf;
 }
 
@@ -394,6 +380,7 @@ static int read_vocab(tokenizer *t, const char *path, as_err *err) {
     size_t n;
     char *s = read_file(path, &n, err);
     if (!s) return -1;
+    sha256_hex(t->vocab_sha256, s, n);
     json_reader r = {path, s, n, 0, err};
     int cp_to_byte[324];
     uint32_t byte_to_cp[256];
@@ -485,6 +472,7 @@ static int read_merges(tokenizer *t, const char *path, as_err *err) {
     size_t n;
     char *s = read_file(path, &n, err);
     if (!s) return -1;
+    sha256_hex(t->merges_sha256, s, n);
     int rc = -1;
     id_index ix = {0};
     size_t cap = 1;
@@ -629,6 +617,8 @@ size_t tokenizer_vocab_size(const tokenizer *t) { return t->n_ids; }
 int32_t tokenizer_eot_id(const tokenizer *t) { return t->eot; }
 const char *tokenizer_vocab_path(const tokenizer *t) { return t->vocab_path; }
 const char *tokenizer_merges_path(const tokenizer *t) { return t->merges_path; }
+const char *tokenizer_vocab_sha256(const tokenizer *t) { return t->vocab_sha256; }
+const char *tokenizer_merges_sha256(const tokenizer *t) { return t->merges_sha256; }
 size_t tokenizer_max_token_len(const tokenizer *t) { return t->max_token_len; }
 void tokenizer_set_heap_threshold(tokenizer *t, size_t min_bytes) { t->heap_threshold = min_bytes; }
 void tokenizer_set_cache_disabled(tokenizer *t, int disabled) { t->cache_disabled = disabled; }
