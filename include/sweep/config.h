@@ -129,10 +129,12 @@ extern const char *const config_known_keys[];
 
 /* --- comparing two configs (resume check) ------------------------------- */
 
+/* Ordered from harmless to worst: the verdict of a diff is its worst item, so
+ * a moved path or a refused key is never hidden by an extension next to it. */
 typedef enum {
     AS_DIFF_HARMLESS,  /* output, runtime.*: results do not depend on it */
-    AS_DIFF_PATH,      /* model, text.path moved: the caller must compare file sha256s */
     AS_DIFF_EXTEND,    /* windows.count grew, or grid.L gained values and kept all old ones */
+    AS_DIFF_PATH,      /* model, text.path moved: the caller must compare file sha256s */
     AS_DIFF_REFUSED,   /* anything else: the stored results would mean something else */
 } as_diff_kind;
 

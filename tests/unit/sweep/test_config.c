@@ -502,6 +502,20 @@ static void test_diff(void) {
     CHECK(diff_of(base, base, (const char *[]){set_model}, 1, &d, "path") == AS_DIFF_PATH &&
               has_item(&d, "model", AS_DIFF_PATH),
           "model moved -> path");
+    /* issue 12.1: an extension next to a moved path must not hide it */
+    CHECK(diff_of(base, "grid = { L = [32, 64]; N = [1, 4]; };\nwindows = { count = 3; stride = 64; };\n",
+                  (const char *[]){set_model}, 1, &d, "path+count") == AS_DIFF_PATH &&
+              has_item(&d, "model", AS_DIFF_PATH) && has_item(&d, "windows.count", AS_DIFF_EXTEND),
+          "model moved + windows.count grew -> path, not extension (verdict %s)",
+          config_diff_kind_name(d.verdict));
+    CHECK(diff_of(base, "grid = { L = [32, 64, 128]; N = [1, 4]; };\nwindows = { stride = 64; };\n",
+                  (const char *[]){"text.path=\"/elsewhere/t.txt\""}, 1, &d, "text+L") == AS_DIFF_PATH &&
+              has_item(&d, "text.path", AS_DIFF_PATH),
+          "text.path moved + grid.L grew -> path, not extension (verdict %s)",
+          config_diff_kind_name(d.verdict));
+    CHECK(diff_of(base, "grid = { L = [32, 64, 128]; N = [1, 4]; };\nwindows = { stride = 64; };\n",
+                  (const char *[]){set_model, "metrics.seed=5"}, 2, &d, "path+ext+seed") == AS_DIFF_REFUSED,
+          "model moved + extension + seed -> refused");
     char desc[512];
     diff_of(base, "grid = { L = [32, 64, 128]; N = [1, 4]; };\nwindows = { stride = 64; };\n",
             (const char *[]){"metrics.seed=5"}, 1, &d, "describe");
@@ -511,6 +525,71 @@ static void test_diff(void) {
     as_err err;
     CHECK(config_diff(&d, "x = ", "y = 1;", &err) == -1 && strstr(err.msg, "stored config"),
           "unparsable stored text: %s", err.msg);
+}
+
+/* issue 12.13 and 12.6: @include with an absolute path, a relative one, a
+ * missing one (named), a FIFO (refused at once, never waited on); issue
+ * 12.10: --set with text after its value. */
+static void test_include(void) {
+    char inc_dir[400], inc[500], text[1200];
+    snprintf(inc_dir, sizeof inc_dir, "%s/incs", dir);
+    mkdir(inc_dir, 0777);
+    snprintf(inc, sizeof inc, "%s/grid.inc", inc_dir);
+    write_file(inc, "grid = { L = [32, 64]; N = [1, 3];\n  T = [2.0]; };\n");
+    as_config cfg;
+    snprintf(text, sizeof text, BASE "@include \"%s\"\nwindows = { count = 2; };\n", inc);
+    as_err err;
+    int rc = load(&cfg, &err, text, NULL, 0);
+    CHECK(rc == 0, "absolute @include: %s", err.msg);
+    if (rc == 0) {
+        CHECK(cfg.axes.nN == 2 && cfg.axes.N[1] == 3 && cfg.axes.nT == 1 && cfg.axes.T[0] == 2.0 &&
+                  cfg.windows_count == 2,
+              "absolute @include: values not read (nN %zu)", cfg.axes.nN);
+        config_free(&cfg);
+    }
+    rc = load(&cfg, &err, BASE "@include \"incs/grid.inc\"\n", NULL, 0);
+    CHECK(rc == 0 && cfg.axes.nT == 1, "relative @include: %s", err.msg);
+    if (rc == 0) config_free(&cfg);
+    /* an error inside the included file names it and its line */
+    char bad[500];
+    snprintf(bad, sizeof bad, "%s/bad.inc", inc_dir);
+    write_file(bad, "grid = {\n  L = [32, 64];\n  bogus = 1;\n};\n");
+    snprintf(text, sizeof text, BASE "@include \"%s\"\n", bad);
+    rc = load(&cfg, &err, text, NULL, 0);
+    CHECK(rc == -1 && strstr(err.msg, "bad.inc:3:") && strstr(err.msg, "bogus"),
+          "key error in an include names FILE:LINE: %s", err.msg);
+    /* a line number after an include still names the right line of the top file */
+    snprintf(text, sizeof text, BASE "@include \"%s\"\nwindows = { count = \"x\"; };\n", inc);
+    rc = load(&cfg, &err, text, NULL, 0);
+    CHECK(rc == -1 && strstr(err.msg, ".cfg:5:") && strstr(err.msg, "windows.count"),
+          "line after an include: %s", err.msg);
+    snprintf(text, sizeof text, BASE "@include \"%s/nothere.inc\"\n", inc_dir);
+    rc = load(&cfg, &err, text, NULL, 0);
+    CHECK(rc == -1 && strstr(err.msg, "nothere.inc") && !strstr(err.msg, "//"),
+          "missing absolute include named (no CFGDIR//path): %s", err.msg);
+    char fifo[500];
+    snprintf(fifo, sizeof fifo, "%s/fifo.inc", inc_dir);
+    CHECK(mkfifo(fifo, 0666) == 0, "mkfifo %s", fifo);
+    snprintf(text, sizeof text, BASE "@include \"%s\"\n", fifo);
+    rc = load(&cfg, &err, text, NULL, 0); /* would block forever in open() before */
+    CHECK(rc == -1 && strstr(err.msg, "fifo.inc") && strstr(err.msg, "not a regular file"),
+          "FIFO include refused: %s", err.msg);
+    /* a commented-out include is not read */
+    rc = load(&cfg, &err, BASE "/*\n@include \"nothere.inc\"\n*/\n", NULL, 0);
+    CHECK(rc == 0, "include inside a comment: %s", err.msg);
+    if (rc == 0) config_free(&cfg);
+    /* an include loop ends in an error */
+    char loop[500];
+    snprintf(loop, sizeof loop, "%s/loop.inc", inc_dir);
+    write_file(loop, "@include \"loop.inc\"\n");
+    snprintf(text, sizeof text, BASE "@include \"%s\"\n", loop);
+    rc = load(&cfg, &err, text, NULL, 0);
+    CHECK(rc == -1 && strstr(err.msg, "loop.inc") && strstr(err.msg, "deep"), "include loop: %s", err.msg);
+
+    expect_error("--set with trailing text", "", (const char *[]){"grid.T=[1.0]; output=\"x.h5\""}, 1,
+                 "--set grid.T", "more than one value", NULL);
+    expect_error("--set with a second key", "", (const char *[]){"grid.T=1.0; metrics.seed=3"}, 1,
+                 "--set grid.T", NULL);
 }
 
 int main(void) {
@@ -528,6 +607,7 @@ int main(void) {
     test_T();
     test_canonical();
     test_diff();
+    test_include();
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd)) fprintf(stderr, "could not remove %s\n", dir);
