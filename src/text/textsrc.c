@@ -2,6 +2,7 @@
 #include "textsrc.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,6 +94,119 @@ static int convert_ids(textsrc *ts, const unsigned char *p, size_t n, int size, 
     return 0;
 }
 
+/* ---- the .npy header: a Python dict literal, parsed as one ----
+ * {'descr': '<u2', 'fortran_order': False, 'shape': (400,), } -- exactly the
+ * three keys numpy writes, each once; strings in '...' or "..." (with
+ * backslash escapes), True/False, and a tuple of non-negative integers. A key
+ * or a string value that merely contains "'descr'" is just text here. */
+
+enum { NPY_MAX_DIMS = 32 };
+typedef struct {
+    char descr[32];
+    int fortran_order;
+    size_t shape[NPY_MAX_DIMS];
+    size_t dims;
+} npy_header;
+
+typedef struct {
+    const char *s;
+    size_t n, i;
+} npy_reader;
+
+static void npy_ws(npy_reader *r) {
+    while (r->i < r->n && (r->s[r->i] == ' ' || r->s[r->i] == '\t' || r->s[r->i] == '\n' || r->s[r->i] == '\r'))
+        r->i++;
+}
+
+static int npy_peek(npy_reader *r, char c) {
+    npy_ws(r);
+    return r->i < r->n && r->s[r->i] == c;
+}
+
+/* A Python string literal into out (cut to size - 1); 0, or -1 when malformed. */
+static int npy_string(npy_reader *r, char *out, size_t size) {
+    npy_ws(r);
+    if (r->i >= r->n || (r->s[r->i] != '\'' && r->s[r->i] != '"')) return -1;
+    char q = r->s[r->i++];
+    size_t m = 0;
+    while (r->i < r->n && r->s[r->i] != q) {
+        char c = r->s[r->i++];
+        if (c == '\\') {
+            if (r->i >= r->n) return -1;
+            c = r->s[r->i++];
+        }
+        if (c == '\n') return -1;
+        if (m + 1 < size) out[m++] = c;
+    }
+    if (r->i >= r->n) return -1;
+    r->i++;
+    out[m] = 0;
+    return 0;
+}
+
+static int parse_npy_header(const char *s, size_t n, npy_header *h, const char *path, as_err *err) {
+    memset(h, 0, sizeof *h);
+    npy_reader r = {s, n, 0};
+    int seen_descr = 0, seen_fortran = 0, seen_shape = 0;
+    if (!npy_peek(&r, '{')) return as_fail(err, "%s: .npy header is not a dict", path);
+    r.i++;
+    for (;;) {
+        if (npy_peek(&r, '}')) break;
+        char key[64];
+        if (npy_string(&r, key, sizeof key))
+            return as_fail(err, "%s: .npy header: a key is not a string (at byte %zu)", path, r.i);
+        if (!npy_peek(&r, ':')) return as_fail(err, "%s: .npy header: no ':' after '%s'", path, key);
+        r.i++;
+        if (!strcmp(key, "descr")) {
+            if (seen_descr++) return as_fail(err, "%s: .npy header: 'descr' given twice", path);
+            char v[64];
+            if (npy_string(&r, v, sizeof v) || strlen(v) >= sizeof h->descr)
+                return as_fail(err, "%s: .npy header: 'descr' is not a dtype string (a structured dtype?)", path);
+            snprintf(h->descr, sizeof h->descr, "%s", v);
+        } else if (!strcmp(key, "fortran_order")) {
+            if (seen_fortran++) return as_fail(err, "%s: .npy header: 'fortran_order' given twice", path);
+            npy_ws(&r);
+            if (r.n - r.i >= 4 && !memcmp(r.s + r.i, "True", 4)) h->fortran_order = 1, r.i += 4;
+            else if (r.n - r.i >= 5 && !memcmp(r.s + r.i, "False", 5)) h->fortran_order = 0, r.i += 5;
+            else return as_fail(err, "%s: .npy header: 'fortran_order' is not True or False", path);
+        } else if (!strcmp(key, "shape")) {
+            if (seen_shape++) return as_fail(err, "%s: .npy header: 'shape' given twice", path);
+            if (!npy_peek(&r, '(')) return as_fail(err, "%s: .npy header: 'shape' is not a tuple", path);
+            r.i++;
+            for (;;) {
+                if (npy_peek(&r, ')')) break;
+                if (r.i >= r.n || r.s[r.i] < '0' || r.s[r.i] > '9')
+                    return as_fail(err, "%s: .npy header: 'shape' holds something that is not a non-negative integer", path);
+                unsigned long long v = 0;
+                while (r.i < r.n && r.s[r.i] >= '0' && r.s[r.i] <= '9') {
+                    unsigned d = (unsigned)(r.s[r.i++] - '0');
+                    if (v > (ULLONG_MAX - d) / 10 || v * 10 + d > SIZE_MAX)
+                        return as_fail(err, "%s: .npy header: a 'shape' entry is too large", path);
+                    v = v * 10 + d;
+                }
+                while (r.i < r.n && (r.s[r.i] == 'L' || r.s[r.i] == 'l')) r.i++; /* Python 2 longs */
+                if (h->dims == NPY_MAX_DIMS) return as_fail(err, "%s: .npy header: more than %d dimensions", path, NPY_MAX_DIMS);
+                h->shape[h->dims++] = (size_t)v;
+                if (npy_peek(&r, ',')) r.i++;
+                else if (!npy_peek(&r, ')')) return as_fail(err, "%s: .npy header: bad 'shape' tuple", path);
+            }
+            r.i++;
+        } else {
+            return as_fail(err, "%s: .npy header has the key '%s'; numpy writes only 'descr', 'fortran_order' and 'shape'",
+                           path, key);
+        }
+        if (npy_peek(&r, ',')) r.i++;
+        else if (!npy_peek(&r, '}')) return as_fail(err, "%s: .npy header: expected ',' or '}' (at byte %zu)", path, r.i);
+    }
+    r.i++;
+    npy_ws(&r);
+    if (r.i != r.n) return as_fail(err, "%s: .npy header: text after the dict", path);
+    if (!seen_descr || !seen_fortran || !seen_shape)
+        return as_fail(err, "%s: .npy header lacks %s", path,
+                       !seen_descr ? "'descr'" : !seen_fortran ? "'fortran_order'" : "'shape'");
+    return 0;
+}
+
 static int load_npy(textsrc *ts, const unsigned char *b, size_t n, size_t vocab_size, as_err *err) {
     if (n < 10) return as_fail(err, "%s: truncated .npy header", ts->path);
     size_t hlen, hoff;
@@ -102,38 +216,20 @@ static int load_npy(textsrc *ts, const unsigned char *b, size_t n, size_t vocab_
         hlen = le32(b + 8); hoff = 12;
     } else return as_fail(err, "%s: .npy format version %d is not supported", ts->path, b[6]);
     if (hoff + hlen > n) return as_fail(err, "%s: truncated .npy header", ts->path);
-    char h[4096];
-    size_t hl = hlen < sizeof h - 1 ? hlen : sizeof h - 1;
-    memcpy(h, b + hoff, hl);
-    h[hl] = 0;
-    const char *d = strstr(h, "'descr'"), *fo = strstr(h, "'fortran_order'"), *sh = strstr(h, "'shape'");
-    if (!d || !fo || !sh) return as_fail(err, "%s: .npy header lacks descr/fortran_order/shape", ts->path);
-    d = strchr(d + 7, '\'');
-    if (!d) return as_fail(err, "%s: bad .npy descr", ts->path);
-    d++;
-    const char *dq = strchr(d, '\'');
-    if (!dq) return as_fail(err, "%s: bad .npy descr", ts->path);
-    char descr[16];
-    snprintf(descr, sizeof descr, "%.*s", (int)(dq - d > 15 ? 15 : dq - d), d);
+    npy_header h;
+    if (parse_npy_header((const char *)b + hoff, hlen, &h, ts->path, err)) return -1;
+    const char *descr = h.descr;
     int size, is_signed;
     if (!strcmp(descr, "<u2")) { size = 2; is_signed = 0; }
     else if (!strcmp(descr, "<u4")) { size = 4; is_signed = 0; }
     else if (!strcmp(descr, "<i4")) { size = 4; is_signed = 1; }
     else if (!strcmp(descr, "<i8")) { size = 8; is_signed = 1; }
     else return as_fail(err, "%s: .npy dtype '%s' is not one of '<u2', '<u4', '<i4', '<i8'", ts->path, descr);
-    sh = strchr(sh, '(');
-    const char *she = sh ? strchr(sh, ')') : NULL;
-    if (!sh || !she) return as_fail(err, "%s: bad .npy shape", ts->path);
-    size_t dims = 0, count = 1;
-    for (const char *p = sh + 1; p < she;) {
-        while (p < she && (*p == ' ' || *p == ',')) p++;
-        if (p >= she) break;
-        char *e;
-        unsigned long long v = strtoull(p, &e, 10);
-        if (e == p) return as_fail(err, "%s: bad .npy shape", ts->path);
-        count *= (size_t)v;
-        dims++;
-        p = e;
+    size_t dims = h.dims, count = 1;
+    for (size_t k = 0; k < dims; k++) {
+        if (h.shape[k] && count > SIZE_MAX / h.shape[k])
+            return as_fail(err, "%s: .npy shape overflows", ts->path);
+        count *= h.shape[k];
     }
     if (dims != 1) return as_fail(err, "%s: .npy array has %zu dimensions; a token file must be 1-D", ts->path, dims);
     size_t data = hoff + hlen;

@@ -150,11 +150,72 @@ static void check_text(void) {
     CHECK(textsrc_parse_dtype("int8", &dt, &err) == -1, "bad dtype");
 }
 
+/* Writes a version-1 .npy file with header dict `dict` (padded as numpy pads
+ * it) followed by `data_bytes` bytes of float32 1.0f values. */
+static void write_npy(const char *path, const char *dict, size_t data_bytes) {
+    size_t dl = strlen(dict), total = 10 + dl + 1;
+    size_t pad = (64 - total % 64) % 64, hlen = dl + pad + 1;
+    FILE *f = fopen(path, "wb");
+    fwrite("\x93NUMPY\x01\x00", 1, 8, f);
+    fputc((int)(hlen & 0xff), f);
+    fputc((int)(hlen >> 8), f);
+    fputs(dict, f);
+    for (size_t i = 0; i < pad; i++) fputc(' ', f);
+    fputc('\n', f);
+    const unsigned char one[4] = {0x00, 0x00, 0x80, 0x3f}; /* 1.0f */
+    for (size_t i = 0; i < data_bytes; i++) fputc(one[i % 4], f);
+    fclose(f);
+}
+
+/* issue 12.12: the header is a dict, parsed as one; a key's name inside
+ * another value does not count. */
+static void check_npy_header(void) {
+    struct { const char *dict; const char *want; } cases[] = {
+        /* float32 data behind a decoy "'descr': '<u2'" string: loaded as ids by a substring search */
+        {"{'note': \"'descr': '<u2', 'fortran_order': False, 'shape': (8,), \", 'descr': '<f4', "
+         "'fortran_order': False, 'shape': (8,), }", "'note'"},
+        {"{'descr': '<f4', 'fortran_order': False, 'shape': (8,), 'x': \"'descr': '<u2'\"}", "'x'"},
+        {"{'shape': (8,), 'fortran_order': False, 'descr': '<f4'}", "'<f4' is not one of"},
+        {"{'descr': '<u2', 'descr': '<u2', 'fortran_order': False, 'shape': (8,)}", "given twice"},
+        {"{'descr': '<u2', 'fortran_order': False}", "lacks 'shape'"},
+        {"{'descr': '<u2', 'fortran_order': maybe, 'shape': (8,)}", "True or False"},
+        {"{'descr': '<u2', 'fortran_order': False, 'shape': (8, -1)}", "non-negative integer"},
+        {"{'descr': [('a', '<u2')], 'fortran_order': False, 'shape': (8,)}", "not a dtype string"},
+        {"{'descr': '<u2', 'fortran_order': False, 'shape': (8,)} junk", "text after the dict"},
+        {"'descr': '<u2', 'fortran_order': False, 'shape': (8,)", "not a dict"},
+    };
+    as_err err = {{0}};
+    char path[4200];
+    snprintf(path, sizeof path, "%s/hdr.npy", tmp);
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        write_npy(path, cases[k].dict, 32);
+        textsrc_spec spec = {path, TEXTSRC_TOKENS, 0, TEXTSRC_DTYPE_AUTO};
+        textsrc ts;
+        int rc = textsrc_load(&ts, &spec, NULL, 50257, &err);
+        CHECK(rc == -1, "header %zu accepted: %s", k, cases[k].dict);
+        if (rc == 0) textsrc_free(&ts);
+        else CHECK(strstr(err.msg, cases[k].want) && strstr(err.msg, "hdr.npy"), "header %zu: '%s' lacks '%s'", k,
+                   err.msg, cases[k].want);
+    }
+    /* what numpy itself writes, in either key order, with a 2-style "L" and double quotes */
+    const char *good[] = {"{'descr': '<u2', 'fortran_order': False, 'shape': (16,), }",
+                          "{\"shape\": (16L,), \"descr\": \"<u2\", \"fortran_order\": False}"};
+    for (size_t k = 0; k < 2; k++) {
+        write_npy(path, good[k], 32);
+        textsrc_spec spec = {path, TEXTSRC_TOKENS, 0, TEXTSRC_DTYPE_AUTO};
+        textsrc ts;
+        int rc = textsrc_load(&ts, &spec, NULL, 50257, &err);
+        CHECK(rc == 0 && ts.n_tokens == 16 && ts.tokens[1] == 0x3f80, "good header %zu: %s", k, err.msg);
+        if (rc == 0) textsrc_free(&ts);
+    }
+}
+
 int main(void) {
     if (!mkdtemp(tmp)) { perror("mkdtemp"); return 1; }
     const char *python = getenv("AS_PYTHON");
     check_token_files(python ? python : "/usr/bin/python3");
     check_text();
+    check_npy_header();
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
     if (system(cmd)) fprintf(stderr, "could not remove %s\n", tmp);
