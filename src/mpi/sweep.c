@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "cell.h"
@@ -17,6 +18,7 @@
 #include "scheduler.h"
 #include "sha256.h"
 #include "clock.h"
+#include "fileio.h"
 #include "signals.h"
 #include "store.h"
 #include "textsrc.h"
@@ -55,6 +57,8 @@ typedef struct {
     sweep_unit *units;
     size_t n_units, unit_cells;  /* unit_cells: blocks per unit buffer */
     size_t cells_done, cells_failed; /* committed, counted in cells (rank 0) */
+    /* rank 0: sha256 of the inputs as read (the text's bytes, its tokenizer files) */
+    char text_sha[65], vocab_sha[65], merges_sha[65];
     double timing[TM_N];
 } sweep_state;
 
@@ -79,7 +83,7 @@ static int all_ok(MPI_Comm comm, int ok) {
 
 /* --- step 2: the text, loaded on rank 0 and broadcast --------------------- */
 
-static int load_text(sweep_state *st, MPI_Comm comm, char *text_sha, as_err *err) {
+static int load_text(sweep_state *st, MPI_Comm comm, as_err *err) {
     int ok = 1;
     if (st->rank == 0) {
         textsrc ts;
@@ -91,7 +95,10 @@ static int load_text(sweep_state *st, MPI_Comm comm, char *text_sha, as_err *err
         if (ok) {
             ok = textsrc_check_fit(&ts, st->cfg.windows_count, st->cfg.windows_offset,
                                    st->cfg.windows_stride, config_max_L(&st->cfg), err) == 0;
-            if (ok) ok = sha256_file_hex(text_sha, st->cfg.text_path, err) == 0;
+            /* digests of the bytes just loaded, not of a second read */
+            snprintf(st->text_sha, sizeof st->text_sha, "%s", ts.sha256);
+            snprintf(st->vocab_sha, sizeof st->vocab_sha, "%s", ts.vocab_sha256);
+            snprintf(st->merges_sha, sizeof st->merges_sha, "%s", ts.merges_sha256);
             st->tokens = ts.tokens, st->n_tokens = (int64_t)ts.n_tokens;
             ts.tokens = NULL;
             textsrc_free(&ts);
@@ -232,8 +239,91 @@ static int check_config_change(const as_config *cfg, const char *path, int *flag
     return rc;
 }
 
-static int open_store(sweep_state *st, MPI_Comm comm, const sweep_opts *opts, const char *text_sha,
-                      as_err *err) {
+/* The sha256 recorded as "NAME sha256=HEX" in a tokenizer_files attribute, or NULL. */
+static const char *recorded_sha(const char *files, const char *name, char hex[65]) {
+    char key[64];
+    snprintf(key, sizeof key, "%s sha256=", name);
+    const char *p = files ? strstr(files, key) : NULL;
+    if (!p) return NULL;
+    p += strlen(key);
+    size_t n = strspn(p, "0123456789abcdef");
+    if (n != 64) return NULL;
+    memcpy(hex, p, 64);
+    hex[64] = 0;
+    return hex;
+}
+
+static int input_changed(const char *out, const char *file, const char *now, const char *then, as_err *err) {
+    return as_fail(err, "%s: changed since %s was written (sha256 now %s, recorded %s); mixing its "
+                   "results with the old ones is refused: restore the file, or choose a new output",
+                   file, out, now, then);
+}
+
+/* Inputs rewritten in place: the weights, the text (and, for a text that is
+ * tokenized, vocab.json and merges.txt) must hash as the results file
+ * recorded them (its root attributes). A file whose view cannot be read is
+ * rebuilt by the store from the journal, which records no input hashes:
+ * then there is nothing to compare with. A file of an older version without
+ * a tokenizer hash is compared on the weights and the text only. */
+static int check_inputs_unchanged(const sweep_state *st, const char *tok_files, as_err *err) {
+    struct stat sb;
+    if (stat(st->out_path, &sb) != 0) return 0;
+    store_description d;
+    as_err ignored;
+    if (store_describe(st->out_path, &d, &ignored)) return 0;
+    const as_config *c = &st->cfg;
+    char path[AS_PATH_MAX + 32];
+    int rc = 0;
+    const char *w = d.prov.weights_sha256;
+    if (w && w[0] && strcmp(w, st->model.weights_sha256)) {
+        snprintf(path, sizeof path, "%s/model.safetensors", c->model_dir);
+        rc = input_changed(st->out_path, path, st->model.weights_sha256, w, err);
+    }
+    const char *t = d.prov.text_sha256;
+    if (rc == 0 && t && t[0] && strcmp(t, st->text_sha))
+        rc = input_changed(st->out_path, c->text_path, st->text_sha, t, err);
+    static const char *const names[] = {"vocab.json", "merges.txt"};
+    for (int k = 0; k < 2 && rc == 0; k++) {
+        char then[65], now[65];
+        if (!recorded_sha(d.prov.tokenizer_files, names[k], then)) continue;
+        if (!recorded_sha(tok_files, names[k], now)) {
+            rc = as_fail(err, "%s: the text was tokenized with %s/%s (sha256 %s) and is now "
+                         "pre-tokenized; choose a new output", st->out_path, c->model_dir, names[k], then);
+        } else if (strcmp(now, then)) {
+            snprintf(path, sizeof path, "%s/%s", c->model_dir, names[k]);
+            rc = input_changed(st->out_path, path, now, then, err);
+        }
+    }
+    store_description_free(&d);
+    return rc;
+}
+
+static double file_bytes(const char *path) {
+    struct stat sb;
+    return stat(path, &sb) == 0 ? (double)sb.st_size : 0.0;
+}
+
+/* Refuses, before anything is written, a run whose output cannot fit: the
+ * bytes of a complete file and journal (this shard's share) less what the
+ * existing ones already take, against the free space of the output's file
+ * system. */
+static int check_disk_space(const sweep_state *st, const sweep_opts *opts, as_err *err) {
+    double need = grid_disk_bytes(&st->grid);
+    if (opts->shard_count > 0) need /= opts->shard_count;
+    char jpath[4200];
+    snprintf(jpath, sizeof jpath, "%s.journal", st->out_path);
+    double have = file_bytes(st->out_path) + file_bytes(jpath);
+    double more = need - have, avail = fileio_free_bytes(st->out_path);
+    if (avail < 0 || more <= avail) return 0;
+    char a[32], b[32];
+    fileio_format_size(a, sizeof a, more);
+    fileio_format_size(b, sizeof b, avail);
+    return as_fail(err, "%s: the sweep needs about %s more disk space (results file + journal) but its "
+                   "file system has %s free; free some space, choose another output, shrink the grid, "
+                   "or run with --ignore-disk-space", st->out_path, a, b);
+}
+
+static int open_store(sweep_state *st, MPI_Comm comm, const sweep_opts *opts, as_err *err) {
     char hosts[4096];
     hosts_list(hosts, sizeof hosts, comm, st->rank, st->size);
     if (st->rank != 0) return 0;
@@ -249,9 +339,13 @@ static int open_store(sweep_state *st, MPI_Comm comm, const sweep_opts *opts, co
     int len = 0;
     MPI_Get_library_version(mpi_lib, &len);
     char tok_files[1024];
-    snprintf(tok_files, sizeof tok_files, "%s", c->text_format == AS_TEXT_TOKENS
-                                                    ? "(pre-tokenized text)"
-                                                    : "vocab.json merges.txt of the model directory");
+    if (c->text_format == AS_TEXT_TOKENS)
+        snprintf(tok_files, sizeof tok_files, "(pre-tokenized text)");
+    else
+        snprintf(tok_files, sizeof tok_files,
+                 "vocab.json merges.txt of the model directory; vocab.json sha256=%s; merges.txt sha256=%s",
+                 st->vocab_sha, st->merges_sha);
+    const char *text_sha = st->text_sha;
     store_provenance prov = {
         .config_text = c->canonical, .config_sha256 = c->sha256, .model_dir = c->model_dir,
         .weights_sha256 = st->model.weights_sha256, .text_path = c->text_path,
@@ -262,6 +356,8 @@ static int open_store(sweep_state *st, MPI_Comm comm, const sweep_opts *opts, co
         .mpi_size = st->size, .slurm_job_id = getenv("SLURM_JOB_ID")};
     int flags = 0;
     if (!opts->fresh && check_config_change(c, st->out_path, &flags, err)) return -1;
+    if (!opts->fresh && check_inputs_unchanged(st, tok_files, err)) return -1;
+    if (!opts->ignore_disk_space && check_disk_space(st, opts, err)) return -1;
     st->out = store_open(st->out_path, &ax, &prov, opts->fresh ? STORE_NEW : STORE_RESUME, flags, err);
     return st->out ? 0 : -1;
 }
@@ -483,8 +579,7 @@ int sweep_run(MPI_Comm comm, const sweep_opts *opts, sweep_summary *sum, as_err 
     openblas_set_num_threads(st.cfg.blas_threads);
 
     /* 2. text */
-    char text_sha[65] = "";
-    if (load_text(&st, comm, text_sha, e)) goto out;
+    if (load_text(&st, comm, e)) goto out;
 
     /* 3. model: one copy per node */
     double t_load = as_monotonic_s();
@@ -492,7 +587,7 @@ int sweep_run(MPI_Comm comm, const sweep_opts *opts, sweep_summary *sum, as_err 
     st.timing[TM_LOAD] = as_monotonic_s() - t_load;
 
     /* 4. store, and the cells still to do */
-    int ok = open_store(&st, comm, opts, text_sha, e) == 0;
+    int ok = open_store(&st, comm, opts, e) == 0;
     if (!all_ok(comm, ok)) goto out;
     int64_t *todo = NULL;
     size_t ntodo = 0;
