@@ -44,6 +44,10 @@ typedef struct {
      * Round robin over the largest-first order gives every shard a similar
      * share of long and short cells. */
     int shard_index, shard_count;
+    /* Start even when the output (results file + journal, grid_disk_bytes)
+     * will not fit in the free space of its file system; by default such a
+     * run is refused before anything is written. */
+    int ignore_disk_space;
 } sweep_opts;
 
 typedef enum { SWEEP_COMPLETE = 0, SWEEP_INTERRUPTED = 1, SWEEP_CELLS_FAILED = 2 } sweep_outcome;

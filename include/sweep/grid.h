@@ -103,4 +103,14 @@ size_t grid_block_doubles(const as_config *cfg);
  * Excludes HDF5 metadata and provenance. */
 double grid_output_bytes(const as_grid *g);
 
+/* Disk space a complete sweep takes: the results file (grid_output_bytes)
+ * and its journal, which holds the same packed values again, plus
+ * GRID_DISK_SLACK for HDF5 metadata, provenance and dispatch records. */
+#define GRID_DISK_SLACK (256.0 * 1024)
+double grid_disk_bytes(const as_grid *g);
+
+/* An output larger than this makes `attnsweep plan` warn (a typo in
+ * windows.count or an axis is the usual cause). */
+#define GRID_SANE_DISK_BYTES (10.0 * 1024 * 1024 * 1024 * 1024)
+
 #endif

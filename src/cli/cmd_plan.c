@@ -9,6 +9,7 @@
 
 #include "cli.h"
 #include "config.h"
+#include "fileio.h"
 #include "grid.h"
 
 static void usage(FILE *out) {
@@ -241,6 +242,30 @@ int cmd_plan(int argc, char **argv) {
     human_bytes(b1, sizeof b1, out_bytes);
     human_bytes(b2, sizeof b2, out_bytes / (double)g.n_cells);
     printf("output    %s (%s per cell x %zu cells; float32 metrics)\n", b1, b2, g.n_cells);
+    double disk = grid_disk_bytes(&g), avail = fileio_free_bytes(cfg.output);
+    human_bytes(b1, sizeof b1, disk);
+    if (avail >= 0) {
+        human_bytes(b2, sizeof b2, avail);
+        printf("disk      %s with the journal; %s free where the output goes\n", b1, b2);
+    } else {
+        printf("disk      %s with the journal; free space unknown (the output's folder cannot be asked)\n", b1);
+    }
+    /* Warnings go to stderr, one line each; plan still exits 0 (it only describes). */
+    if (avail >= 0 && disk > avail)
+        fprintf(stderr, "attnsweep plan: warning: %s: the output and its journal (%s) will not fit in the "
+                        "%s free on its file system; `attnsweep run` refuses to start unless given "
+                        "--ignore-disk-space\n", cfg.output, b1, b2);
+    if (disk > GRID_SANE_DISK_BYTES) {
+        human_bytes(b3, sizeof b3, GRID_SANE_DISK_BYTES);
+        fprintf(stderr, "attnsweep plan: warning: %s: the output and its journal would take %s, more than %s: "
+                        "check windows.count and the grid axes\n", cfg.output, b1, b3);
+    }
+    double wall64 = total / 63 > longest ? total / 63 : longest;
+    if (wall64 > 365.0 * 86400) {
+        human_seconds(b3, sizeof b3, wall64);
+        fprintf(stderr, "attnsweep plan: warning: %s: the sweep would take %s even on 64 ranks: "
+                        "check windows.count and the grid axes\n", cfg.path, b3);
+    }
 
     if (list) {
         printf("\ndispatch  cell  window  first_token      L  est_seconds\n");

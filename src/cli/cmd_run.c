@@ -27,6 +27,8 @@ static void usage(FILE *out) {
             "  --progress-every S     seconds between progress lines on stderr (default 5)\n"
             "  --shard I/K            compute only shard I (0-based) of K, into OUT.shard-I-of-K.h5;\n"
             "                         `attnsweep merge` joins the K shard files into OUT\n"
+            "  --ignore-disk-space    start even when the output will not fit in the free space\n"
+            "                         of its file system (refused by default, before any write)\n"
             "\n"
             "Exit: 0 every cell done; 1 error (or some cells failed: run again to retry them);\n"
             "2 bad usage; 3 stopped by SIGTERM/SIGINT/SIGUSR1 after saving: run again to resume.\n");
@@ -50,6 +52,8 @@ int cmd_run(int argc, char **argv) {
             sets[n_sets++] = a + 6;
         } else if (!strcmp(a, "--new")) {
             opts.fresh = 1;
+        } else if (!strcmp(a, "--ignore-disk-space")) {
+            opts.ignore_disk_space = 1;
         } else if (!strcmp(a, "--progress-every") && i + 1 < argc) {
             char *end;
             opts.progress_every_s = strtod(argv[++i], &end);

@@ -166,3 +166,5 @@ double grid_output_bytes(const as_grid *g) {
                   8.0 * (double)(a->nT + a->nEps + g->n_windows * 2) + 16.0 * (double)a->nNorm;
     return per_cell * (double)g->n_cells + axes;
 }
+
+double grid_disk_bytes(const as_grid *g) { return 2.0 * grid_output_bytes(g) + GRID_DISK_SLACK; }
