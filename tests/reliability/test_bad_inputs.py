@@ -40,11 +40,19 @@ KNOWN_BUGS = set()
 # ---------------------------------------------------------------- helpers
 
 def tree_hashes(*dirs):
+    """sha256 of every regular file (FIFOs are skipped: opening one would block;
+    a file over 64 MiB -- a sparse giant -- is known by its size and mtime)."""
     out = {}
     for d in dirs:
         for root, _dirs, files in os.walk(d):
             for fn in files:
                 p = os.path.join(root, fn)
+                if not os.path.isfile(p):
+                    continue
+                st = os.stat(p)
+                if st.st_size > 64 << 20:
+                    out[p] = f"{st.st_size}:{st.st_mtime_ns}"
+                    continue
                 with open(p, "rb") as f:
                     out[p] = hashlib.sha256(f.read()).hexdigest()
     return out
@@ -94,14 +102,19 @@ def record(name, ok, detail=""):
     print(f"{'ok  ' if ok else 'FAIL'} {name}{'' if ok else ': ' + detail}", flush=True)
 
 
-def expect_fail(name, args, cwd, mention, watch=(), allow_new=(), env=None, preexec=None):
+def expect_fail(name, args, cwd, mention, watch=(), allow_new=(), env=None, preexec=None, timeout=120):
     """Runs BIN args in cwd; checks exit > 0, one stderr line mentioning every
-    string of `mention` (a regex when it starts with 're:'), files unchanged."""
+    string of `mention` (a regex when it starts with 're:'), files unchanged.
+    A run that outlives `timeout` seconds (a FIFO that blocks open()) fails."""
     if ONLY and name not in ONLY:
         return None
     dirs = [cwd] + list(watch)
     before = tree_hashes(*dirs)
-    p = run_cli(args, cwd, env=env, preexec=preexec)
+    try:
+        p = run_cli(args, cwd, env=env, preexec=preexec, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        record(name, False, f"still running after {timeout} s (blocked?)")
+        return None
     after = tree_hashes(*dirs)
     lines = [l for l in p.stderr.splitlines() if l.strip()]
     problems = []
@@ -634,7 +647,9 @@ def cases_disk_full():
                         T="[0.1, 1.0, 8.0]", eps="[1e-3, 0.1]", norm='["softmax", "sparsemax"]')
             tokens(d)
             config(d, output=f'"{mnt}/out.h5"', **grid)
-            p = run_cli(["run", "a.cfg"], d)
+            # the up-front space check would refuse this run; these cases are about a disk
+            # that fills up while the run writes (the check's own case: cases_issue12)
+            p = run_cli(["run", "a.cfg", "--ignore-disk-space"], d)
             # the scheduler's "sweep finished: k/n cells" summary is not an error line
             lines = [l for l in p.stderr.splitlines() if l.strip() and not l.startswith("sweep finished")]
             ok1 = p.returncode > 0 and len(lines) == 1 and "out.h5" in lines[0]
@@ -713,13 +728,173 @@ def cases_concurrent():
            f"{err_a.strip()[-300:]!r}")
 
 
+# ------------------------------------------------- issue 12: inputs and sizes
+
+SHA = "[0-9a-f]{64}"
+
+
+def flip_last_weight(path):
+    """Rewrites the last float32 of a safetensors file in place (stays finite)."""
+    with open(path, "r+b") as f:
+        f.seek(-4, 2)
+        old = f.read(4)
+        f.seek(-4, 2)
+        f.write(struct.pack("<f", 0.5) if old != struct.pack("<f", 0.5) else struct.pack("<f", 0.25))
+
+
+def cases_issue12():
+    # 12.1: a moved input path is refused even when windows.count grows too
+    d = case_dir("i12_moved_path")
+    tokens(d)
+    config(d)
+    good_output(d)
+    tokens(d, name="other.npy", seed=9)
+    config(d, text='{ path = "other.npy"; format = "tokens"; }',
+           windows="{ count = 3; offset = 0; stride = 64; }")
+    expect_fail("extend_with_moved_text_path", ["run", "a.cfg"], d, ["out.h5", "text.path"])
+    d = case_dir("i12_moved_model")
+    tokens(d)
+    config(d)
+    good_output(d)
+    m2 = model_copy(d)
+    config(d, model=m2, windows="{ count = 3; offset = 0; stride = 64; }")
+    expect_fail("extend_with_moved_model", ["run", "a.cfg"], d, ["out.h5", "model (path moved)"])
+
+    # 12.2: inputs rewritten in place, on a resume and on an extension
+    d = case_dir("i12_tokens_rewritten")
+    tokens(d)
+    config(d)
+    good_output(d)
+    tokens(d, seed=9)  # same path, other ids
+    expect_fail("resume_tokens_rewritten_in_place", ["run", "a.cfg"], d,
+                ["tokens.npy", f"re:now {SHA}.*recorded {SHA}"])
+    config(d, windows="{ count = 3; offset = 0; stride = 64; }")
+    expect_fail("extend_tokens_rewritten_in_place", ["run", "a.cfg"], d,
+                ["tokens.npy", f"re:now {SHA}.*recorded {SHA}"])
+    d = case_dir("i12_weights_rewritten")
+    tokens(d)
+    m = model_copy(d)
+    config(d, model=m)
+    good_output(d)
+    flip_last_weight(os.path.join(m, "model.safetensors"))
+    expect_fail("resume_weights_rewritten_in_place", ["run", "a.cfg"], d,
+                ["model.safetensors", f"re:now {SHA}.*recorded {SHA}"])
+    d = case_dir("i12_vocab_rewritten")
+    m = model_copy(d)
+    write_vocab(m)
+    text_case(d, m)
+    good_output(d)
+    with open(os.path.join(m, "vocab.json"), encoding="utf-8") as f:
+        vocab = json.load(f)
+    with open(os.path.join(m, "vocab.json"), "w", encoding="utf-8") as f:
+        json.dump(vocab, f, ensure_ascii=False, indent=1)  # same ids, other bytes
+    expect_fail("resume_vocab_rewritten_in_place", ["run", "a.cfg"], d,
+                ["vocab.json", f"re:now {SHA}.*recorded {SHA}"])
+    # ... and an unchanged input resumes as before
+    d = case_dir("i12_unchanged")
+    tokens(d)
+    config(d)
+    vals = good_output(d)
+    config(d, windows="{ count = 3; offset = 0; stride = 64; }")
+    p = run_cli(["run", "a.cfg"], d)
+    record("extend_inputs_unchanged", p.returncode == 0, f"exit {p.returncode} {p.stderr.strip()[-300:]!r}")
+
+    # 12.6: FIFOs (never opened for good: each case would block forever) and size limits
+    d = case_dir("i12_fifo")
+    tokens(d)
+    os.mkfifo(os.path.join(d, "fifo.npy"))
+    config(d, text='{ path = "fifo.npy"; format = "tokens"; }', name="tok.cfg")
+    expect_fail("fifo_as_tokens", ["run", "tok.cfg"], d, ["fifo.npy", "not a regular file"], timeout=30)
+    config(d, text='{ path = "fifo.npy"; format = "text"; strip_gutenberg = false; }', name="txt.cfg")
+    expect_fail("fifo_as_text", ["run", "txt.cfg"], d, ["fifo.npy", "not a regular file"], timeout=30)
+    with open(os.path.join(d, "inc.cfg"), "w") as f:
+        f.write(open(os.path.join(d, "tok.cfg")).read().replace('"fifo.npy"', '"tokens.npy"')
+                .replace("output =", '@include "fifo.inc"\noutput ='))
+    os.mkfifo(os.path.join(d, "fifo.inc"))
+    expect_fail("fifo_as_include", ["run", "inc.cfg"], d, ["fifo.inc", "not a regular file"], timeout=30)
+    for fn in ("model.safetensors", "config.json"):
+        m = os.path.join(d, "model_" + fn.split(".")[0])
+        shutil.copytree(MODEL, m)
+        os.unlink(os.path.join(m, fn))
+        os.mkfifo(os.path.join(m, fn))
+        config(d, model=m, name="m.cfg")
+        expect_fail(f"fifo_as_{fn.replace('.', '_')}", ["run", "m.cfg"], d, [fn, "not a regular file"],
+                    timeout=30)
+    config(d, text='{ path = "/dev/zero"; format = "text"; strip_gutenberg = false; }', name="zero.cfg")
+    expect_fail("dev_zero_as_text", ["run", "zero.cfg"], d, ["/dev/zero", "not a regular file"], timeout=30)
+    # sparse giants: refused by their size before a byte is read
+    m = os.path.join(d, "model_big")
+    shutil.copytree(MODEL, m)
+    with open(os.path.join(m, "config.json"), "r+b") as f:
+        f.truncate(100 << 20)
+    config(d, model=m, name="bigjson.cfg")
+    expect_fail("config_json_over_limit", ["run", "bigjson.cfg"], d, ["config.json", "over the limit of 64 MiB"])
+    with open(os.path.join(d, "big.txt"), "wb") as f:
+        f.truncate(5 << 30)
+    config(d, text='{ path = "big.txt"; format = "text"; strip_gutenberg = false; }', name="bigtxt.cfg")
+    expect_fail("text_over_limit", ["run", "bigtxt.cfg"], d, ["big.txt", "over the limit of 4 GiB"])
+    with open(os.path.join(d, "big.cfg"), "wb") as f:
+        f.truncate(20 << 20)
+    expect_fail("config_file_over_limit", ["run", "big.cfg"], d, ["big.cfg", "over the limit of 16 MiB"])
+
+    # 12.7: an output that cannot fit: plan warns (exit 0), run refuses before writing anything
+    d = case_dir("i12_disk")
+    tokens(d, n=1000100)
+    huge = dict(windows="{ count = 1000000; offset = 0; stride = 1; }", N="[1, 2, 4, 8, 16]",
+                T="{ min = 0.01; max = 100.0; count = 2000; }", eps="[1e-3, 0.1, 10.0]",
+                norm='["softmax", "sparsemax", "ssmax"]')
+    config(d, **huge)  # ~31 TiB with its journal: more than the disks this runs on
+    p = run_cli(["plan", "a.cfg"], d)
+    warn = [l for l in p.stderr.splitlines() if "warning" in l]
+    record("plan_warns_output_too_big", p.returncode == 0 and any("will not fit" in l for l in warn)
+           and any(re.search(r"more than 10(\.0)? TiB", l) for l in warn), f"exit {p.returncode} stderr {p.stderr.strip()!r}")
+    expect_fail("run_output_exceeds_free_space", ["run", "a.cfg"], d,
+                ["out.h5", "free", "--ignore-disk-space"])
+    p = run_cli(["plan", "a.cfg", "--set", "windows.count=2", "--set", "windows.stride=64"], d)
+    record("plan_small_output_no_warning", p.returncode == 0 and "warning" not in p.stderr,
+           f"exit {p.returncode} stderr {p.stderr.strip()!r}")
+
+    # 12.10: --set with text after its value
+    d = case_dir("i12_set")
+    tokens(d)
+    config(d)
+    expect_fail("config_set_trailing_assignment", ["run", "a.cfg", "--set", 'grid.T=[1.0]; output="x.h5"'],
+                d, ["--set grid.T", "more than one value"])
+
+    # 12.12: a decoy "'descr': '<u2'" in the .npy header does not make float32 data token ids
+    d = case_dir("i12_npy")
+    hdr = ("{'note': \"'descr': '<u2', 'fortran_order': False, 'shape': (400,), \", "
+           "'descr': '<f4', 'fortran_order': False, 'shape': (400,), }")
+    hdr += " " * (-(len(hdr) + 11) % 64) + "\n"
+    with open(os.path.join(d, "decoy.npy"), "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(hdr)) + hdr.encode() +
+                np.zeros(400, dtype="<f4").tobytes())
+    config(d, text='{ path = "decoy.npy"; format = "tokens"; }')
+    expect_fail("text_npy_decoy_descr", ["run", "a.cfg"], d, ["decoy.npy", "'note'"])
+
+    # 12.13: @include with an absolute path works; a missing one is named as it is
+    d = case_dir("i12_include")
+    tokens(d)
+    inc = os.path.join(d, "sub", "grid.inc")
+    os.makedirs(os.path.dirname(inc))
+    with open(inc, "w") as f:
+        f.write('grid = { L = [16, 32]; N = [1, 2, 4]; T = [3.5]; eps = [0.1]; normalizer = ["softmax"]; };\n')
+    config(d, drop=("grid",), extra=f'@include "{inc}"\n', name="abs.cfg")
+    p = run_cli(["plan", "abs.cfg"], d)
+    record("include_absolute_path", p.returncode == 0 and "3.5" in p.stdout,
+           f"exit {p.returncode} stderr {p.stderr.strip()!r}")
+    missing = os.path.join(d, "sub", "nothere.inc")
+    config(d, drop=("grid",), extra=f'@include "{missing}"\n', name="absmissing.cfg")
+    expect_fail("include_absolute_missing_named", ["run", "absmissing.cfg"], d, [missing, "absmissing.cfg:"])
+
+
 def main():
     shutil.rmtree(SCRATCH, ignore_errors=True)
     os.makedirs(SCRATCH)
     t0 = time.time()
     groups = (cases_config, cases_config2, cases_config3, cases_text, cases_model, cases_model2,
               cases_tokenizer, cases_output, cases_commands, cases_disk_full, cases_concurrent,
-              cases_dump_disk_full, cases_umask)
+              cases_dump_disk_full, cases_umask, cases_issue12)
 
     def run_group(group):
         try:
