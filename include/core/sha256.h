@@ -24,6 +24,12 @@ void sha256_final(sha256_ctx *ctx, unsigned char digest[32]);
 void sha256_hex(char hex[65], const void *data, size_t len);
 void sha256_digest_to_hex(char hex[65], const unsigned char digest[32]);
 
+/* 1 when the x86 SHA extensions are used (chosen at the first hash, from
+ * CPUID); the result is the same either way. sha256_force_portable(1) makes
+ * every later hash use the portable code (tests compare the two). */
+int sha256_accelerated(void);
+void sha256_force_portable(int on);
+
 /* Digest of a whole file (read in chunks); errors name the path. */
 int sha256_file_hex(char hex[65], const char *path, as_err *err);
 
