@@ -59,7 +59,10 @@ set(O --out ${AS_FWD_DIR}/cli.h5)
 as_dump_cli_test(help 0 "usage: attnsweep dump" --help)
 as_dump_cli_test(unknown_option 2 "unknown option '--bogus'" --bogus 1)
 as_dump_cli_test(no_length 2 "--length is required" ${M} --tokens ${AS_FWD_TOKENS} ${O})
-as_dump_cli_test(text_too_short 2 "needs 4 tokens but /dev/null has 0" ${M} --text /dev/null --length 4 ${O})
+file(WRITE ${AS_FWD_DIR}/empty.txt "")
+as_dump_cli_test(text_too_short 2 "needs 4 tokens but .*empty.txt has 0" ${M} --text ${AS_FWD_DIR}/empty.txt --length 4 ${O})
+# a device or FIFO is refused at once (a FIFO would block open() forever)
+as_dump_cli_test(text_not_regular 1 "/dev/null: not a regular file" ${M} --text /dev/null --length 4 ${O})
 as_dump_cli_test(length_zero 2 "--length '0' is not a positive integer"
                  ${M} --tokens ${AS_FWD_TOKENS} --length 0 ${O})
 as_dump_cli_test(length_too_long 2 "exceeds the model's n_positions 128"
