@@ -26,6 +26,11 @@
  *   whose smallest N is >= its largest L (no row could ever be used) is refused.
  * - Relative paths in the file resolve against the file's folder; relative
  *   paths given with --set resolve against the current directory.
+ * - `@include "FILE"` (a line of its own) is expanded here, not by libconfig:
+ *   a relative FILE resolves against the folder of the file that includes it,
+ *   an absolute one is used as it is; every file must be a regular file of at
+ *   most 16 MiB; errors name FILE:LINE of the file they are in; includes nest
+ *   at most 10 deep. One --set value is one value: text after it is an error.
  * - ssmax_scale = 0 resolves to 1 / ln(n_positions) of the model.
  * - The scalar form of an axis (`grid.L = 64;`) is a one-element list.
  *

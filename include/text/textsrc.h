@@ -14,7 +14,12 @@
  *      raw .bin (nanoGPT style, no header): little-endian ids; the dtype
  *        must be given (TEXTSRC_U16 / TEXTSRC_U32).
  *    Every id must be < the model's vocab_size: an error names the file and
- *    the position of the first one that is not.
+ *    the position of the first one that is not. The .npy header is parsed as
+ *    the Python dict literal it is: exactly 'descr', 'fortran_order' and
+ *    'shape', each once.
+ * The file is read whole (fileio_read_all: a regular file, at most
+ * TEXTSRC_TEXT_MAX_BYTES / TEXTSRC_TOKENS_MAX_BYTES); sha256 is of those bytes,
+ * so the recorded digest is of what was loaded.
  * Windows: window w starts at offset + w * stride and a window at length L
  * covers tokens [start, start + L). textsrc_check_fit() says, before any
  * work, how many tokens the text has and how many the windows need. */
