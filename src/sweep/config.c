@@ -580,8 +580,9 @@ int config_make_T(double **values, size_t *count, double min, double max, int64_
     qsort(v, m, sizeof *v, cmp_f64);
     for (size_t i = 1; i < m; i++)
         if (v[i] == v[i - 1]) {
+            double same = v[i];
             free(v);
-            return as_fail(err, "include: %.17g coincides with another value", v[i]);
+            return as_fail(err, "include: %.17g coincides with another value", same);
         }
     *values = v, *count = m;
     return 0;
