@@ -104,6 +104,9 @@ typedef enum {
 /* Flags for store_open. */
 enum {
     STORE_ALLOW_CONFIG_CHANGE = 1, /* caller compared configs and accepts the new one */
+    STORE_COMPRESSED = 2,          /* per-cell chunks with shuffle + deflate level 1 (applies
+                                    * to a view created or rebuilt now; off by default: it
+                                    * costs the master ~5x the commit time, README) */
 };
 
 /* One finished (or failed) cell of a batch. */

@@ -91,6 +91,7 @@ typedef struct {
 
     int blas_threads;             /* per rank */
     int commit_every;             /* cells per commit batch */
+    int compress;                 /* shuffle + deflate the results' chunks (default 0) */
 
     gpt2_config model;            /* model_dir/config.json */
 

@@ -358,6 +358,7 @@ static int open_store(sweep_state *st, MPI_Comm comm, const sweep_opts *opts, as
     if (!opts->fresh && check_config_change(c, st->out_path, &flags, err)) return -1;
     if (!opts->fresh && check_inputs_unchanged(st, tok_files, err)) return -1;
     if (!opts->ignore_disk_space && check_disk_space(st, opts, err)) return -1;
+    if (c->compress) flags |= STORE_COMPRESSED;
     st->out = store_open(st->out_path, &ax, &prov, opts->fresh ? STORE_NEW : STORE_RESUME, flags, err);
     return st->out ? 0 : -1;
 }

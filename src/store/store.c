@@ -234,6 +234,7 @@ store *store_open(const char *path, const store_axes *axes, const store_provenan
     s->file = s->status_ds = s->wall_ds = s->rank_ds = s->attempts_ds = -1;
     for (int v = 0; v < N_METRICS; v++) s->metric_ds[v] = -1;
     s->t_open = st_now();
+    s->compress = (flags & STORE_COMPRESSED) != 0;
     if (store_sidecar(s->path, sizeof s->path, path, "") ||
         store_sidecar(s->journal_path, sizeof s->journal_path, path, ".journal") ||
         store_sidecar(s->lock_path, sizeof s->lock_path, path, ".lock") ||

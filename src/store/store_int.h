@@ -54,6 +54,7 @@ struct store {
     cr_layout lay;
     size_t payload_bytes, var_offset[N_METRICS];
     unsigned char *packed; /* one cell's packed payload */
+    int compress;          /* per-cell chunks get shuffle + deflate (STORE_COMPRESSED) */
 
     /* per cell, [window][l_index] */
     uint8_t *status;

@@ -26,7 +26,7 @@ const char *const config_known_keys[] = {
     "grid.heads",
     "metrics.vectors", "metrics.rows", "metrics.ks_alpha", "metrics.ssmax_scale",
     "metrics.seed",
-    "runtime.blas_threads", "runtime.commit_every",
+    "runtime.blas_threads", "runtime.commit_every", "runtime.compress",
     NULL,
 };
 
@@ -977,8 +977,9 @@ static char *canonical_text(const as_config *cfg) {
     sb_string(&b, cfg->model_dir);
     sb_printf(&b, ";\noutput = ");
     sb_string(&b, cfg->output);
-    sb_printf(&b, ";\nruntime = {\n  blas_threads = %d;\n  commit_every = %d;\n};\n",
-              cfg->blas_threads, cfg->commit_every);
+    /* compress only when on, so that files written before the key existed keep their sha256 */
+    sb_printf(&b, ";\nruntime = {\n  blas_threads = %d;\n  commit_every = %d;\n%s};\n",
+              cfg->blas_threads, cfg->commit_every, cfg->compress ? "  compress = true;\n" : "");
     sb_printf(&b, "text = {\n  format = \"%s\";\n  path = ",
               cfg->text_format == AS_TEXT_PLAIN ? "text" : "tokens");
     sb_string(&b, cfg->text_path);
@@ -1132,6 +1133,7 @@ static int load_values(ctx *c, as_config *cfg, const char *const *sets, size_t n
     if (ce < 1 || ce > 4096)
         return fail_key(c, get(c, "runtime.commit_every"), "runtime.commit_every", "must be in 1..4096");
     cfg->blas_threads = (int)bt, cfg->commit_every = (int)ce;
+    if (get_bool(c, "runtime.compress", 0, &cfg->compress)) return -1;
 
     cfg->canonical = canonical_text(cfg);
     if (!cfg->canonical) return as_fail(err, "%s: out of memory", c->path);

@@ -3,7 +3,9 @@
  * normalizer, 12 layers x 12 heads; WINDOWS x 2 L values, commit_every cells
  * per batch. Values are smooth pseudo-random floats (like real metrics, not
  * compressible to nothing).
- * usage: bench_store DIR [WINDOWS] [COMMIT_EVERY] */
+ * usage: bench_store DIR [WINDOWS] [COMMIT_EVERY] [compressed]
+ * compressed: chunks with shuffle + deflate (STORE_COMPRESSED), to time what
+ * compression costs the master per commit. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,10 +29,11 @@ static long long size_of(const char *p) {
 
 int main(int argc, char **argv) {
     if (argc < 2) {
-        fprintf(stderr, "usage: bench_store DIR [WINDOWS] [COMMIT_EVERY]\n");
+        fprintf(stderr, "usage: bench_store DIR [WINDOWS] [COMMIT_EVERY] [compressed]\n");
         return 2;
     }
     size_t nw = argc > 2 ? (size_t)atoi(argv[2]) : 8, every = argc > 3 ? (size_t)atoi(argv[3]) : 8;
+    int flags = argc > 4 && !strcmp(argv[4], "compressed") ? STORE_COMPRESSED : 0;
     char out[4096], side[4200];
     snprintf(out, sizeof out, "%s/bench_store.h5", argv[1]);
     const char *sfx[] = {"", ".journal", ".status", ".lock"};
@@ -47,7 +50,7 @@ int main(int argc, char **argv) {
     store_provenance prov = {.config_text = "bench", .config_sha256 = "bench", .hosts = "localhost",
                              .mpi_size = 1};
     as_err err;
-    store *s = store_open(out, &ax, &prov, STORE_NEW, 0, &err);
+    store *s = store_open(out, &ax, &prov, STORE_NEW, flags, &err);
     if (!s) {
         fprintf(stderr, "%s\n", err.msg);
         return 1;
@@ -82,7 +85,7 @@ int main(int argc, char **argv) {
            h5 / 1e6 / total, jr / 1e6, jr / 1e6 / total);
     t0 = now();
     unlink(out);
-    s = store_open(out, &ax, &prov, STORE_RESUME, 0, &err);
+    s = store_open(out, &ax, &prov, STORE_RESUME, flags, &err);
     t1 = now();
     if (!s) {
         fprintf(stderr, "%s\n", err.msg);

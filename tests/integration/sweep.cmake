@@ -2,7 +2,7 @@
 # 1/2/4 ranks give identical files, SIGTERM + resume equals an uninterrupted
 # run (kill -9 + resume: hardening.cmake's torture test), a changed config is refused, windows/L extend a file,
 # and the file's metrics equal numpy's evaluation of docs/metrics.md on a dump.
-foreach(case ranks changed_config extend dump_crosscheck sigterm)
+foreach(case ranks changed_config extend dump_crosscheck sigterm compress)
   # sigterm slows the commits through the store's test hook, which only attnsweep_test has
   if(case STREQUAL "sigterm")
     set(bin $<TARGET_FILE:attnsweep_test>)

@@ -55,6 +55,22 @@ def case_ranks():
         check((f["attempts"][()] == 1).all(), "one attempt per cell in a clean run")
 
 
+def case_compress():
+    """Chunks are plain by default and shuffle + deflate with runtime.compress = true; the
+    values are the same bit for bit, and the compressed file is smaller."""
+    write_config(f"{SCRATCH}/cz.cfg", "cz.h5")
+    for name, extra in (("cp", []), ("cz", ["--set", "runtime.compress=true"])):
+        p = run(["cz.cfg", "--set", f'output="{name}.h5"'] + extra)
+        check(p.returncode == 0, f"{name}: exit {p.returncode}: {p.stderr[-500:]}")
+    same_values(f"{SCRATCH}/cz.h5", f"{SCRATCH}/cp.h5", "compressed vs plain chunks")
+    with h5py.File(f"{SCRATCH}/cz.h5", "r") as z, h5py.File(f"{SCRATCH}/cp.h5", "r") as plain:
+        for v in ("dist_true", "sep_ratio", "grad_fd", "ks_pvalue"):
+            check(z[v].compression == "gzip" and z[v].shuffle, f"{v}: compress = true chunks not shuffle + deflate")
+            check(plain[v].compression is None and not plain[v].shuffle, f"{v}: default chunks are filtered")
+    size_z, size_p = os.path.getsize(f"{SCRATCH}/cz.h5"), os.path.getsize(f"{SCRATCH}/cp.h5")
+    check(size_z < size_p, f"compressed file {size_z} B is not smaller than the plain {size_p} B")
+
+
 def case_sigterm():
     write_config(f"{SCRATCH}/t.cfg", "t.h5", windows=6)
     # the store's test hook pauses each commit step, so the run is still going
@@ -199,7 +215,8 @@ def main():
     np.save(f"{SCRATCH}/tokens.npy", rng.integers(0, 50257, size=1000).astype("<u2"))
     # kill -9 of the whole job at random moments and in every commit phase,
     # then resume: tests/test_torture.py.
-    cases = [case_ranks, case_changed_config, case_extend, case_dump_crosscheck, case_sigterm]
+    cases = [case_ranks, case_changed_config, case_extend, case_dump_crosscheck, case_sigterm,
+             case_compress]
     run_cases(cases, ONLY, label="case ")
     sys.exit(summary("test_sweep"))
 
