@@ -10,7 +10,9 @@
  * shard order, and per cell its commit record with the packed payload copied
  * byte for byte (wall_time and rank are the computing shard's; attempts are
  * summed over the shards). It is written to OUT.journal.merge.PID, fsynced
- * and renamed to OUT.journal; then store_open() on OUT finds a journal without
+ * and renamed to OUT.journal, all under OUT's lock (lockfile.h), so a leftover
+ * OUT.journal.merge.* is a killed merge's and the next merge or run removes it;
+ * then store_open() on OUT finds a journal without
  * an HDF5 view and builds the view from it (temp file + rename), adding the
  * "merge" segment (hosts "merge:HOST", mpi_size 0, the SLURM job id if any),
  * and store_close() writes the status file. The result is an ordinary store:

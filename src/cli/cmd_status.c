@@ -26,11 +26,6 @@ static void usage(FILE *out) {
             "             1 error (nothing readable); 2 bad usage\n");
 }
 
-static int exists(const char *p) {
-    struct stat st;
-    return stat(p, &st) == 0;
-}
-
 int cmd_status(int argc, char **argv) {
     const char *path = NULL;
     for (int i = 1; i < argc; i++) {
@@ -92,8 +87,8 @@ int cmd_status(int argc, char **argv) {
         printf("no status file (%s)\n", spath);
     }
     lock_info li;
-    if (exists(lpath) && lock_read(lpath, &li, &err) == 0) {
-        int alive = lock_holder_alive(&li);
+    int alive = lock_in_use(lpath, &li);
+    if (li.pid) {
         printf("writer: %s pid %ld on %s%s%s, since %s\n",
                alive == 1 ? "alive," : alive == 0 ? "DEAD (stale lock)," : "lock held by",
                li.pid, li.host, li.slurm_job_id[0] ? ", SLURM job " : "", li.slurm_job_id,

@@ -2,6 +2,7 @@
 #include "merge.h"
 #include "fileio.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -15,6 +16,7 @@
 #include "journal.h"
 #include "lockfile.h"
 #include "store.h"
+#include "testhook.h"
 
 int merge_parse_shard_name(const char *path, char *out, size_t size, int *index, int *count) {
     const char *base = strrchr(path, '/');
@@ -174,9 +176,8 @@ static int check_shards(merge_state *m, as_err *err) {
             return as_fail(err, "%s: path too long", sh->path);
         char lock_path[4200];
         lock_info li;
-        as_err ignored;
         if (!store_sidecar(lock_path, sizeof lock_path, sh->path, ".lock") &&
-            !lock_read(lock_path, &li, &ignored) && lock_holder_alive(&li) == 1)
+            lock_in_use(lock_path, &li) == 1)
             return as_fail(err, "%s: still being written by pid %ld on %s (lock %s); merge when "
                            "it has finished", sh->path, li.pid, li.host, lock_path);
         int found = store_peek_config(sh->path, &sh->config_text, &sh->config_sha, err);
@@ -389,6 +390,30 @@ static int write_journal(merge_state *m, const char *tmp, as_err *err) {
     return rc;
 }
 
+/* Removes OUT.journal.merge.* left by a merge that was killed (the caller holds the
+ * output's lock, which every merge holds while its temporary journal exists). */
+static void remove_merge_leftovers(const char *jpath) {
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s", jpath);
+    char *slash = strrchr(dir, '/');
+    const char *base = slash ? jpath + (slash - dir) + 1 : jpath;
+    if (slash == dir) slash[1] = 0;
+    else if (slash) *slash = 0;
+    else snprintf(dir, sizeof dir, ".");
+    char prefix[4300];
+    snprintf(prefix, sizeof prefix, "%s.merge.", base);
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (strncmp(e->d_name, prefix, strlen(prefix))) continue;
+        char full[8400];
+        snprintf(full, sizeof full, "%s/%s", dir, e->d_name);
+        unlink(full);
+    }
+    closedir(d);
+}
+
 /* Places the journal, then lets the store build the view and status. */
 static int install(merge_state *m, merge_summary *sum, as_err *err) {
     const char *out = sum->out;
@@ -396,27 +421,33 @@ static int install(merge_state *m, merge_summary *sum, as_err *err) {
     if (store_sidecar(jpath, sizeof jpath, out, ".journal") ||
         store_sidecar(lpath, sizeof lpath, out, ".lock"))
         return as_fail(err, "%s: path too long", out);
-    lock_info li;
-    as_err ignored;
-    if (!lock_read(lpath, &li, &ignored) && lock_holder_alive(&li) != 0)
-        return as_fail(err, "%s: locked by pid %ld on %s (%s); is a run writing it?", out, li.pid,
-                       li.host, lpath);
+    /* The output's lock is held while the merged journal is written and renamed into
+     * place, so no run starts on it meanwhile, and an OUT.journal.merge.PID found then
+     * belongs to a merge that was killed: removed. The lock is given back before
+     * store_open takes it again to build the view. */
+    int lock_fd;
+    if (lock_acquire(lpath, &lock_fd, NULL, err))
+        return as_wrap(err, "merge into %s", out);
+    remove_merge_leftovers(jpath);
+    int rc = 0;
     if (!m->opts->force && (exists(out) || exists(jpath)))
-        return as_fail(err, "%s: output exists (--force replaces it)", exists(out) ? out : jpath);
+        rc = as_fail(err, "%s: output exists (--force replaces it)", exists(out) ? out : jpath);
     snprintf(tmp, sizeof tmp, "%s.merge.%ld", jpath, (long)getpid());
-    unlink(tmp);
-    if (write_journal(m, tmp, err)) return -1;
+    if (!rc) rc = write_journal(m, tmp, err);
+    if (!rc) st_test_phase("merge_journal_written");
     /* A replaced view goes first: a stale view next to the new journal could
      * pass the store's reconcile check with old values. */
-    if (m->opts->force && exists(out) && unlink(out)) {
+    if (!rc && m->opts->force && exists(out) && unlink(out)) {
         unlink(tmp);
-        return as_fail(err, "%s: cannot remove the old output: %s", out, strerror(errno));
+        rc = as_fail(err, "%s: cannot remove the old output: %s", out, strerror(errno));
     }
-    if (rename(tmp, jpath)) {
+    if (!rc && rename(tmp, jpath)) {
         unlink(tmp);
-        return as_fail(err, "%s: cannot rename to %s: %s", tmp, jpath, strerror(errno));
+        rc = as_fail(err, "%s: cannot rename to %s: %s", tmp, jpath, strerror(errno));
     }
-    fileio_sync_parent_dir(jpath);
+    if (!rc) fileio_sync_parent_dir(jpath);
+    lock_release(lpath, lock_fd, NULL);
+    if (rc) return -1;
     const shard *first = &m->shards[0];
     char hosts[300];
     snprintf(hosts, sizeof hosts, "merge:%s", lock_hostname());

@@ -62,8 +62,10 @@ size_t store_count(const store *s, int status) {
 
 /* ---------- open / close ---------- */
 
-/* Removes OUT.h5.tmp.* and OUT.h5.status.tmp.* left by a writer that died
- * mid-rebuild or mid-status: we hold the lock, so none of them is live. */
+/* Removes OUT.h5.tmp.*, OUT.h5.status.tmp.* and OUT.h5.journal.merge.* left by a
+ * writer that died mid-rebuild or mid-status, or a merge killed before it renamed
+ * its journal: we hold the lock (so does every merge while its temporary journal
+ * exists), so none of them is live. */
 static void remove_stale_temps(const store *s) {
     char dir[4096];
     snprintf(dir, sizeof dir, "%s", s->path);
@@ -72,14 +74,17 @@ static void remove_stale_temps(const store *s) {
     if (slash == dir) slash[1] = 0;
     else if (slash) *slash = 0;
     else snprintf(dir, sizeof dir, ".");
-    char p1[4200], p2[4200];
+    char p1[4200], p2[4200], p3[4200];
     snprintf(p1, sizeof p1, "%s.tmp.", base);
     snprintf(p2, sizeof p2, "%s.status.tmp.", base);
+    snprintf(p3, sizeof p3, "%s.journal.merge.", base);
     DIR *d = opendir(dir);
     if (!d) return;
     struct dirent *e;
     while ((e = readdir(d))) {
-        if (strncmp(e->d_name, p1, strlen(p1)) && strncmp(e->d_name, p2, strlen(p2))) continue;
+        if (strncmp(e->d_name, p1, strlen(p1)) && strncmp(e->d_name, p2, strlen(p2)) &&
+            strncmp(e->d_name, p3, strlen(p3)))
+            continue;
         char full[8400];
         snprintf(full, sizeof full, "%s/%s", dir, e->d_name);
         unlink(full);
@@ -231,7 +236,7 @@ store *store_open(const char *path, const store_axes *axes, const store_provenan
         as_fail(err, "%s: out of memory", path);
         return NULL;
     }
-    s->file = s->status_ds = s->wall_ds = s->rank_ds = s->attempts_ds = -1;
+    s->file = s->status_ds = s->wall_ds = s->rank_ds = s->attempts_ds = s->lock_fd = -1;
     for (int v = 0; v < N_METRICS; v++) s->metric_ds[v] = -1;
     s->t_open = st_now();
     s->compress = (flags & STORE_COMPRESSED) != 0;
@@ -253,7 +258,7 @@ store *store_open(const char *path, const store_axes *axes, const store_provenan
         store_free(s);
         return NULL;
     }
-    if (lock_acquire(s->lock_path, NULL, err)) {
+    if (lock_acquire(s->lock_path, &s->lock_fd, NULL, err)) {
         store_free(s);
         return NULL;
     }
@@ -353,7 +358,7 @@ fail:
     journal_close(s->jr);
     s->jr = NULL;
     if (created_journal) unlink(s->journal_path);
-    if (s->locked) lock_release(s->lock_path, NULL);
+    if (s->locked) lock_release(s->lock_path, s->lock_fd, NULL);
     store_free(s);
     return NULL;
 }
@@ -466,7 +471,7 @@ int store_close(store *s, const char *state, as_err *err) {
     if (h5rc && !rc) rc = as_fail(err, "%s: cannot write provenance at close", s->path);
     st_close_handles(s);
     if (store_write_status(s, 0, state ? state : "finished", rc ? NULL : err)) rc = -1;
-    if (lock_release(s->lock_path, rc ? NULL : err)) rc = -1;
+    if (lock_release(s->lock_path, s->lock_fd, rc ? NULL : err)) rc = -1;
     store_free(s);
     return rc;
 }

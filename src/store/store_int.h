@@ -77,7 +77,7 @@ struct store {
     hid_t file, metric_ds[N_METRICS], status_ds, wall_ds, rank_ds, attempts_ds;
     store_provenance prov; /* strings copied */
     char *prov_strings[13];
-    int locked;
+    int locked, lock_fd; /* lock_fd holds the kernel lock (lockfile.h) */
 };
 
 static inline size_t cell_at(const store *s, size_t w, size_t l) { return w * s->ax.n_L + l; }
