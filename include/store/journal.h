@@ -14,10 +14,21 @@
  *     followed by payload_len payload bytes (with a CRC32 in the fields).
  *
  * Records are appended with one write() each and made durable with
- * journal_sync() (fsync). A crash can leave a torn tail: any record whose
- * fields or payload fail their checksum, or that runs past the end of the
- * file, ends the valid journal. journal_open() finds that point; a writable
- * open truncates the torn tail away, a read-only one ignores it.
+ * journal_sync() (fsync). A record is bad when its fields or payload fail their
+ * checksum or it runs past the end of the file. journal_open() reads every
+ * record and tells two kinds of bad apart:
+ *   - a torn tail: bad records with no intact record after them. A crash leaves
+ *     one (an append cut short); a writable open truncates it away, a read-only
+ *     one ignores it.
+ *   - damage: bad bytes followed by an intact record (a flipped byte, a cut, a
+ *     disk error in the middle). journal_open() resynchronises on the next intact
+ *     record -- the next record magic whose fields, length and payload check out
+ *     -- skips the damaged range and keeps every record after it; nothing is
+ *     truncated and the damaged bytes stay in the file (so every later open finds
+ *     and reports the same damage). journal_damaged() lists the ranges. The store
+ *     treats cells whose records were lost as not done (they are recomputed).
+ * The header is the journal's identity: a header that fails its checksum is
+ * refused, and nothing is changed.
  *
  * Record types (fields not listed are 0):
  *   JR_CONFIG     payload = the config text; t_start = time written.
@@ -28,7 +39,10 @@
  *                 2 failed), attempt, rank, t_start, t_end, wall_time;
  *                 payload = the packed results (empty for a failed cell).
  *   JR_SEG_BEGIN  a run segment began: window = segment number, rank = MPI
- *                 size, t_start; payload = "hosts\0slurm_job_id".
+ *                 size, t_start; payload = "hosts\0slurm_job_id", optionally
+ *                 followed by "\0note" (what the segment's open found wrong, e.g.
+ *                 journal damage; readers of version 1 that predate the note stop
+ *                 at the second NUL and ignore it).
  *   JR_SEG_END    that segment ended: window = segment number, t_end,
  *                 attempt = cells committed in the segment.
  * Times are seconds since the Unix epoch. */
@@ -83,8 +97,18 @@ enum { JOURNAL_WRITABLE = 1, JOURNAL_SKIP_PAYLOAD_CRC = 2 };
 journal *journal_open(const char *path, int flags, journal_header *hdr, off_t *torn_bytes,
                       as_err *err);
 
-/* Iterates over the valid records from the start: journal_rewind() then
- * journal_next() until it returns 0 (end) or -1 (I/O error). */
+/* A damaged range found by journal_open: bytes [start, end) are skipped; records
+ * is how many records it held, as far as their surviving magics tell (>= 1). */
+typedef struct {
+    off_t start, end;
+    unsigned records;
+} journal_damage;
+
+/* The damaged ranges (ascending; *n = 0 when the journal is intact). Owned by j. */
+const journal_damage *journal_damaged(const journal *j, size_t *n);
+
+/* Iterates over the valid records from the start, skipping damaged ranges:
+ * journal_rewind() then journal_next() until it returns 0 (end) or -1 (I/O error). */
 void journal_rewind(journal *j);
 int journal_next(journal *j, journal_record *rec, as_err *err);
 

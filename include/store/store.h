@@ -137,6 +137,10 @@ store *store_open(const char *path, const store_axes *axes, const store_provenan
 int store_was_rebuilt(const store *s);
 /* Bytes of torn journal tail dropped at open. */
 long long store_torn_bytes(const store *s);
+/* "" when the journal was intact; else one line naming the journal, how many damaged
+ * records were skipped and their byte ranges (journal.h "damage"). The same note is
+ * in this segment's row of /provenance (column note). The caller prints it. */
+const char *store_journal_damage(const store *s);
 
 /* Per-cell state (indices into the axes). */
 int store_cell_status(const store *s, size_t window, size_t l_index);

@@ -360,6 +360,10 @@ static int open_store(sweep_state *st, MPI_Comm comm, const sweep_opts *opts, as
     if (!opts->ignore_disk_space && check_disk_space(st, opts, err)) return -1;
     if (c->compress) flags |= STORE_COMPRESSED;
     st->out = store_open(st->out_path, &ax, &prov, opts->fresh ? STORE_NEW : STORE_RESUME, flags, err);
+    /* Damage in the middle of the journal is not an error (its cells are computed
+     * again) but must not pass unnoticed: one line, also kept in /provenance. */
+    if (st->out && store_journal_damage(st->out)[0])
+        fprintf(stderr, "attnsweep run: warning: %s\n", store_journal_damage(st->out));
     return st->out ? 0 : -1;
 }
 

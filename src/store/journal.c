@@ -18,6 +18,8 @@ struct journal {
     int writable;
     off_t valid_end; /* end of the last valid record */
     off_t cursor;    /* journal_next position */
+    journal_damage *damage; /* damaged ranges between valid records, ascending */
+    size_t n_damage;
     char path[4096];
 };
 
@@ -204,6 +206,47 @@ static int crc_of_range(int fd, off_t at, uint64_t len, uint32_t *crc_out) {
     return 0;
 }
 
+/* Is there a complete, intact record at pos? 0 and its payload length, else -1. */
+static int record_at(int fd, off_t pos, off_t size, int flags, uint64_t *len) {
+    unsigned char rb[JOURNAL_RECORD_BYTES];
+    journal_record r;
+    if (pos + JOURNAL_RECORD_BYTES > size) return -1;
+    if (pread_all(fd, rb, sizeof rb, pos) || record_decode(rb, &r)) return -1;
+    if (r.payload_len > (uint64_t)(size - pos - JOURNAL_RECORD_BYTES)) return -1;
+    uint32_t pcrc;
+    if (!(flags & JOURNAL_SKIP_PAYLOAD_CRC) &&
+        (crc_of_range(fd, pos + JOURNAL_RECORD_BYTES, r.payload_len, &pcrc) || pcrc != r.payload_crc))
+        return -1;
+    *len = r.payload_len;
+    return 0;
+}
+
+/* The first intact record after the bad one at bad (found by its magic, then checked
+ * like any record: fields CRC, length, payload CRC), or -1 when none follows.
+ * *records counts the record magics in the damaged range (at least 1): how many
+ * records the damage took, as far as can be told. */
+static off_t resync(int fd, off_t bad, off_t size, int flags, unsigned *records) {
+    enum { CHUNK = 1 << 20 };
+    static unsigned char buf[CHUNK + 3];
+    const unsigned char magic[4] = {RECORD_MAGIC & 0xFF, RECORD_MAGIC >> 8 & 0xFF,
+                                    RECORD_MAGIC >> 16 & 0xFF, RECORD_MAGIC >> 24};
+    unsigned seen = 0;
+    for (off_t at = bad; at < size; at += CHUNK) {
+        size_t n = (size_t)(size - at < CHUNK + 3 ? size - at : CHUNK + 3);
+        if (pread_all(fd, buf, n, at)) return -1;
+        for (size_t i = 0; i + 4 <= n && i < CHUNK; i++) {
+            if (memcmp(buf + i, magic, 4)) continue;
+            uint64_t len;
+            if (at + (off_t)i > bad && record_at(fd, at + (off_t)i, size, flags, &len) == 0) {
+                *records = seen ? seen : 1;
+                return at + (off_t)i;
+            }
+            seen++;
+        }
+    }
+    return -1;
+}
+
 journal *journal_open(const char *path, int flags, journal_header *hdr, off_t *torn_bytes,
                       as_err *err) {
     int writable = (flags & JOURNAL_WRITABLE) != 0;
@@ -244,43 +287,66 @@ journal *journal_open(const char *path, int flags, journal_header *hdr, off_t *t
     get(b, &at, &h.axes_fingerprint, 8);
     if (hdr) *hdr = h;
 
-    /* Validate records until the first one that is torn or runs off the end. */
+    /* Validate the records. A bad one followed by a valid record is damage: the
+     * range up to that record is skipped and remembered, the records after it are
+     * kept. A bad one followed by no valid record is the torn tail of a crash. */
+    journal_damage *damage = NULL;
+    size_t n_damage = 0;
     off_t pos = JOURNAL_HEADER_BYTES;
     for (;;) {
-        unsigned char rb[JOURNAL_RECORD_BYTES];
-        journal_record r;
-        if (pos + JOURNAL_RECORD_BYTES > size) break;
-        if (pread_all(fd, rb, sizeof rb, pos) || record_decode(rb, &r)) break;
-        if (r.payload_len > (uint64_t)(size - pos - JOURNAL_RECORD_BYTES)) break;
-        uint32_t pcrc;
-        if (!(flags & JOURNAL_SKIP_PAYLOAD_CRC) &&
-            (crc_of_range(fd, pos + JOURNAL_RECORD_BYTES, r.payload_len, &pcrc) ||
-             pcrc != r.payload_crc))
-            break;
-        pos += JOURNAL_RECORD_BYTES + (off_t)r.payload_len;
+        uint64_t len;
+        if (record_at(fd, pos, size, flags, &len) == 0) {
+            pos += JOURNAL_RECORD_BYTES + (off_t)len;
+            continue;
+        }
+        if (pos >= size) break;
+        unsigned records = 0;
+        off_t next = resync(fd, pos, size, flags, &records);
+        if (next < 0) break;
+        journal_damage *grown = realloc(damage, (n_damage + 1) * sizeof *grown);
+        if (!grown) {
+            free(damage);
+            close(fd);
+            as_fail(err, "%s: out of memory", path);
+            return NULL;
+        }
+        damage = grown;
+        damage[n_damage++] = (journal_damage){.start = pos, .end = next, .records = records};
+        pos = next;
     }
     if (torn_bytes) *torn_bytes = size - pos;
     if (writable && pos < size) {
         if (ftruncate(fd, pos) || fsync(fd)) {
             as_fail(err, "%s: cannot truncate the torn journal tail: %s", path, strerror(errno));
+            free(damage);
             close(fd);
             return NULL;
         }
     }
     journal *j = journal_alloc(path, fd, writable);
     if (!j) {
+        free(damage);
         close(fd);
         as_fail(err, "%s: out of memory", path);
         return NULL;
     }
     j->valid_end = pos;
     j->cursor = JOURNAL_HEADER_BYTES;
+    j->damage = damage;
+    j->n_damage = n_damage;
     return j;
+}
+
+const journal_damage *journal_damaged(const journal *j, size_t *n) {
+    *n = j->n_damage;
+    return j->damage;
 }
 
 void journal_rewind(journal *j) { j->cursor = JOURNAL_HEADER_BYTES; }
 
 int journal_next(journal *j, journal_record *rec, as_err *err) {
+    for (size_t i = 0; i < j->n_damage; i++)
+        if (j->cursor == j->damage[i].start) j->cursor = j->damage[i].end;
     if (j->cursor >= j->valid_end) return 0;
     unsigned char rb[JOURNAL_RECORD_BYTES];
     if (pread_all(j->fd, rb, sizeof rb, j->cursor) || record_decode(rb, rec))
@@ -348,5 +414,6 @@ const char *journal_path(const journal *j) { return j->path; }
 void journal_close(journal *j) {
     if (!j) return;
     close(j->fd);
+    free(j->damage);
     free(j);
 }

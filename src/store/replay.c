@@ -25,6 +25,8 @@ static int find_L(const store *s, int32_t L) {
 int st_replay_journal(store *s, as_err *err) {
     journal_record r;
     int got;
+    size_t damaged;
+    journal_damaged(s->jr, &damaged);
     journal_rewind(s->jr);
     while ((got = journal_next(s->jr, &r, err)) == 1) {
         if (r.type == JR_CONFIG) {
@@ -52,17 +54,23 @@ int st_replay_journal(store *s, as_err *err) {
         }
         if (r.type == JR_SEG_BEGIN || r.type == JR_SEG_END) {
             size_t k = (size_t)r.window;
-            if (r.window < 0 || k > s->n_segs)
+            /* Segments come in order, each begun before it ends -- unless journal
+             * damage took some of their records: then the missing ones are
+             * placeholders (hosts "?", times NaN), not an error. */
+            if (r.window < 0 || (k > s->n_segs && !damaged) || k > s->n_segs + 1024)
                 return as_fail(err, "%s: segment record %d out of order", s->journal_path, r.window);
-            if (k == s->n_segs) {
-                if (r.type != JR_SEG_BEGIN)
-                    return as_fail(err, "%s: segment %d ends before it begins", s->journal_path, r.window);
+            if (k == s->n_segs && r.type != JR_SEG_BEGIN && !damaged)
+                return as_fail(err, "%s: segment %d ends before it begins", s->journal_path, r.window);
+            while (s->n_segs <= k) {
                 segment *grown = realloc(s->segs, (s->n_segs + 1) * sizeof *grown);
                 if (!grown) return as_fail(err, "%s: out of memory", s->journal_path);
                 s->segs = grown;
                 segment *sg = &s->segs[s->n_segs++];
                 memset(sg, 0, sizeof *sg);
-                sg->end = NAN;
+                sg->start = sg->end = NAN;
+                sg->hosts = st_dupstr("?");
+                sg->job = st_dupstr("");
+                sg->note = st_dupstr("");
             }
             segment *sg = &s->segs[k];
             if (r.type == JR_SEG_BEGIN) {
@@ -71,10 +79,13 @@ int st_replay_journal(store *s, as_err *err) {
                     free(text);
                     return as_fail(err, "%s: cannot read segment %d", s->journal_path, r.window);
                 }
-                free(sg->hosts);
-                free(sg->job);
+                /* "hosts\0job" or "hosts\0job\0note" (journal.h) */
+                const char *end = text + r.payload_len, *job = text + strlen(text) + 1;
+                const char *note = job <= end ? job + strlen(job) + 1 : end + 1;
+                free(sg->hosts), free(sg->job), free(sg->note);
                 sg->hosts = st_dupstr(text);
-                sg->job = st_dupstr(text + strlen(text) + 1 <= text + r.payload_len ? text + strlen(text) + 1 : "");
+                sg->job = st_dupstr(job <= end ? job : "");
+                sg->note = st_dupstr(note <= end ? note : "");
                 free(text);
                 sg->start = r.t_start;
                 sg->mpi_size = r.rank;

@@ -52,6 +52,7 @@ size_t store_total(const store *s) { return s->ax.n_window * s->ax.n_L; }
 size_t store_block_doubles(const store *s) { return s->lay.total; }
 int store_was_rebuilt(const store *s) { return s->rebuilt; }
 long long store_torn_bytes(const store *s) { return s->torn; }
+const char *store_journal_damage(const store *s) { return s->damage_note ? s->damage_note : ""; }
 int store_cell_status(const store *s, size_t w, size_t l) { return s->status[cell_at(s, w, l)]; }
 int store_cell_attempts(const store *s, size_t w, size_t l) { return s->attempts[cell_at(s, w, l)]; }
 size_t store_count(const store *s, int status) {
@@ -105,7 +106,9 @@ static void store_free(store *s) {
     free(s->packed);
     free(s->status), free(s->attempts), free(s->rank), free(s->wall_time), free(s->in_flight);
     free(s->last_commit);
-    for (size_t i = 0; i < s->n_segs; i++) free(s->segs[i].hosts), free(s->segs[i].job);
+    for (size_t i = 0; i < s->n_segs; i++)
+        free(s->segs[i].hosts), free(s->segs[i].job), free(s->segs[i].note);
+    free(s->damage_note);
     free(s->segs);
     free(s->stored_config_text), free(s->stored_config_sha);
     for (size_t i = 0; i < sizeof s->prov_strings / sizeof s->prov_strings[0]; i++)
@@ -205,6 +208,7 @@ static int add_segment(store *s, as_err *err) {
     segment *sg = &s->segs[s->n_segs];
     sg->start = s->t_open, sg->end = NAN;
     sg->hosts = st_dupstr(s->prov.hosts), sg->job = st_dupstr(s->prov.slurm_job_id);
+    sg->note = st_dupstr(s->damage_note);
     sg->mpi_size = s->prov.mpi_size, sg->cells_done = 0;
     s->seg_index = s->n_segs++;
     return 0;
@@ -212,16 +216,44 @@ static int add_segment(store *s, as_err *err) {
 
 /* ... and in the journal. */
 static int append_segment_begin(store *s, as_err *err) {
-    size_t a = strlen(s->prov.hosts), b = strlen(s->prov.slurm_job_id);
-    char *payload = malloc(a + 1 + b + 1);
+    /* "hosts\0job\0", plus "note\0" only when there is one (journal.h), so an
+     * ordinary segment's record is the same as before notes existed. */
+    const char *note = s->damage_note ? s->damage_note : "";
+    size_t a = strlen(s->prov.hosts), b = strlen(s->prov.slurm_job_id), c = strlen(note);
+    size_t len = a + b + 2 + (c ? c + 1 : 0);
+    char *payload = malloc(len);
     if (!payload) return as_fail(err, "%s: out of memory", s->journal_path);
     memcpy(payload, s->prov.hosts, a + 1);
     memcpy(payload + a + 1, s->prov.slurm_job_id, b + 1);
+    if (c) memcpy(payload + a + b + 2, note, c + 1);
     journal_record r = {.type = JR_SEG_BEGIN, .window = (int32_t)s->seg_index,
-                        .rank = s->prov.mpi_size, .t_start = s->t_open, .payload_len = a + b + 2};
+                        .rank = s->prov.mpi_size, .t_start = s->t_open, .payload_len = len};
     int rc = journal_append(s->jr, &r, payload, err);
     free(payload);
     return rc;
+}
+
+/* The note for stderr and /provenance when journal_open skipped damaged ranges:
+ * how many records, where. "" when the journal is intact. */
+static int describe_damage(store *s, as_err *err) {
+    size_t n;
+    const journal_damage *d = journal_damaged(s->jr, &n);
+    unsigned records = 0;
+    for (size_t i = 0; i < n; i++) records += d[i].records;
+    char buf[600] = "";
+    if (n) {
+        int at = snprintf(buf, sizeof buf, "%s: %u damaged record%s skipped (bytes", s->journal_path,
+                          records, records == 1 ? "" : "s");
+        for (size_t i = 0; i < n && at > 0 && (size_t)at < sizeof buf - 80; i++)
+            at += snprintf(buf + at, sizeof buf - (size_t)at, "%s %lld-%lld", i ? "," : "",
+                           (long long)d[i].start, (long long)d[i].end);
+        if (at > 0 && (size_t)at < sizeof buf - 80 && n > 0)
+            snprintf(buf + at, sizeof buf - (size_t)at, "); the intact records around the damage "
+                     "are kept and only the cells it held are computed again");
+    }
+    free(s->damage_note);
+    s->damage_note = st_dupstr(buf);
+    return s->damage_note ? 0 : as_fail(err, "%s: out of memory", s->journal_path);
 }
 
 static int exists(const char *path) {
@@ -301,6 +333,7 @@ store *store_open(const char *path, const store_axes *axes, const store_provenan
         s->jr = journal_open(s->journal_path, JOURNAL_WRITABLE, &got, &torn, err);
         if (!s->jr) goto fail;
         s->torn = (long long)torn;
+        if (describe_damage(s, err)) goto fail;
         if (memcmp(got.layout, want.layout, sizeof want.layout) || got.payload_bytes != want.payload_bytes) {
             as_fail(err, "%s: written with N,T,eps,normalizer,layer,head sizes %llu,%llu,%llu,%llu,"
                     "%llu,%llu; the config now gives %zu,%zu,%zu,%zu,%zu,%zu (only windows and L "

@@ -41,6 +41,7 @@ static inline size_t vtype_size(vtype t) { return t == VT_F64 ? 8 : 4; }
 typedef struct {
     double start, end; /* end NaN while running / after a crash */
     char *hosts, *job;
+    char *note; /* what this segment's open found wrong (journal damage), else "" */
     int32_t mpi_size, cells_done;
 } segment;
 
@@ -72,6 +73,7 @@ struct store {
     char created[64];
     int rebuilt;
     long long torn;
+    char *damage_note; /* "" or the journal damage this open found (store_journal_damage) */
 
     journal *jr;
     hid_t file, metric_ds[N_METRICS], status_ds, wall_ds, rank_ds, attempts_ds;
