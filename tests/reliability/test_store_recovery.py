@@ -1,0 +1,345 @@
+#!/usr/bin/python3
+"""The store never drops or mixes finished work (issue 12 items 3, 4, 8, 9, 11), through the
+real `attnsweep_test` (the program with the store's test hooks, src/store/testhook.h):
+
+  journal_flip_middle   one flipped payload byte in the middle of the journal: every other
+                        record is kept, only that cell is computed again, a warning names the
+                        bytes on stderr and in /provenance, the journal is not truncated
+  journal_cut_middle    100 bytes cut out of a record in the middle: the same
+  journal_identity      a damaged header or config record (the journal's identity): refused
+                        in one line, no file changed
+  lock_race             two runs take over one stale lock at once, the race held open by the
+                        lock_won hook: exactly one wins, the other is refused
+  lock_overwritten      the lock file of a live run is rewritten to name a dead process: a
+                        second run is still refused (the kernel lock decides, not the text)
+  lock_pid_reused       a lock whose pid now belongs to another live process (other start
+                        time, or other boot): taken over
+  lock_other_host       a lock of another host: refused, the message says how to remove it
+  merge_killed          a merge SIGKILLed after writing OUT.h5.journal.merge.PID: the next
+                        merge, or the next run, removes it
+  status_no_journal     `status` without the journal: counts and L lines agree, and it says
+                        the journal is missing
+
+Every wait is for a state (a hook's phase line, a process's exit), never a sleep.
+
+usage: test_store_recovery.py ATTNSWEEP_TEST MODEL_DIR SCRATCH [case ...]
+"""
+import hashlib
+import os
+import shutil
+import socket
+import struct
+import subprocess
+import sys
+import time
+
+import h5py
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from sweeptest import ENV, check, run_cases, same_values, summary, values
+
+BIN, MODEL, SCRATCH = sys.argv[1:4]
+BIN, MODEL, SCRATCH = os.path.abspath(BIN), os.path.abspath(MODEL), os.path.abspath(SCRATCH)
+ONLY = set(sys.argv[4:])
+HEADER, RECORD = 256, 80  # include/store/journal.h
+JR_CONFIG, JR_COMMIT = 1, 3
+
+
+def setup(name, shards=False):
+    d = os.path.join(SCRATCH, name)
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    rng = np.random.default_rng(3)
+    np.save(f"{d}/tokens.npy", rng.integers(0, 50257, size=400).astype("<u2"))
+    with open(f"{d}/a.cfg", "w") as f:
+        f.write(f"""model = "{MODEL}";
+text = {{ path = "tokens.npy"; format = "tokens"; }};
+windows = {{ count = 3; offset = 0; stride = 64; }};
+grid = {{ L = [16, 32, 64]; N = [1, 2, 4]; T = [0.1, 8.0]; eps = [1e-3];
+         normalizer = ["softmax"]; }};
+output = "out.h5";
+runtime = {{ commit_every = 2; }};
+""")
+    return d
+
+
+def cli(args, d, env=None, **kw):
+    return subprocess.run([BIN] + args, cwd=d, env=env or ENV, capture_output=True, text=True,
+                          timeout=300, **kw)
+
+
+def start(args, d, env):
+    return subprocess.Popen([BIN] + args, cwd=d, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def hook_env(d, hold=None, delay_ms=0):
+    env = dict(ENV, ATTNSWEEP_TEST_PHASE_FILE=f"{d}/phases", ATTNSWEEP_TEST_RELEASE=f"{d}/release")
+    if hold:
+        env["ATTNSWEEP_TEST_HOLD"] = hold
+    if delay_ms:
+        env["ATTNSWEEP_TEST_COMMIT_DELAY_MS"] = str(delay_ms)
+    return env
+
+
+def wait_phase(d, phase, proc):
+    """Waits until the hook logged `phase`, or the process exited (then False)."""
+    while True:
+        try:
+            with open(f"{d}/phases") as f:
+                if any(line.split()[1:] == [phase] for line in f):
+                    return True
+        except FileNotFoundError:
+            pass
+        if proc.poll() is not None:
+            return False
+        time.sleep(0.02)
+
+
+def release(d):
+    open(f"{d}/release", "w").close()
+
+
+_reference = {}
+
+
+def reference():
+    """Values of an undisturbed run of the config (made once)."""
+    if not _reference:
+        d = setup("reference")
+        p = cli(["run", "a.cfg"], d)
+        check(p.returncode == 0, f"reference run: exit {p.returncode}: {p.stderr[-300:]}")
+        _reference["path"] = f"{d}/out.h5"
+    return _reference["path"]
+
+
+def one_line(p):
+    lines = [l for l in p.stderr.splitlines() if l.strip()]
+    return lines[0] if len(lines) == 1 else f"<{len(lines)} lines: {p.stderr!r}>"
+
+
+def records(path):
+    """(offset, type, window, L, status, payload_len) of each record, parsed here from
+    journal.h's layout, not through attnsweep's code."""
+    data = open(path, "rb").read()
+    out, at = [], HEADER
+    while at + RECORD <= len(data):
+        _magic, typ, window, L, status = struct.unpack_from("<IIiiI", data, at)
+        (plen,) = struct.unpack_from("<Q", data, at + 64)
+        out.append((at, typ, window, L, status, plen))
+        at += RECORD + plen
+    return out
+
+
+def attempts_by_cell(path):
+    with h5py.File(path, "r") as f:
+        att, Ls = f["attempts"][()], list(f["L"][()])
+    return {(w, int(Ls[l])): int(att[w, l]) for w in range(att.shape[0]) for l in range(att.shape[1])}
+
+
+def tree(d):
+    out = {}
+    for name in sorted(os.listdir(d)):
+        p = os.path.join(d, name)
+        if os.path.isfile(p):
+            out[name] = hashlib.sha256(open(p, "rb").read()).hexdigest()
+    return out
+
+
+# ---- item 3: damage in the middle of the journal ----
+
+def damaged_resume(name, damage):
+    d = setup(name)
+    p = cli(["run", "a.cfg"], d)
+    check(p.returncode == 0, f"{name}: first run exit {p.returncode}: {p.stderr[-300:]}")
+    jpath = f"{d}/out.h5.journal"
+    commits = [r for r in records(jpath) if r[1] == JR_COMMIT and r[4] == 1]
+    check(len(commits) == 9, f"{name}: 9 commit records, got {len(commits)}")
+    victim = commits[len(commits) // 2]
+    data = bytearray(open(jpath, "rb").read())
+    data = damage(data, victim)
+    open(jpath, "wb").write(data)
+    p = cli(["run", "a.cfg"], d)
+    check(p.returncode == 0, f"{name}: resume exit {p.returncode}: {p.stderr[-300:]}")
+    check("damaged record" in p.stderr and str(victim[0]) in p.stderr and "out.h5.journal" in p.stderr,
+          f"{name}: stderr names the damage and where (byte {victim[0]}): {p.stderr!r}")
+    after = open(jpath, "rb").read()
+    check(after[:len(data)] == bytes(data), f"{name}: the journal was cut or rewritten (kept "
+          f"{len(after)} bytes of {len(data)} + appended)")
+    same_values(reference(), f"{d}/out.h5", f"{name}: resumed file vs undisturbed run")
+    att = attempts_by_cell(f"{d}/out.h5")
+    again = [c for c, n in att.items() if n != 1]
+    check(again == [(victim[2], victim[3])], f"{name}: only cell {victim[2:4]} may be computed "
+          f"again, these were: {again}")
+    with h5py.File(f"{d}/out.h5", "r") as f:
+        notes = [n.decode() if isinstance(n, bytes) else n for n in f["provenance/note"][()]] \
+            if "note" in f["provenance"] else []
+    check(notes and "damaged record" in notes[-1] and str(victim[0]) in notes[-1],
+          f"{name}: /provenance/note of the resuming segment names the damage: {notes}")
+    # the damage stays in the file and is found again, but nothing is recomputed
+    p = cli(["run", "a.cfg"], d)
+    check(p.returncode == 0 and "damaged record" in p.stderr and "(9 before this run)" in p.stderr,
+          f"{name}: third run: exit {p.returncode}: {p.stderr[-400:]!r}")
+
+
+def case_journal_flip_middle():
+    def flip(data, victim):
+        at = victim[0] + RECORD + 10
+        data[at] ^= 0xFF
+        return data
+    damaged_resume("journal_flip_middle", flip)
+
+
+def case_journal_cut_middle():
+    def cut(data, victim):
+        at = victim[0] + RECORD + victim[5] // 2
+        return data[:at] + data[at + 100:]
+    damaged_resume("journal_cut_middle", cut)
+
+
+def case_journal_identity():
+    for what in ("header", "config record"):
+        d = setup("journal_identity")
+        p = cli(["run", "a.cfg"], d)
+        check(p.returncode == 0, f"identity: first run exit {p.returncode}")
+        jpath = f"{d}/out.h5.journal"
+        data = bytearray(open(jpath, "rb").read())
+        config = [r for r in records(jpath) if r[1] == JR_CONFIG][0]
+        data[100 if what == "header" else config[0] + 20] ^= 0x55
+        open(jpath, "wb").write(data)
+        before = tree(d)
+        p = cli(["run", "a.cfg"], d)
+        check(p.returncode == 1 and "out.h5.journal" in one_line(p),
+              f"damaged {what}: refused in one line naming the journal: exit {p.returncode}, "
+              f"{one_line(p)!r}")
+        check(tree(d) == before, f"damaged {what}: files changed")
+
+
+# ---- item 4: atomic stale-lock takeover; item 9: pid reuse ----
+
+def dead_pid():
+    p = subprocess.Popen(["true"])
+    p.wait()
+    return p.pid
+
+
+def write_lock(path, text):
+    # in place (same inode), as a racing process or a human editor would
+    with open(path, "a+") as f:
+        f.seek(0)
+        f.truncate()
+        f.write(text)
+
+
+def case_lock_race():
+    d = setup("lock_race")
+    host = socket.gethostname()
+    write_lock(f"{d}/out.h5.lock", f"host={host}\npid={dead_pid()}\nslurm_job_id=\nstarted=x\n")
+    a = start(["run", "a.cfg"], d, hook_env(d, hold="lock_won", delay_ms=20))
+    held = wait_phase(d, "lock_won", a)
+    check(held, "run A never stopped at the lock_won hook (it has taken the stale lock and not "
+          "yet written its name)")
+    b = cli(["run", "a.cfg"], d)
+    check(b.returncode == 1 and "in use" in one_line(b) and "out.h5.lock" in one_line(b),
+          f"run B, racing A for the stale lock, is refused: exit {b.returncode}: {one_line(b)!r}")
+    release(d)
+    out, err = a.communicate(timeout=300)
+    check(a.returncode == 0, f"run A finishes: exit {a.returncode}: {err[-300:]}")
+    same_values(reference(), f"{d}/out.h5", "lock race: the winner's file vs undisturbed run")
+    check(not os.path.exists(f"{d}/out.h5.lock"), "lock released at the end")
+
+
+def case_lock_overwritten():
+    d = setup("lock_overwritten")
+    a = start(["run", "a.cfg"], d, hook_env(d, hold="data_flushed", delay_ms=50))
+    check(wait_phase(d, "data_flushed", a), "run A never reached its first commit")
+    write_lock(f"{d}/out.h5.lock", f"host={socket.gethostname()}\npid={dead_pid()}\n")
+    b = cli(["run", "a.cfg"], d)
+    check(b.returncode == 1 and "in use" in one_line(b),
+          f"second run refused although the lock text names a dead pid: exit {b.returncode}: "
+          f"{one_line(b)!r}")
+    release(d)
+    out, err = a.communicate(timeout=300)
+    check(a.returncode == 0, f"run A finishes: exit {a.returncode}: {err[-300:]}")
+    same_values(reference(), f"{d}/out.h5", "lock overwritten: file vs undisturbed run")
+
+
+def proc_start(pid):
+    s = open(f"/proc/{pid}/stat").read()
+    return int(s[s.rindex(")") + 2:].split()[19])
+
+
+def case_lock_pid_reused():
+    boot = open("/proc/sys/kernel/random/boot_id").read().strip()
+    host = socket.gethostname()
+    for what, text in (
+            ("other start time", f"host={host}\npid=1\nstart_time={proc_start(1) + 12345}\nboot_id={boot}\n"),
+            ("other boot", f"host={host}\npid=1\nstart_time={proc_start(1)}\nboot_id=00000000-dead\n")):
+        d = setup("lock_pid_reused")
+        write_lock(f"{d}/out.h5.lock", text)
+        p = cli(["run", "a.cfg"], d)
+        check(p.returncode == 0, f"lock of pid 1 with {what} is stale and taken over: exit "
+              f"{p.returncode}: {p.stderr[-300:]!r}")
+
+
+def case_lock_other_host():
+    d = setup("lock_other_host")
+    write_lock(f"{d}/out.h5.lock", "host=elsewhere.example\npid=4242\nstarted=2026-01-01T00:00:00Z\n")
+    before = tree(d)
+    p = cli(["run", "a.cfg"], d)
+    msg = one_line(p)
+    check(p.returncode == 1 and "elsewhere.example" in msg and "rm '" in msg and "out.h5.lock" in msg,
+          f"another host's lock refused, saying how to remove it: exit {p.returncode}: {msg!r}")
+    check(tree(d) == before, "another host's lock: files changed")
+
+
+# ---- item 8: a killed merge's temporary journal ----
+
+def case_merge_killed():
+    for then in ("merge", "run"):
+        d = setup("merge_killed")
+        for i in range(2):
+            p = cli(["run", "a.cfg", "--shard", f"{i}/2"], d)
+            check(p.returncode == 0, f"shard {i}: exit {p.returncode}: {p.stderr[-300:]}")
+        shards = ["out.shard-0-of-2.h5", "out.shard-1-of-2.h5"]
+        m = start(["merge"] + shards, d, hook_env(d, hold="merge_journal_written"))
+        check(wait_phase(d, "merge_journal_written", m), "merge never stopped after writing its journal")
+        leaked = [f for f in os.listdir(d) if ".journal.merge." in f]
+        check(len(leaked) == 1, f"the paused merge has its temporary journal: {leaked}")
+        m.kill()
+        m.communicate()
+        if then == "merge":
+            p = cli(["merge"] + shards, d)
+        else:
+            p = cli(["run", "a.cfg"], d)
+        check(p.returncode == 0, f"{then} after a killed merge: exit {p.returncode}: {p.stderr[-300:]}")
+        left = [f for f in os.listdir(d) if ".journal.merge." in f]
+        check(not left, f"{then} after a killed merge removes its temporary journal: {left}")
+        same_values(reference(), f"{d}/out.h5", f"{then} after a killed merge vs undisturbed run")
+
+
+# ---- item 11: status without the journal ----
+
+def case_status_no_journal():
+    d = setup("status_no_journal")
+    p = cli(["run", "a.cfg"], d)
+    check(p.returncode == 0, f"run: exit {p.returncode}")
+    os.unlink(f"{d}/out.h5.journal")
+    s = cli(["status", "out.h5"], d)
+    lines = s.stdout.splitlines()
+    per_L = [l for l in lines if l.strip().startswith("L=")]
+    check(lines and "9/9 cells done" in lines[0], f"status total: {s.stdout!r}")
+    check(len(per_L) == 3 and all("3/3 done" in l for l in per_L),
+          f"status L lines agree with the total: {per_L}")
+    check("journal" in s.stdout and "missing" in s.stdout, f"status says the journal is missing: {s.stdout!r}")
+
+
+CASES = [case_journal_flip_middle, case_journal_cut_middle, case_journal_identity, case_lock_race,
+         case_lock_overwritten, case_lock_pid_reused, case_lock_other_host, case_merge_killed,
+         case_status_no_journal]
+
+if __name__ == "__main__":
+    os.makedirs(SCRATCH, exist_ok=True)
+    run_cases(CASES, ONLY)
+    sys.exit(summary("test_store_recovery " + " ".join(sorted(ONLY))))
