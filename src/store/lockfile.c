@@ -149,8 +149,8 @@ static int write_identity(int fd, const char *lock_path, as_err *err) {
 
 static int refuse_held(const char *lock_path, const lock_info *held, int kernel_says, as_err *err) {
     if (!held->pid)
-        return as_fail(err, "%s: output is in use by another process (it holds the lock and has not "
-                       "written its name yet); try again", lock_path);
+        return as_fail(err, "%s: output is in use by another process, which holds the lock (the "
+                       "lock file does not name it yet: it is taking the lock over)", lock_path);
     const char *job = held->slurm_job_id[0] ? held->slurm_job_id : "none";
     const char *since = held->started[0] ? held->started : "?";
     /* A kernel lock dies with its process: removing the file could only let a second
