@@ -50,6 +50,10 @@
 typedef enum { AS_TEXT_PLAIN, AS_TEXT_TOKENS } as_text_format;
 typedef enum { AS_VECTORS_VALUE, AS_VECTORS_RESID } as_vectors;
 typedef enum { AS_ROWS_VISIBLE, AS_ROWS_FULL_ROW } as_rows;
+/* metrics.logits: the logits the metrics see. raw = q.k (metrics.md section 1,
+ * GPT-2's own attention is then T = sqrt(d_head)); scaled = q.k / sqrt(d_head)
+ * (GPT-2's own attention is T = 1). */
+typedef enum { AS_LOGITS_RAW, AS_LOGITS_SCALED } as_logits;
 typedef enum { AS_NORM_SOFTMAX, AS_NORM_SPARSEMAX, AS_NORM_SSMAX } as_normalizer;
 
 /* The grid axes as plain arrays, all sorted ascending except normalizer
@@ -77,6 +81,11 @@ typedef struct {
 
     as_text_format text_format;
     int strip_gutenberg;
+    /* text.start_at: the text source begins at the start of the
+     * start_occurrence-th (1-based) occurrence of this string, after
+     * strip_gutenberg and before tokenizing ("" = from the beginning). */
+    char start_at[256];
+    int64_t start_occurrence;
 
     /* window w starts at windows_offset + w * windows_stride tokens */
     int64_t windows_count, windows_offset, windows_stride;
@@ -85,6 +94,7 @@ typedef struct {
 
     as_vectors vectors;
     as_rows rows;
+    as_logits logits;
     double ks_alpha;
     double ssmax_scale;           /* resolved: never 0 */
     int64_t seed;
@@ -117,6 +127,7 @@ int64_t config_tokens_needed(const as_config *cfg);
 int32_t config_max_L(const as_config *cfg);
 
 const char *config_normalizer_name(as_normalizer z);
+const char *config_logits_name(as_logits l);  /* "raw" | "scaled" */
 
 /* "a:b" or "a:b:step" (integers, a <= b, step >= 1; b is included when the
  * step lands on it: "1:10:4" = 1, 5, 9). Allocates *values. */

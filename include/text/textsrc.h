@@ -7,6 +7,11 @@
  *    line containing "*** END OF" are kept (the Project Gutenberg header and
  *    licence footer; "***START OF"/"***END OF" also match). A missing marker
  *    is an error naming the file, never a silent use of the whole text.
+ *    With start_at (after stripping, before tokenizing), the text begins at
+ *    the first byte of the start_occurrence-th occurrence (1-based, counted
+ *    without overlaps) of that exact string: e.g. the second "BOOK ONE: 1805"
+ *    of War and Peace skips its table of contents. Fewer occurrences is a
+ *    one-line error naming text.start_at.
  *  - "tokens": token ids already encoded, recognised by content:
  *      .npy (any name): header parsed; 1-D, dtype '<u2', '<u4', '<i4' or '<i8';
  *      llm.c .bin: 256 int32 header, magic 20240520, version 1 = uint16 ids,
@@ -39,6 +44,8 @@ typedef struct {
     textsrc_format format;
     int strip_gutenberg;   /* text only */
     textsrc_dtype dtype;   /* tokens only; needed for raw files, checked against headers */
+    const char *start_at;  /* text only; NULL or "" = from the beginning */
+    int64_t start_occurrence; /* 1-based; 0 is taken as 1 */
 } textsrc_spec;
 
 typedef struct {
@@ -49,6 +56,7 @@ typedef struct {
     size_t text_bytes;     /* text sources: bytes encoded (after stripping) */
     char sha256[65];       /* hex sha256 of the file's bytes as read (the ones loaded) */
     char vocab_sha256[65], merges_sha256[65]; /* text sources: the tokenizer files' */
+    size_t text_begin;     /* text sources: byte offset in the file of the first byte encoded */
 } textsrc;
 
 /* Whole-file read limits (fileio_read_all); a larger file is refused, naming the limit. */
@@ -75,6 +83,12 @@ int textsrc_check_fit(const textsrc *ts, int64_t count, int64_t offset, int64_t 
                       as_err *err);
 /* tokens[start .. start + L), or NULL when that runs past the end. */
 const int32_t *textsrc_window(const textsrc *ts, int64_t start, int64_t L);
+
+/* The start of the k-th (1-based) non-overlapping occurrence of marker in
+ * text[begin..end) into *at; -1 and a one-line error naming text.start_at and
+ * path when there are fewer. */
+int textsrc_find_start(const char *text, size_t begin, size_t end, const char *marker, int64_t k,
+                       size_t *at, const char *path, as_err *err);
 
 /* The Gutenberg body of text[0..len): [*begin, *end). Errors name path. */
 int textsrc_strip_gutenberg(const char *text, size_t len, size_t *begin, size_t *end, const char *path,

@@ -29,7 +29,9 @@ static void usage(FILE *out) {
             "  --dtype TYPE        uint16 | uint32: the ids of a raw .bin (default uint16)\n"
             "  --text FILE         UTF-8 text, encoded with the model directory's GPT-2 tokenizer\n"
             "                      (vocab.json + merges.txt); --strip-gutenberg keeps only the\n"
-            "                      Project Gutenberg body\n"
+            "                      Project Gutenberg body; --start-at STRING [--start-occurrence K]\n"
+            "                      starts the text at the K-th occurrence of STRING (as the\n"
+            "                      config's text.start_at, text.start_occurrence)\n"
             "  --length L          window length, 1..n_positions\n"
             "  --window-start K    first token of the window (default 0)\n"
             "  --layers LIST       e.g. 0,3,5-7 or all (default all)\n"
@@ -151,6 +153,7 @@ static int write_layer(const gpt2_layer_view *view, void *user, as_err *err) {
 int cmd_dump(int argc, char **argv) {
     const char *model_dir = NULL, *text = NULL, *tokens_path = NULL, *out = NULL;
     const char *length_s = NULL, *start_s = "0", *layers_s = "all", *dtype_s = NULL;
+    const char *start_at = NULL, *start_occ_s = "1";
     int strip_gutenberg = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -170,6 +173,8 @@ int cmd_dump(int argc, char **argv) {
                             : !strcmp(a, "--layers")       ? &layers_s
                             : !strcmp(a, "--out")          ? &out
                             : !strcmp(a, "--dtype")        ? &dtype_s
+                            : !strcmp(a, "--start-at")     ? &start_at
+                            : !strcmp(a, "--start-occurrence") ? &start_occ_s
                                                            : NULL;
         if (!slot) {
             fprintf(stderr, "attnsweep dump: unknown option '%s' (try --help)\n", a);
@@ -191,7 +196,12 @@ int cmd_dump(int argc, char **argv) {
         fprintf(stderr, "attnsweep dump: give --text or --tokens, not both\n");
         return AS_EXIT_USAGE;
     }
-    size_t L, start;
+    size_t L, start, start_occ;
+    if ((start_at && !text) || parse_size(start_occ_s, &start_occ) != 0 || start_occ < 1) {
+        fprintf(stderr, "attnsweep dump: %s\n", start_at && !text ? "--start-at needs --text"
+                                                 : "--start-occurrence is not a positive integer");
+        return AS_EXIT_USAGE;
+    }
     if (parse_size(length_s, &L) != 0 || L < 1) {
         fprintf(stderr, "attnsweep dump: --length '%s' is not a positive integer\n", length_s);
         return AS_EXIT_USAGE;
@@ -227,7 +237,8 @@ int cmd_dump(int argc, char **argv) {
         rc = AS_EXIT_USAGE;
         goto done;
     }
-    textsrc_spec spec = {.path = text, .format = TEXTSRC_TEXT, .strip_gutenberg = strip_gutenberg};
+    textsrc_spec spec = {.path = text, .format = TEXTSRC_TEXT, .strip_gutenberg = strip_gutenberg,
+                         .start_at = start_at, .start_occurrence = (int64_t)start_occ};
     int kind = text ? TOKENS_ID_TEXT : token_file_kind(tokens_path);
     if (kind != TOKENS_ID_TEXT) {
         spec = (textsrc_spec){.path = tokens_path, .format = TEXTSRC_TOKENS,

@@ -2,7 +2,8 @@
  *
  * Prints the grid (each axis with its values), the number of cells, the
  * estimated compute time, memory per rank and the output size. No MPI, no
- * weights: only the config and the model's config.json are read. */
+ * weights: the config, the model's config.json and, when it can be read, the
+ * text (to show where window 0 starts and its first words). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,8 @@
 #include "config.h"
 #include "fileio.h"
 #include "grid.h"
+#include "textsrc.h"
+#include "tokenizer.h"
 
 static void usage(FILE *out) {
     fprintf(out,
@@ -18,7 +21,8 @@ static void usage(FILE *out) {
             "                      [--sgemm-gflops X] [--metric-ns Y]\n\n"
             "Validates CONFIG and prints the sweep's axes, cells (one cell = one text\n"
             "window at one context length L), estimated compute time, memory per rank\n"
-            "and results file size. Reads only the config and MODEL/config.json.\n\n"
+            "and results file size. Reads the config, MODEL/config.json and, when it is\n"
+            "there, the text: it prints where window 0 starts and its first words.\n\n"
             "  --set KEY=VALUE   override a config key, libconfig value syntax\n"
             "                    (--set grid.L=[64,128] --set output=\"x.h5\"); repeatable\n"
             "  --list            also list the cells in dispatch order (largest L first)\n"
@@ -75,6 +79,57 @@ static void print_double_axis(const char *name, const double *v, size_t n) {
         printf("%s%.6g", i ? ", " : "", v[i]);
     }
     printf("\n");
+}
+
+/* Loads the text as `run` would and prints where window 0 starts and its first
+ * words. A text that cannot be opened is a note (plan also runs where the
+ * inputs are not); any other failure (e.g. text.start_at not found) is the
+ * error `run` would stop with: -1 with err. */
+static int print_window0(const as_config *cfg, as_err *err) {
+    textsrc ts;
+    textsrc_spec spec = {.path = cfg->text_path,
+                         .format = cfg->text_format == AS_TEXT_TOKENS ? TEXTSRC_TOKENS : TEXTSRC_TEXT,
+                         .strip_gutenberg = cfg->strip_gutenberg, .start_at = cfg->start_at,
+                         .start_occurrence = cfg->start_occurrence};
+    FILE *probe = fopen(cfg->text_path, "rb");
+    if (!probe) {
+        printf("window 0  (text not readable here: not shown)\n");
+        return 0;
+    }
+    fclose(probe);
+    if (textsrc_load(&ts, &spec, cfg->model_dir, cfg->model.vocab_size, err)) return -1;
+    int64_t start = config_window_start(cfg, 0);
+    printf("text has  %zu tokens (%s)", ts.n_tokens, ts.kind);
+    if (cfg->start_at[0])
+        printf("; starts at byte %zu of the file: occurrence %lld of text.start_at \"%s\"", ts.text_begin,
+               (long long)cfg->start_occurrence, cfg->start_at);
+    printf("\n");
+    if ((uint64_t)start >= ts.n_tokens) {
+        printf("window 0  token offset %lld: past the end of the text\n", (long long)start);
+        textsrc_free(&ts);
+        return 0;
+    }
+    size_t n = ts.n_tokens - (size_t)start < 24 ? ts.n_tokens - (size_t)start : 24;
+    char words[512] = "";
+    size_t len = 0;
+    if (cfg->text_format == AS_TEXT_PLAIN) {
+        tokenizer *tok = tokenizer_load(cfg->model_dir, err);
+        if (!tok) return textsrc_free(&ts), -1;
+        if (tokenizer_decode(tok, ts.tokens + start, n, words, sizeof words - 1, &len, err)) len = 0;
+        tokenizer_free(tok);
+    }
+    words[len] = 0;
+    for (size_t i = 0; i < len; i++)
+        if (words[i] == '\n' || words[i] == '\r' || words[i] == '\t') words[i] = ' ';
+    printf("window 0  token offset %lld", (long long)start);
+    if (len) printf(", first words: \"%s...\"\n", words);
+    else {
+        printf(", first ids:");
+        for (size_t i = 0; i < n && i < 12; i++) printf(" %d", (int)ts.tokens[start + (int64_t)i]);
+        printf("\n");
+    }
+    textsrc_free(&ts);
+    return 0;
 }
 
 static int parse_positive(const char *opt, const char *text, double *out) {
@@ -163,10 +218,17 @@ int cmd_plan(int argc, char **argv) {
            (long long)config_tokens_needed(&cfg));
     printf("windows   count %lld, offset %lld, stride %lld\n", (long long)cfg.windows_count,
            (long long)cfg.windows_offset, (long long)cfg.windows_stride);
-    printf("metrics   vectors %s, rows %s, ks_alpha %g, ssmax_scale %.6g, seed %lld\n",
+    if (print_window0(&cfg, &err)) {
+        fprintf(stderr, "attnsweep plan: %s\n", err.msg);
+        grid_free(&g);
+        config_free(&cfg);
+        rc = AS_EXIT_ERROR;
+        goto out;
+    }
+    printf("metrics   vectors %s, rows %s, logits %s, ks_alpha %g, ssmax_scale %.6g, seed %lld\n",
            cfg.vectors == AS_VECTORS_VALUE ? "value" : "resid",
-           cfg.rows == AS_ROWS_VISIBLE ? "visible" : "full_row", cfg.ks_alpha, cfg.ssmax_scale,
-           (long long)cfg.seed);
+           cfg.rows == AS_ROWS_VISIBLE ? "visible" : "full_row", config_logits_name(cfg.logits),
+           cfg.ks_alpha, cfg.ssmax_scale, (long long)cfg.seed);
     printf("output    %s\n", cfg.output);
     printf("runtime   blas_threads %d per rank, commit_every %d cells\n\n", cfg.blas_threads,
            cfg.commit_every);

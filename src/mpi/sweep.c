@@ -90,7 +90,9 @@ static int load_text(sweep_state *st, MPI_Comm comm, as_err *err) {
         textsrc_spec spec = {.path = st->cfg.text_path,
                              .format = st->cfg.text_format == AS_TEXT_TOKENS ? TEXTSRC_TOKENS
                                                                              : TEXTSRC_TEXT,
-                             .strip_gutenberg = st->cfg.strip_gutenberg};
+                             .strip_gutenberg = st->cfg.strip_gutenberg,
+                             .start_at = st->cfg.start_at,
+                             .start_occurrence = st->cfg.start_occurrence};
         ok = textsrc_load(&ts, &spec, st->cfg.model_dir, st->cfg.model.vocab_size, err) == 0;
         if (ok) {
             ok = textsrc_check_fit(&ts, st->cfg.windows_count, st->cfg.windows_offset,

@@ -19,13 +19,13 @@
 
 const char *const config_known_keys[] = {
     "model", "output",
-    "text.path", "text.format", "text.strip_gutenberg",
+    "text.path", "text.format", "text.strip_gutenberg", "text.start_at", "text.start_occurrence",
     "windows.count", "windows.offset", "windows.stride",
     "grid.L", "grid.N", "grid.T", "grid.T.min", "grid.T.max", "grid.T.count",
     "grid.T.spacing", "grid.T.include", "grid.eps", "grid.normalizer", "grid.layers",
     "grid.heads",
-    "metrics.vectors", "metrics.rows", "metrics.ks_alpha", "metrics.ssmax_scale",
-    "metrics.seed",
+    "metrics.vectors", "metrics.rows", "metrics.logits", "metrics.ks_alpha",
+    "metrics.ssmax_scale", "metrics.seed",
     "runtime.blas_threads", "runtime.commit_every", "runtime.compress",
     NULL,
 };
@@ -651,6 +651,8 @@ static int read_T(ctx *c, as_axes *ax) {
 
 static const char *const norm_names[] = {"softmax", "sparsemax", "ssmax", NULL};
 
+const char *config_logits_name(as_logits l) { return l == AS_LOGITS_SCALED ? "scaled" : "raw"; }
+
 const char *config_normalizer_name(as_normalizer z) { return norm_names[z]; }
 
 static int read_normalizer(ctx *c, as_axes *ax) {
@@ -968,6 +970,9 @@ static char *canonical_text(const as_config *cfg) {
         sb_printf(&b, "%s\"%s\"", i ? ", " : "", config_normalizer_name(a->normalizer[i]));
     sb_printf(&b, "];\n};\nmetrics = {\n  ks_alpha = ");
     sb_double(&b, cfg->ks_alpha);
+    /* Keys added after results files existed appear only when they differ from
+     * their default, so those files' canonical text (and resume) is unchanged. */
+    if (cfg->logits != AS_LOGITS_RAW) sb_printf(&b, ";\n  logits = \"%s\"", config_logits_name(cfg->logits));
     sb_printf(&b, ";\n  rows = \"%s\";\n  seed = ", cfg->rows == AS_ROWS_VISIBLE ? "visible" : "full_row");
     sb_int64(&b, cfg->seed);
     sb_printf(&b, ";\n  ssmax_scale = ");
@@ -983,6 +988,14 @@ static char *canonical_text(const as_config *cfg) {
     sb_printf(&b, "text = {\n  format = \"%s\";\n  path = ",
               cfg->text_format == AS_TEXT_PLAIN ? "text" : "tokens");
     sb_string(&b, cfg->text_path);
+    if (cfg->start_at[0]) {
+        sb_printf(&b, ";\n  start_at = ");
+        sb_string(&b, cfg->start_at);
+        if (cfg->start_occurrence != 1) {
+            sb_printf(&b, ";\n  start_occurrence = ");
+            sb_int64(&b, cfg->start_occurrence);
+        }
+    }
     sb_printf(&b, ";\n  strip_gutenberg = %s;\n};\nwindows = {\n  count = ",
               cfg->strip_gutenberg ? "true" : "false");
     sb_int64(&b, cfg->windows_count);
@@ -1038,15 +1051,37 @@ static int load_values(ctx *c, as_config *cfg, const char *const *sets, size_t n
     static const char *const formats[] = {"text", "tokens", NULL};
     static const char *const vectors[] = {"value", "resid", NULL};
     static const char *const rows[] = {"visible", "full_row", NULL};
-    int fmt, vec, row;
+    static const char *const logits[] = {"raw", "scaled", NULL};
+    int fmt, vec, row, lgt;
+    const char *start_at;
     if (get_choice(c, "text.format", formats, 0, &fmt) ||
         get_bool(c, "text.strip_gutenberg", 1, &cfg->strip_gutenberg) ||
+        get_string(c, "text.start_at", "", &start_at) ||
+        get_int64(c, "text.start_occurrence", 1, &cfg->start_occurrence) ||
         get_choice(c, "metrics.vectors", vectors, 0, &vec) ||
-        get_choice(c, "metrics.rows", rows, 0, &row))
+        get_choice(c, "metrics.rows", rows, 0, &row) ||
+        get_choice(c, "metrics.logits", logits, 0, &lgt))
         return -1;
     cfg->text_format = (as_text_format)fmt;
     cfg->vectors = (as_vectors)vec;
     cfg->rows = (as_rows)row;
+    cfg->logits = (as_logits)lgt;
+    if (strlen(start_at) >= sizeof cfg->start_at)
+        return fail_key(c, get(c, "text.start_at"), "text.start_at", "longer than %zu bytes",
+                        sizeof cfg->start_at - 1);
+    if (start_at[0] && strchr(start_at, '\n'))
+        return fail_key(c, get(c, "text.start_at"), "text.start_at",
+                        "must not contain a line break (it is matched inside the text as is)");
+    snprintf(cfg->start_at, sizeof cfg->start_at, "%s", start_at);
+    if (cfg->start_at[0] && cfg->text_format != AS_TEXT_PLAIN)
+        return fail_key(c, get(c, "text.start_at"), "text.start_at",
+                        "applies to format = \"text\" only (a token file has no text to search)");
+    if (cfg->start_occurrence < 1 || cfg->start_occurrence > INT32_MAX)
+        return fail_key(c, get(c, "text.start_occurrence"), "text.start_occurrence",
+                        "must be in 1..%d", INT32_MAX);
+    if (!cfg->start_at[0] && get(c, "text.start_occurrence"))
+        return fail_key(c, get(c, "text.start_occurrence"), "text.start_occurrence",
+                        "needs text.start_at");
 
     /* the model first: the defaults of L, stride, layers, heads come from it */
     if (model_config_read(&cfg->model, cfg->model_dir, err))

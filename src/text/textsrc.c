@@ -53,6 +53,31 @@ int textsrc_strip_gutenberg(const char *text, size_t len, size_t *begin, size_t 
     return 0;
 }
 
+int textsrc_find_start(const char *text, size_t begin, size_t end, const char *marker, int64_t k,
+                       size_t *at, const char *path, as_err *err) {
+    size_t m = strlen(marker);
+    if (k < 1) k = 1;
+    int64_t seen = 0;
+    for (size_t i = begin; m && i + m <= end;) {
+        const char *hit = memchr(text + i, marker[0], end - m + 1 - i);
+        if (!hit) break;
+        i = (size_t)(hit - text);
+        if (!memcmp(text + i, marker, m)) {
+            if (++seen == k) return *at = i, 0;
+            i += m;
+        } else {
+            i++;
+        }
+    }
+    if (!m) return as_fail(err, "text.start_at: empty marker");
+    if (seen == 0)
+        return as_fail(err, "text.start_at: \"%s\" does not occur in %s%s", marker, path,
+                       begin ? " (after strip_gutenberg)" : "");
+    return as_fail(err, "text.start_at: \"%s\" occurs %lld time%s in %s%s, text.start_occurrence asks for #%lld",
+                   marker, (long long)seen, seen == 1 ? "" : "s", path, begin ? " (after strip_gutenberg)" : "",
+                   (long long)k);
+}
+
 int textsrc_parse_format(const char *s, textsrc_format *out, as_err *err) {
     if (!strcmp(s, "text")) *out = TEXTSRC_TEXT;
     else if (!strcmp(s, "tokens")) *out = TEXTSRC_TOKENS;
@@ -286,6 +311,12 @@ static int load_text(textsrc *ts, const textsrc_spec *spec, const char *model_di
         free(b);
         return -1;
     }
+    if (spec->start_at && spec->start_at[0] &&
+        textsrc_find_start((const char *)b, begin, end, spec->start_at, spec->start_occurrence, &begin, ts->path,
+                           err)) {
+        free(b);
+        return -1;
+    }
     tokenizer *tok = tokenizer_load(model_dir, err);
     if (!tok) { free(b); return -1; }
     snprintf(ts->vocab_sha256, sizeof ts->vocab_sha256, "%s", tokenizer_vocab_sha256(tok));
@@ -306,7 +337,9 @@ static int load_text(textsrc *ts, const textsrc_spec *spec, const char *model_di
     if (shrunk) ts->tokens = shrunk;
     ts->n_tokens = k;
     ts->text_bytes = len;
-    snprintf(ts->kind, sizeof ts->kind, "%s", spec->strip_gutenberg ? "text (Gutenberg stripped)" : "text");
+    ts->text_begin = begin;
+    snprintf(ts->kind, sizeof ts->kind, "%s%s", spec->strip_gutenberg ? "text (Gutenberg stripped)" : "text",
+             spec->start_at && spec->start_at[0] ? ", from text.start_at" : "");
     return 0;
 }
 

@@ -45,7 +45,7 @@ static void check_token_files(const char *python) {
     for (size_t k = 0; k < sizeof ok_files / sizeof *ok_files; k++) {
         char path[4200];
         snprintf(path, sizeof path, "%s/%s", tmp, ok_files[k][0]);
-        textsrc_spec spec = {path, TEXTSRC_TOKENS, 0, TEXTSRC_DTYPE_AUTO};
+        textsrc_spec spec = {.path = path, .format = TEXTSRC_TOKENS, .dtype = TEXTSRC_DTYPE_AUTO};
         if (!strcmp(ok_files[k][0], "raw16.bin")) spec.dtype = TEXTSRC_U16;
         if (!strcmp(ok_files[k][0], "raw32.bin")) spec.dtype = TEXTSRC_U32;
         textsrc ts;
@@ -71,7 +71,7 @@ static void check_token_files(const char *python) {
     for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
         char path[4200];
         snprintf(path, sizeof path, "%s/%s", tmp, bad[k].file);
-        textsrc_spec spec = {path, TEXTSRC_TOKENS, 0, bad[k].dt};
+        textsrc_spec spec = {.path = path, .format = TEXTSRC_TOKENS, .dtype = bad[k].dt};
         textsrc ts;
         CHECK(textsrc_load(&ts, &spec, NULL, bad[k].vocab, &err) == -1, "%s accepted", bad[k].file);
         CHECK(strstr(err.msg, bad[k].want) && strstr(err.msg, bad[k].file), "%s: message '%s' lacks '%s' or the file", bad[k].file, err.msg, bad[k].want);
@@ -80,9 +80,50 @@ static void check_token_files(const char *python) {
     char path[4200];
     snprintf(path, sizeof path, "%s/odd.bin", tmp);
     write_text(path, "abc");
-    textsrc_spec spec = {path, TEXTSRC_TOKENS, 0, TEXTSRC_U32};
+    textsrc_spec spec = {.path = path, .format = TEXTSRC_TOKENS, .dtype = TEXTSRC_U32};
     textsrc ts;
     CHECK(textsrc_load(&ts, &spec, NULL, 50257, &err) == -1 && strstr(err.msg, "not a whole number"), "odd: %s", err.msg);
+}
+
+/* text.start_at: the k-th occurrence, after stripping, before tokenizing */
+static void check_start_at(const char *model) {
+    as_err err = {{0}};
+    char path[300];
+    snprintf(path, sizeof path, "%s/toc.txt", tmp);
+    /* "BOOK ONE" inside the licence header must not count: stripping comes first */
+    write_text(path, "BOOK ONE header\n*** START OF X ***\nContents\n  BOOK ONE\n  CHAPTER I\n\n"
+                     "BOOK ONE\n\nCHAPTER I\n\nWell, Prince.\n*** END OF X ***\nBOOK ONE\n");
+    const char *body = "BOOK ONE\n\nCHAPTER I\n\nWell, Prince.\n";
+    textsrc_spec spec = {.path = path, .format = TEXTSRC_TEXT, .strip_gutenberg = 1, .start_at = "BOOK ONE",
+                         .start_occurrence = 2};
+    textsrc ts;
+    int rc = textsrc_load(&ts, &spec, model, 2000, &err);
+    CHECK(rc == 0, "start_at: %s", err.msg);
+    if (rc == 0) {
+        tokenizer *t = tokenizer_load(model, &err);
+        char back[512];
+        size_t nb = 0;
+        CHECK(t && tokenizer_decode(t, ts.tokens, ts.n_tokens, back, sizeof back, &nb, &err) == 0, "decode");
+        CHECK(nb == strlen(body) && !memcmp(back, body, nb), "start_at 2: text is '%.*s'", (int)nb, back);
+        const char *file = "BOOK ONE header\n*** START OF X ***\nContents\n  BOOK ONE\n  CHAPTER I\n\n";
+        CHECK(ts.text_begin == strlen(file), "text_begin %zu want %zu", ts.text_begin, strlen(file));
+        tokenizer_free(t);
+        textsrc_free(&ts);
+    }
+    spec.start_occurrence = 3; /* the one after END OF is stripped away */
+    CHECK(textsrc_load(&ts, &spec, model, 2000, &err) == -1 && strstr(err.msg, "text.start_at") &&
+              strstr(err.msg, "occurs 2 times") && strstr(err.msg, "#3") && !strchr(err.msg, '\n'),
+          "start_at 3: %s", err.msg);
+    spec.start_at = "CHAPTER XIX", spec.start_occurrence = 1;
+    CHECK(textsrc_load(&ts, &spec, model, 2000, &err) == -1 && strstr(err.msg, "text.start_at") &&
+              strstr(err.msg, "does not occur") && strstr(err.msg, "toc.txt"),
+          "start_at missing: %s", err.msg);
+    /* plain text, occurrence 1: from the first byte of the match */
+    spec.strip_gutenberg = 0, spec.start_at = "Well";
+    rc = textsrc_load(&ts, &spec, model, 2000, &err);
+    CHECK(rc == 0 && ts.text_bytes == strlen("Well, Prince.\n*** END OF X ***\nBOOK ONE\n"),
+          "start_at Well: rc %d, %zu bytes: %s", rc, ts.text_bytes, err.msg);
+    if (rc == 0) textsrc_free(&ts);
 }
 
 static void check_text(void) {
@@ -100,7 +141,7 @@ static void check_text(void) {
              "*** END OF THE PROJECT GUTENBERG EBOOK WAR AND PEACE ***\nlicence text\n", body);
     snprintf(path, sizeof path, "%s/book.txt", tmp);
     write_text(path, text);
-    textsrc_spec spec = {path, TEXTSRC_TEXT, 1, TEXTSRC_DTYPE_AUTO};
+    textsrc_spec spec = {.path = path, .format = TEXTSRC_TEXT, .strip_gutenberg = 1};
     textsrc ts;
     int rc = textsrc_load(&ts, &spec, model, 2000, &err);
     CHECK(rc == 0, "text: %s", err.msg);
@@ -148,6 +189,7 @@ static void check_text(void) {
     CHECK(textsrc_parse_format("txt", &fmt, &err) == -1 && strstr(err.msg, "'txt'"), "bad format");
     CHECK(textsrc_parse_dtype("uint16", &dt, &err) == 0 && dt == TEXTSRC_U16, "dtype");
     CHECK(textsrc_parse_dtype("int8", &dt, &err) == -1, "bad dtype");
+    check_start_at(model);
 }
 
 /* Writes a version-1 .npy file with header dict `dict` (padded as numpy pads
