@@ -13,6 +13,10 @@
  * cross-head KS test and critical N (docs/metrics.md section 5) fill ks_* and
  * crit_N. Knows gpt2 + metrics + the grid's axes; nothing of MPI or HDF5.
  *
+ * Logits: the metrics see the forward pass's raw scores q.k, or with
+ * metrics.logits = "scaled" those scores divided by sqrt(d_head) in float32
+ * (as GPT-2 and PyTorch form them), copied into a per-thread buffer.
+ *
  * Threads: runtime.blas_threads is the number of threads per rank, for
  * OpenBLAS's sgemm and for the metrics: the heads of a layer are dealt to
  * that many threads (head ih to thread ih % threads), each with its own
@@ -47,6 +51,7 @@ typedef struct {
     size_t lane;                 /* heads lane, lane + threads, ... */
     void *met_ws;
     double *head_out;            /* [CELL_MAX_CUTS][met_out_count] one head's means */
+    float *scaled;               /* [L_max][L_max] metrics.logits = "scaled": q.k / sqrt(d_head); else NULL */
     met_axes axes;               /* window/layer/head keys are set per head */
     const void *view;            /* the gpt2_layer_view being measured */
     size_t il;                   /* its index in the grid's layer list */

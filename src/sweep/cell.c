@@ -72,7 +72,8 @@ int cell_worker_init(cell_worker *w, const gpt2_model *model, const as_config *c
         ln->w = w, ln->lane = i, ln->axes = w->axes;
         ln->met_ws = malloc(w->met_ws_bytes);
         ln->head_out = malloc(CELL_MAX_CUTS * met_out_count(&w->axes) * sizeof(double));
-        if (!ln->met_ws || !ln->head_out) {
+        if (cfg->logits == AS_LOGITS_SCALED) ln->scaled = malloc(max_L * max_L * sizeof(float));
+        if (!ln->met_ws || !ln->head_out || (cfg->logits == AS_LOGITS_SCALED && !ln->scaled)) {
             cell_worker_free(w);
             return as_fail(err, "out of memory: metrics workspace of %zu bytes for L = %zu (thread %zu)",
                            w->met_ws_bytes, max_L, i);
@@ -97,6 +98,7 @@ void cell_worker_free(cell_worker *w) {
     for (size_t i = 0; w->lanes && i < w->threads; i++) {
         free(w->lanes[i].met_ws);
         free(w->lanes[i].head_out);
+        free(w->lanes[i].scaled);
     }
     free(w->lanes);
     free(w->ks_x);
@@ -144,6 +146,13 @@ static int lane_heads(cell_lane *ln) {
     for (size_t ih = ln->lane; ih < a->nHeads; ih += w->threads) {
         size_t h = (size_t)a->heads[ih];
         const float *scores = view->scores + h * L * L;
+        if (ln->scaled) {
+            /* metrics.logits = "scaled": q.k / sqrt(d_head), the visible part of each row */
+            const float sqrt_d = (float)sqrt((double)D);
+            for (size_t t = 0; t < L; t++)
+                for (size_t j = 0; j <= t; j++) ln->scaled[t * L + j] = scores[t * L + j] / sqrt_d;
+            scores = ln->scaled;
+        }
         const float *vectors = view->v + h * L * D;
         size_t dim = D;
         if (w->cfg->vectors == AS_VECTORS_RESID) vectors = view->ln1, dim = view->n_embd;
