@@ -57,6 +57,17 @@ int model_config_read(gpt2_config *cfg, const char *dir, as_err *err);
 /* Number of float32 parameters the config implies (the arena size). */
 size_t model_param_count(const gpt2_config *cfg);
 
+/* What made a model directory, from its config.json alone (recorded as the
+ * results file's `model_kind` so that a table says whose numbers it shows):
+ *   "synthetic-random"  written by `attnsweep synth` ("attnsweep_synthetic": true);
+ *   "gpt2"              the shapes of a GPT-2 release (12/12/768, 24/16/1024,
+ *                       36/20/1280 or 48/25/1600 layers/heads/width, vocab 50257,
+ *                       1024 positions) and no "training_note" -- the weights
+ *                       themselves are not checked;
+ *   "other"             anything else, e.g. a model trained for the tests.
+ * "other" too when config.json cannot be read. */
+const char *model_kind(const char *dir);
+
 /* Loads DIR (config.json + model.safetensors). On failure nothing is left
  * allocated and err names the file and tensor. */
 int model_load(gpt2_model *m, const char *dir, as_err *err);

@@ -112,6 +112,29 @@ int model_config_read(gpt2_config *cfg, const char *dir, as_err *err) {
     return rc;
 }
 
+const char *model_kind(const char *dir) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    as_err err;
+    json_doc *doc = json_parse_file(path, &err);
+    if (!doc) return "other";
+    const json_value *root = json_root(doc);
+    const char *kind = "other";
+    const json_value *synth = json_get(root, "attnsweep_synthetic");
+    gpt2_config c = {0};
+    if (synth && synth->type == JSON_TRUE) {
+        kind = "synthetic-random";
+    } else if (!json_get(root, "training_note") && config_from_json(&c, root, path, &err) == 0 &&
+               c.vocab_size == 50257 && c.n_positions == 1024) {
+        static const size_t release[][3] = {{12, 12, 768}, {24, 16, 1024}, {36, 20, 1280}, {48, 25, 1600}};
+        for (size_t i = 0; i < 4; i++)
+            if (c.n_layer == release[i][0] && c.n_head == release[i][1] && c.n_embd == release[i][2])
+                kind = "gpt2";
+    }
+    json_free(doc);
+    return kind;
+}
+
 size_t model_param_count(const gpt2_config *cfg) {
     size_t C = cfg->n_embd;
     size_t per_block = 2 * C                  /* ln_1 */
