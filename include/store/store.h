@@ -86,6 +86,8 @@ typedef struct {
     long vectors, rows;                 /* metrics.vectors / metrics.rows as the config's enums */
     const char *vectors_name, *rows_name; /* their config spellings ("value", "visible"); when
                                            * given, stored instead of the numbers */
+    const char *logits_name;            /* metrics.logits ("raw" | "scaled"); NULL/"" = "raw" */
+    const char *model_kind;             /* model_kind() of the model directory; NULL = not stored */
     double ks_alpha;
     uint64_t seed;
     const char *mpi_library;            /* MPI_Get_library_version, from the caller */

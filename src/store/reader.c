@@ -37,7 +37,7 @@ size_t store_payload_bytes(const store_axes *a) {
     return at;
 }
 
-enum { DESC_STRINGS = 12 };
+enum { DESC_STRINGS = 14 };
 typedef struct {
     int64_t *window_start;
     int32_t *L, *N, *layer, *head;
@@ -184,6 +184,11 @@ int store_describe(const char *path, store_description *d, as_err *err) {
         if (!bad && desc_attr_num(file, "seed", H5T_NATIVE_UINT64, &p->seed)) bad = "seed";
         o->str[11] = st_dupstr("");
         p->hosts = p->slurm_job_id = o->str[11];
+        /* absent in older files: "" (logits then means "raw") */
+        o->str[12] = desc_attr_str(file, "logits");
+        o->str[13] = desc_attr_str(file, "model_kind");
+        if (!bad && (!o->str[12] || !o->str[13])) bad = !o->str[12] ? "logits" : "model_kind";
+        p->logits_name = o->str[12], p->model_kind = o->str[13];
     } H5E_END_TRY;
     H5Fclose(file);
     if (bad) {

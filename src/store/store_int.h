@@ -78,7 +78,7 @@ struct store {
     journal *jr;
     hid_t file, metric_ds[N_METRICS], status_ds, wall_ds, rank_ds, attempts_ds;
     store_provenance prov; /* strings copied */
-    char *prov_strings[13];
+    char *prov_strings[15];
     int locked, lock_fd; /* lock_fd holds the kernel lock (lockfile.h) */
 };
 
