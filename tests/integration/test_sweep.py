@@ -16,6 +16,7 @@ import h5py
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import bruteforce
 from sweeptest import ENV, check, run_cases, same_values, summary
 
 BIN, MODEL, SCRATCH = sys.argv[1:4]
@@ -135,38 +136,7 @@ def case_extend():
     same_values(f"{SCRATCH}/eref.h5", f"{SCRATCH}/e.h5", "extended vs direct")
 
 
-# --- docs/metrics.md, written again in numpy straight from the definitions -------
-
-def softmax(z):
-    z = z - z.max()
-    e = np.exp(z)
-    return e / e.sum()
-
-
-def sparsemax(z):
-    s = np.sort(z)[::-1]
-    css = np.cumsum(s)
-    k = np.arange(1, len(z) + 1)
-    kz = k[1 + k * s > css].max()
-    tau = (css[kz - 1] - 1) / kz
-    return np.maximum(z - tau, 0)
-
-
-def row_metrics(l, x, N, T, norm):
-    n = len(l)
-    a = softmax(l / T) if norm == "softmax" else sparsemax(l / T)
-    order = sorted(range(n), key=lambda j: (-l[j], j))  # T-independent, ties to lower index
-    sel = order[:N]
-    uns = [i for i in range(n) if i not in sel]
-    s = sum(a[i] * x[i] for i in sel)
-    dist_true = sum(np.linalg.norm(a[i] * x[i] - s) for i in uns)
-    tot = (a[:, None] * x).sum(0)
-    dist_expect = (n - N) / n * sum(np.linalg.norm(a[i] * x[i] - N / (n - 1) * (tot - a[i] * x[i]))
-                                    for i in range(n))
-    nz = a[a > 0]
-    entropy = -(nz * np.log(nz)).sum()
-    return dist_true, dist_expect, entropy
-
+# --- docs/metrics.md, written again in numpy: tests/lib/bruteforce.py ----------------
 
 def case_dump_crosscheck():
     write_config(f"{SCRATCH}/m.cfg", "m.h5", L="[32]", windows=1)
@@ -182,26 +152,23 @@ def case_dump_crosscheck():
     norms = [s.decode() if isinstance(s, bytes) else s for s in f["normalizer"][()]]
     worst = 0.0
     for layer in (0, 1):
-        sc = g[f"layer_{layer:02d}/scores"][()].astype(np.float64)
-        v = g[f"layer_{layer:02d}/v"][()].astype(np.float64)
+        sc = g[f"layer_{layer:02d}/scores"][()]
+        v = g[f"layer_{layer:02d}/v"][()]
         for head in (0, 3):
-            for iN, N in enumerate(Ns):
-                for iT, T in enumerate(Ts):
-                    for iz, norm in enumerate(norms):
-                        rows = [row_metrics(sc[head, t, :t + 1], v[head, :t + 1], N, T, norm)
-                                for t in range(32) if t + 1 > N]
-                        want_true = np.mean([r[0] for r in rows])
-                        want_exp = np.mean([r[1] for r in rows])
-                        got_true = f["dist_true"][0, 0, iN, iT, iz, layer, head]
-                        got_exp = f["dist_expect"][0, 0, iN, iT, iz, layer, head]
-                        got_rows = f["rows_used"][0, 0, iN, iT, iz, layer, head]
-                        for got, want in ((got_true, want_true), (got_exp, want_exp)):
+            bf = bruteforce.Head(sc[head], v[head])
+            for iT, T in enumerate(Ts):
+                for iz, norm in enumerate(norms):
+                    rows = bf.rows(Ns, T, norm, bound=False, sep=False)
+                    for iN, N in enumerate(Ns):
+                        for var in ("dist_true", "dist_expect"):
+                            want, cnt = bruteforce.cut_mean(rows[var][iN], 32)
+                            got = f[var][0, 0, iN, iT, iz, layer, head]
                             err = abs(got - want) / max(abs(want), 1e-6)
                             worst = max(worst, err)
-                            check(err < 1e-4, f"L{layer} h{head} N={N} T={T} {norm}: {got} vs {want}")
-                        check(got_rows == len(rows), f"rows_used {got_rows} vs {len(rows)}")
-                    ent = np.mean([row_metrics(sc[head, t, :t + 1], v[head, :t + 1], 1, T, norm)[2]
-                                   for t in range(1, 32)])
+                            check(err < 1e-4, f"L{layer} h{head} N={N} T={T} {norm} {var}: {got} vs {want}")
+                        got_rows = f["rows_used"][0, 0, iN, iT, iz, layer, head]
+                        check(got_rows == cnt, f"rows_used {got_rows} vs {cnt}")
+                    ent, _ = bruteforce.cut_mean(rows["entropy"], 32)
                     got = f["entropy"][0, 0, iT, iz, layer, head]
                     check(abs(got - ent) <= 1e-4 * max(1, abs(ent)), f"entropy {got} vs {ent}")
     print(f"dump_crosscheck: worst relative difference {worst:.2e}", flush=True)
