@@ -127,7 +127,7 @@ def _axis_text(ds, dim):
 
 PROVENANCE_KEYS = ("program_version", "git_commit", "git_dirty", "created", "model_dir",
                    "weights_sha256", "text_path", "text_sha256", "config_sha256",
-                   "vectors", "rows", "ks_alpha", "seed", "hdf5_version", "mpi_library")
+                   "vectors", "rows", "logits", "model_kind", "ks_alpha", "seed", "hdf5_version", "mpi_library")
 
 
 def summary(ds):

@@ -47,13 +47,38 @@ class Options:
         self.normalizer = normalizer or ar.default_normalizer(ds)
         self.band = band
         self.L_max = int(ds["L"].values.max())
+        self.tag = reading_tag(ds)
+
+
+MODEL_KINDS = {"synthetic-random": "SYNTHETIC model with random weights (not GPT-2)",
+               "gpt2": "GPT-2",
+               "other": "a model that is not GPT-2 (e.g. trained for the tests)"}
+
+
+def model_kind_text(ds):
+    """Whose numbers these are, from the file's model_kind attribute."""
+    kind = str(ds.attrs.get("model_kind", ""))
+    return MODEL_KINDS.get(kind, "unknown model (the file has no model_kind attribute)")
+
+
+def reading_tag(ds):
+    """The conventions a figure depends on, for its title: the model kind and the
+    readings recorded in the file (metrics.logits; metrics.distance when present)."""
+    parts = [f"model: {ds.attrs.get('model_kind', 'unknown')}"]
+    for key in ("logits", "distance"):
+        if key in ds.attrs:
+            parts.append(f"{key}: {ds.attrs[key]}")
+    return ", ".join(parts)
 
 
 def _values(da):
     return np.asarray(da.values, dtype=float)
 
 
-def _save(fig, out_dir, name, fmt):
+def _save(fig, opt, out_dir, name, fmt):
+    for ax in fig.axes:              # every titled panel names the model and the readings
+        if ax.get_title():
+            ax.set_title(ax.get_title() + "\n" + opt.tag, fontsize=ax.title.get_fontsize())
     path = os.path.join(out_dir, f"{name}.{fmt}")
     fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
@@ -103,7 +128,7 @@ def fig_distance_vs_L(ds, opt, out_dir, fmt):
                               f"{windows} windows") if windows > 1 else None,
               title_fontsize=8)
     ax.grid(alpha=0.3, which="both")
-    result["path"] = _save(fig, out_dir, "distance_vs_L", fmt)
+    result["path"] = _save(fig, opt, out_dir, "distance_vs_L", fmt)
     return result
 
 
@@ -130,7 +155,7 @@ def fig_distance_vs_N(ds, opt, out_dir, fmt):
     ax.set_yscale("log")
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3, which="both")
-    result["path"] = _save(fig, out_dir, "distance_vs_N", fmt)
+    result["path"] = _save(fig, opt, out_dir, "distance_vs_N", fmt)
     return result
 
 
@@ -172,7 +197,47 @@ def fig_critical_N(ds, opt, out_dir, fmt):
     if not np.isfinite(found).any():
         note("critical_N: no window reached p > ks_alpha at any L (crit_N = -1 everywhere); "
              "only the reference line is drawn")
-    result["path"] = _save(fig, out_dir, "critical_N", fmt)
+    result["path"] = _save(fig, opt, out_dir, "critical_N", fmt)
+    return result
+
+
+# -- where the distances can cross: dist_true / dist_expect against N / L ------------------
+
+def fig_distance_ratio(ds, opt, out_dir, fmt):
+    """Per L, the ratio dist_true / dist_expect of every (window, layer, head) at each N:
+    median and quartiles over them, against N / L. KS can only pass (critical N) where the
+    two per-head samples overlap, i.e. near ratio 1 (docs/critical-n.md)."""
+    if ds.sizes["N"] < 2:
+        note("distance_ratio skipped: the N axis has one value")
+        return None
+    cell = ds.sel(T=opt.T, normalizer=opt.normalizer)
+    ratio = (cell["dist_true"] / cell["dist_expect"]).transpose("L", "N", "window", "layer", "head")
+    r = _values(ratio).reshape(ds.sizes["L"], ds.sizes["N"], -1)
+    L, N = _values(ds["L"]), _values(ds["N"])
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)   # all-NaN (N >= L): stays NaN
+        q25, median, q75 = (np.nanpercentile(r, q, axis=2) for q in (25, 50, 75))
+    x = N[None, :] / L[:, None]
+    result = {"L": L, "N": N, "x": x, "median": median, "q25": q25, "q75": q75, "T": opt.T}
+    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    for i, Lv in enumerate(L):
+        ok = np.isfinite(median[i])
+        if not ok.any():
+            continue
+        ax.plot(x[i, ok], median[i, ok], "-o", ms=3, color=f"C{i % 10}", label=f"L = {int(Lv)}")
+        ax.fill_between(x[i, ok], q25[i, ok], q75[i, ok], color=f"C{i % 10}", alpha=0.15, lw=0)
+    ax.axhline(1.0, color="k", lw=0.9, ls="--", label="dist_true = dist_expect")
+    ax.axvline(PAPER_CRIT_N_PER_L, color="0.5", lw=0.9, ls=":", label="paper: N = 0.06 L")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("N / L")
+    ax.set_ylabel("dist_true / dist_expect (median, quartiles over heads)")
+    ax.set_title(f"Where true and expected distance cross (T = {opt.T:g}, {opt.normalizer})",
+                 fontsize=10)
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3, which="both")
+    result["path"] = _save(fig, opt, out_dir, "distance_ratio", fmt)
     return result
 
 
@@ -207,7 +272,7 @@ def fig_separability(ds, opt, out_dir, fmt):
     ax.legend(fontsize=8, loc="lower right", bbox_to_anchor=(1, 0.08))
     ax.grid(alpha=0.3, axis="y")
     result = {"N": N, "boxes": boxes, "sep_lower": lower, "sep_upper": upper, "L": opt.L_max,
-              "T": opt.T, "path": _save(fig, out_dir, "separability", fmt)}
+              "T": opt.T, "path": _save(fig, opt, out_dir, "separability", fmt)}
     return result
 
 
@@ -233,14 +298,14 @@ def fig_gradient(ds, opt, out_dir, fmt):
     ax.plot(T, result["grad_bound"], "--", color="C3", label="bound min(1/(4T), sqrt 2)")
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("temperature T (on raw logits)")
+    ax.set_xlabel(f"temperature T (on {ds.attrs.get('logits', 'raw')} logits)")
     ax.set_ylabel("gradient norm (mean over rows, heads, windows)")
     ax.axvline(opt.T, color="0.6", lw=0.8, ls=":")
     ax.set_title(f"Gradient sensitivity vs temperature (L = {opt.L_max}, {opt.normalizer})",
                  fontsize=10)
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3, which="both")
-    result["path"] = _save(fig, out_dir, "gradient_vs_T", fmt)
+    result["path"] = _save(fig, opt, out_dir, "gradient_vs_T", fmt)
     return result
 
 
@@ -266,7 +331,7 @@ def fig_entropy_heatmap(ds, opt, out_dir, fmt):
     ax.set_ylabel("layer")
     ax.set_title(f"Attention entropy (L = {opt.L_max}, T = {opt.T:g}, {opt.normalizer})",
                  fontsize=10)
-    return {"entropy_norm": grid, "path": _save(fig, out_dir, "entropy_heatmap", fmt)}
+    return {"entropy_norm": grid, "path": _save(fig, opt, out_dir, "entropy_heatmap", fmt)}
 
 
 def fig_normalizers(ds, opt, out_dir, fmt):
@@ -298,12 +363,13 @@ def fig_normalizers(ds, opt, out_dir, fmt):
     for ax in (left, right):
         ax.legend(fontsize=8)
         ax.grid(alpha=0.3, which="both")
-    result["path"] = _save(fig, out_dir, "normalizers", fmt)
+    result["path"] = _save(fig, opt, out_dir, "normalizers", fmt)
     return result
 
 
 FIGURES = (("distance_vs_L", fig_distance_vs_L), ("distance_vs_N", fig_distance_vs_N),
-           ("critical_N", fig_critical_N), ("separability", fig_separability),
+           ("critical_N", fig_critical_N), ("distance_ratio", fig_distance_ratio),
+           ("separability", fig_separability),
            ("gradient_vs_T", fig_gradient), ("entropy_heatmap", fig_entropy_heatmap),
            ("normalizers", fig_normalizers))
 
@@ -321,7 +387,8 @@ def loglog_slope(x, y):
 
 def headline(ds, opt):
     """Rows (quantity, where, ours, paper) of the summary table."""
-    rows = []
+    rows = [("model", str(ds.attrs.get("model_dir", "?")).rstrip("/").split("/")[-1],
+             model_kind_text(ds), "GPT-2 small")]
     crit = ds["crit_N"].sel(T=opt.T, normalizer=opt.normalizer)
     for L in ds["L"].values:
         c = _values(crit.sel(L=L))
@@ -372,6 +439,9 @@ def write_summary(rows, out_dir):
 
 
 def print_summary(rows):
+    model = [r for r in rows if r[0] == "model"]
+    if model:
+        print(f"Headline numbers from {model[0][2]} ({model[0][1]}):")
     widths = [max(len(str(r[i])) for r in rows + [("quantity", "where", "ours", "paper")])
               for i in range(4)]
     for r in [("quantity", "where", "ours", "paper")] + rows:

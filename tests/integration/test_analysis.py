@@ -181,6 +181,20 @@ def test_figures(path, out_dir, label):
     close(fig["crit_N"], ref.metric("crit_N")[:, :, iT, isoft], f"{label}: crit_N points = file")
     close(fig["reference"], 0.06 * L, f"{label}: 0.06 L reference")
 
+    # dist_true / dist_expect per (window, layer, head): median and quartiles against N / L
+    fig = drawn["distance_ratio"]
+    ratio = ref.metric("dist_true")[:, :, :, iT, isoft] / ref.metric("dist_expect")[:, :, :, iT, isoft]
+    pooled = np.moveaxis(ratio, (1, 2), (0, 1)).reshape(len(L), len(N), -1)  # [L, N, window*layer*head]
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for key, q in (("q25", 25), ("median", 50), ("q75", 75)):
+            close(fig[key], np.nanpercentile(pooled, q, axis=2), f"{label}: distance_ratio {key} = file")
+    close(fig["x"], N[None, :] / L[:, None], f"{label}: distance_ratio x = N / L")
+    finite = np.isfinite(fig["median"])
+    check(finite.any() and np.all(fig["q25"][finite] <= fig["median"][finite])
+          and np.all(fig["median"][finite] <= fig["q75"][finite]), f"{label}: quartiles ordered")
+
     fig = drawn["separability"]
     per_head = nanmean(ref.metric("sep_ratio")[:, iL, :, iT, isoft], 0)  # [N, layer, head]
     check(len(fig["boxes"]) == len(N), f"{label}: one box per N")
