@@ -52,7 +52,7 @@ class Options:
 
 MODEL_KINDS = {"synthetic-random": "SYNTHETIC model with random weights (not GPT-2)",
                "gpt2": "GPT-2",
-               "other": "a model that is not GPT-2 (e.g. trained for the tests)"}
+               "other": "a trained model, not GPT-2"}
 
 
 def model_kind_text(ds):

@@ -1,21 +1,26 @@
 #!/usr/bin/env bash
 # jobs/quickstart.sh -- set up and run the quick-start sweep end to end.
 #
-#   jobs/quickstart.sh [--ranks P] [--offline]
+#   jobs/quickstart.sh [--ranks P] [--offline] [--model DIR] [--text FILE]
 #
 # 1. installs missing Debian packages (as root; otherwise prints the apt-get line) and builds;
-# 2. picks the model: models/gpt2 if present, else tries jobs/fetch-gpt2.sh, else writes the
-#    synthetic gpt2 preset to models/gpt2-synthetic (same shapes as GPT-2 small, random weights:
-#    the numbers are NOT GPT-2's, and the script says so);
-# 3. picks the text: data/war-and-peace.txt if present, else tries jobs/fetch-text.sh, else
-#    uses Debian's /usr/share/common-licenses/GPL-3 (English prose that every Debian has);
+# 2. picks the model: --model DIR if given, else models/gpt2 if present, else tries
+#    jobs/fetch-gpt2.sh, else writes the synthetic gpt2 preset to models/gpt2-synthetic (same
+#    shapes as GPT-2 small, random weights: the numbers are NOT GPT-2's, and the script says so);
+# 3. picks the text: --text FILE if given, else data/war-and-peace.txt if present, else tries
+#    jobs/fetch-text.sh, else uses Debian's /usr/share/common-licenses/GPL-3 (English prose that
+#    every Debian has); a Project Gutenberg file is stripped, War and Peace starts at Chapter I;
 # 4. runs configs/quickstart.cfg with P MPI ranks (default 2), resuming if results exist;
-# 5. draws the paper's figures into results/quickstart-figures/ and prints where things are.
-#   --offline   do not try to download anything (what CI runs)
+# 5. draws the paper's figures and prints the headline table, saying which model made it.
+# Results: results/quickstart.h5 and results/quickstart-figures/; with --model DIR,
+# results/quickstart-NAME.h5 and results/quickstart-NAME-figures/ (NAME = DIR's last part).
+#   --offline     do not try to download anything (what CI runs)
+#   --model DIR   a GPT-2 model directory (config.json, model.safetensors, vocab.json, merges.txt)
+#   --text FILE   a UTF-8 text
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
-ranks=2 offline=0
+ranks=2 offline=0 model_arg= text_arg=
 while [ $# -gt 0 ]; do
   case "$1" in
     -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
@@ -23,6 +28,17 @@ while [ $# -gt 0 ]; do
                { echo "quickstart: --ranks needs a positive integer" >&2; exit 2; }
              ranks=$2; shift 2 ;;
     --offline) offline=1; shift ;;
+    --model|--text)
+      [ $# -ge 2 ] && [ -n "$2" ] || { echo "quickstart: $1 needs a value" >&2; exit 2; }
+      if [ "$1" = --model ]; then
+        [ -f "$2/config.json" ] && [ -f "$2/model.safetensors" ] ||
+          { echo "quickstart: --model $2: no config.json + model.safetensors there" >&2; exit 2; }
+        model_arg=$(cd "$2" && pwd)
+      else
+        [ -r "$2" ] || { echo "quickstart: --text $2: not a readable file" >&2; exit 2; }
+        text_arg=$(cd "$(dirname "$2")" && pwd)/$(basename "$2")
+      fi
+      shift 2 ;;
     *) echo "quickstart: unknown option '$1' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -33,8 +49,11 @@ jobs/setup.sh
 bin=$here/build/attnsweep
 
 say "2/5 model"
-synthetic=0
-if [ -f models/gpt2/config.json ] && [ -f models/gpt2/model.safetensors ]; then
+synthetic=0 name=quickstart
+if [ -n "$model_arg" ]; then
+  model=$model_arg
+  name=quickstart-$(basename "$model_arg")
+elif [ -f models/gpt2/config.json ] && [ -f models/gpt2/model.safetensors ]; then
   model=models/gpt2
 elif [ "$offline" = 0 ] && ATTNSWEEP_FETCH_TRIES=1 timeout 900 jobs/fetch-gpt2.sh gpt2 models/gpt2; then
   model=models/gpt2
@@ -51,11 +70,15 @@ else
     "$bin" synth --preset gpt2 --seed 1 --out "$model" --force
   fi
 fi
+case "$model" in /*) ;; *) model=$here/$model ;; esac
 echo "quickstart: model $model"
 
 say "3/5 text"
 strip=true
-if [ -f data/war-and-peace.txt ]; then
+if [ -n "$text_arg" ]; then
+  text=$text_arg
+  grep -q '\*\*\* \{0,1\}START OF' "$text" || strip=false
+elif [ -f data/war-and-peace.txt ]; then
   text=data/war-and-peace.txt
 elif [ "$offline" = 0 ] && ATTNSWEEP_FETCH_TRIES=1 timeout 300 jobs/fetch-text.sh data; then
   text=data/war-and-peace.txt
@@ -65,15 +88,24 @@ else
   echo "quickstart: War and Peace is not here and could not be downloaded; using $text instead"
 fi
 echo "quickstart: text $text"
+# configs/quickstart.cfg starts War and Peace at Chapter I (text.start_at); any other text from
+# its beginning
+marker=$(sed -n 's/^ *start_at = "\(.*\)";.*/\1/p' configs/quickstart.cfg | head -1)
+if [ -n "$marker" ] && grep -qF -- "$marker" "$text"; then
+  echo "quickstart: the text starts at \"$marker\" (text.start_at)"
+else
+  marker=
+fi
 
-say "4/5 sweep (configs/quickstart.cfg, $ranks ranks)"
+say "4/5 sweep (configs/quickstart.cfg, $ranks ranks) into results/$name.h5"
 mpi=(mpirun -np "$ranks" --oversubscribe)
 [ "$(id -u)" = 0 ] && mpi+=(--allow-run-as-root)
 export OPENBLAS_NUM_THREADS=1
 set +e
-"${mpi[@]}" "$bin" run configs/quickstart.cfg --set "model=\"$here/$model\"" \
+"${mpi[@]}" "$bin" run configs/quickstart.cfg --set "model=\"$model\"" \
   --set "text.path=\"$(cd "$(dirname "$text")" && pwd)/$(basename "$text")\"" \
-  --set "text.strip_gutenberg=$strip"
+  --set "text.strip_gutenberg=$strip" --set "text.start_at=\"$marker\"" \
+  --set "output=\"$here/results/$name.h5\""
 rc=$?
 set -e
 if [ "$rc" = 3 ]; then
@@ -85,17 +117,26 @@ elif [ "$rc" != 0 ]; then
 fi
 
 say "5/5 figures"
-/usr/bin/python3 analysis/figures.py results/quickstart.h5 --out results/quickstart-figures
+/usr/bin/python3 analysis/figures.py "results/$name.h5" --out "results/$name-figures"
+kind=$(/usr/bin/python3 -c 'import h5py, sys; print(h5py.File(sys.argv[1], "r").attrs.get("model_kind", "unknown"))' "results/$name.h5")
 
 say "done"
 cat <<EOT
-results:   $here/results/quickstart.h5   (xarray: xr.open_dataset(path, engine="h5netcdf"))
-figures:   $here/results/quickstart-figures/
-summary:   $here/results/quickstart-figures/summary.csv
-model:     $here/$model
+results:   $here/results/$name.h5   (xarray: xr.open_dataset(path, engine="h5netcdf"))
+figures:   $here/results/$name-figures/
+summary:   $here/results/$name-figures/summary.csv
+model:     $model (model_kind: $kind)
 text:      $text
 EOT
-if [ "$synthetic" = 1 ]; then
+if [ "$kind" = other ]; then
+  cat <<'EOT'
+
+NOTE: these numbers come from a model that is not GPT-2 (model_kind "other", e.g. the small
+model trained for the tests): they show learned attention, but they are not the paper's GPT-2
+numbers. Put the Hugging Face GPT-2 files in models/gpt2 for those.
+EOT
+fi
+if [ "$synthetic" = 1 ] || [ "$kind" = synthetic-random ]; then
   cat <<'EOT'
 
 NOTE: these numbers come from a SYNTHETIC model with GPT-2's shapes and random weights, not
