@@ -265,6 +265,7 @@ def case_sep_ratio():
                         for iN, N in enumerate(Ns):
                             want, _ = bruteforce.cut_mean(rows["sep_ratio"][iN], Lc)
                             naive, _ = bruteforce.cut_mean(rows["sep_ratio_naive"][iN], Lc)
+                            amb, _ = bruteforce.cut_mean(rows["sep_ambiguous"][iN], Lc)
                             got = float(res.v["sep_ratio"][0, iL, iN, iT, iz, il, ih])
                             if not np.isfinite(want):
                                 check(not np.isfinite(got), "sep_ratio NaN where no row is used")
@@ -274,7 +275,8 @@ def case_sep_ratio():
                             where = f"L{Lc} layer {layer} head {head} N={N}"
                             if d > worst.get(key, (-1,))[0]:
                                 worst[key] = (d, where, got, float(want), float(naive))
-                            check(d <= 1e-6, f"sep_ratio {where} T={T:g} {norm}: file {got:.4f} vs exact "
+                            # a decision within 1e-9 of the radius may go either way
+                            check(d <= float(amb) + 1e-6, f"sep_ratio {where} T={T:g} {norm}: file {got:.4f} vs exact "
                                              f"{float(want):.4f} (plain float64: {float(naive):.4f})")
     g.close()
     for (norm, T), (d, where, got, want, naive) in sorted(worst.items()):

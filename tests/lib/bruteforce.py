@@ -125,7 +125,7 @@ class Head:
         L, X, vis = self.L, self.X, self.vis
         a = weights(self.l, T, norm, ssmax_scale)
         out = {k: np.full((len(Ns), L), np.nan) for k in
-               ("dist_true", "dist_expect", "dist_bound", "sep_ratio", "sep_ratio_naive")}
+               ("dist_true", "dist_expect", "dist_bound", "sep_ratio", "sep_ratio_naive", "sep_ambiguous")}
         n = self.n.astype(float)
         tot = a @ X
         for k, N in enumerate(Ns):
@@ -155,6 +155,11 @@ class Head:
                 r = np.where(uns, e, np.inf).min(1)
                 Ns_ = (sel & (e < r[:, None])).sum(1)
                 out["sep_ratio"][k] = np.where(used, Ns_ / N, np.nan)
+                # decisions within 1e-9 (relative) of the radius: another summation order of
+                # the same exact rule may decide them the other way
+                with np.errstate(invalid="ignore"):
+                    near = sel & (np.abs(e - r[:, None]) <= 1e-9 * np.maximum(np.abs(e), np.abs(r[:, None])))
+                out["sep_ambiguous"][k] = np.where(used, near.sum(1) / N, np.nan)
                 # plain float64: D_i = sqrt(|s|^2 + (D_i^2 - |s|^2)), rounded as a direct
                 # evaluation rounds it (D_i and r both round to |s| for tiny weights)
                 Dn = np.sqrt(np.maximum(e + (Sy * Sy).sum(1)[:, None], 0.0))
