@@ -54,6 +54,9 @@ def case_ranks():
         check((f["status"][()] == 1).all(), "every cell done")
         check(f["dist_true"].dims[0][0].name.endswith("window"), "h5py sees dimension names")
         check((f["attempts"][()] == 1).all(), "one attempt per cell in a clean run")
+        check(f.attrs.get("model_kind") == "synthetic-random",
+              f"model_kind of attnsweep synth's model: {f.attrs.get('model_kind')!r}")
+        check(f.attrs.get("logits") == "raw", f"logits attribute: {f.attrs.get('logits')!r}")
 
 
 def case_compress():
