@@ -592,6 +592,47 @@ static void test_include(void) {
                  "--set grid.T", NULL);
 }
 
+/* issue 16: text.start_at / start_occurrence and metrics.logits */
+static void test_start_at_and_logits(void) {
+    as_config c, d;
+    if (!load_ok(&c, "", NULL, 0, "defaults for the new keys")) {
+        CHECK(c.logits == AS_LOGITS_RAW && c.start_at[0] == 0 && c.start_occurrence == 1,
+              "defaults: logits raw, no start_at, occurrence 1");
+        /* defaults leave the canonical text as it was before the keys existed */
+        CHECK(!strstr(c.canonical, "logits") && !strstr(c.canonical, "start_"),
+              "canonical text without the default new keys:\n%s", c.canonical);
+        config_free(&c);
+    }
+    if (!load_ok(&c, "metrics = { logits = \"scaled\"; };\n",
+                 (const char *[]){"text.start_at=\"BOOK ONE: 1805\"", "text.start_occurrence=2"}, 2,
+                 "new keys set")) {
+        CHECK(c.logits == AS_LOGITS_SCALED && !strcmp(config_logits_name(c.logits), "scaled"), "logits");
+        CHECK(!strcmp(c.start_at, "BOOK ONE: 1805") && c.start_occurrence == 2, "start_at");
+        CHECK(strstr(c.canonical, "logits = \"scaled\"") && strstr(c.canonical, "start_at = \"BOOK ONE: 1805\"") &&
+                  strstr(c.canonical, "start_occurrence = 2"),
+              "canonical records them:\n%s", c.canonical);
+        if (!load_ok(&d, "", NULL, 0, "defaults")) {
+            as_config_diff diff;
+            as_err err;
+            CHECK(config_diff(&diff, d.canonical, c.canonical, &err) == 0 && diff.verdict == AS_DIFF_REFUSED,
+                  "switching logits or start_at refuses a resume");
+            char buf[512];
+            config_diff_describe(&diff, buf, sizeof buf);
+            CHECK(strstr(buf, "metrics.logits") && strstr(buf, "text.start_at"), "diff names them: %s", buf);
+            config_free(&d);
+        }
+        config_free(&c);
+    }
+    expect_error("logits value", "metrics = { logits = \"sqrt\"; };\n", NULL, 0, "metrics.logits",
+                 "\"raw\" | \"scaled\"", NULL);
+    expect_error("occurrence without start_at", "", (const char *[]){"text.start_occurrence=2"}, 1,
+                 "text.start_occurrence", "needs text.start_at", NULL);
+    expect_error("occurrence 0", "", (const char *[]){"text.start_at=\"X\"", "text.start_occurrence=0"}, 2,
+                 "text.start_occurrence", NULL);
+    expect_error("start_at on tokens", "", (const char *[]){"text.start_at=\"X\"", "text.format=\"tokens\""}, 2,
+                 "text.start_at", "format = \"text\" only", NULL);
+}
+
 int main(void) {
     snprintf(dir, sizeof dir, "/tmp/test_config.%d", (int)getpid());
     mkdir(dir, 0777);
@@ -608,6 +649,7 @@ int main(void) {
     test_canonical();
     test_diff();
     test_include();
+    test_start_at_and_logits();
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd)) fprintf(stderr, "could not remove %s\n", dir);
