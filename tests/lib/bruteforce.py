@@ -64,17 +64,26 @@ def order_and_rank(l):
     return order, rank
 
 
-def _norms_of_diff(p, X, S, sqx, q=None):
+def _norms_of_diff(p, X, S, sqx, q=None, G=None):
     """|| p[t, i] X[i] - q[t] S[t] || for every (t, i) as [L, L] (q = 1 when None): the
-    expansion, with the cancelling entries recomputed as explicit differences."""
+    expansion, with the cancelling entries recomputed as explicit differences.
+    G: S @ X.T when the caller has it."""
     qq = np.ones((S.shape[0], 1)) if q is None else q
-    G = S @ X.T                                      # [t, i] = S_t . x_i
-    u2 = p * p * sqx[None, :]
-    v2 = qq * qq * (S * S).sum(1)[:, None]
-    sq = u2 - 2 * p * qq * G + v2
-    for t, i in np.argwhere(sq < CANCEL * (u2 + v2)):
+    if G is None:
+        G = S @ X.T                                  # [t, i] = S_t . x_i
+    u2 = p * p
+    u2 *= sqx[None, :]                               # |p x_i|^2
+    v2 = qq * qq * (S * S).sum(1)[:, None]           # |q S_t|^2, [L, 1]
+    sq = p * G
+    sq *= -2 * qq
+    sq += u2
+    sq += v2
+    u2 += v2
+    u2 *= CANCEL
+    for t, i in np.argwhere(sq < u2):
         sq[t, i] = float(np.sum((p[t, i] * X[i] - qq[t, 0] * S[t]) ** 2))
-    return np.sqrt(np.maximum(sq, 0.0))
+    np.maximum(sq, 0.0, out=sq)
+    return np.sqrt(sq, out=sq)
 
 
 class Head:
@@ -128,6 +137,7 @@ class Head:
                ("dist_true", "dist_expect", "dist_bound", "sep_ratio", "sep_ratio_naive", "sep_ambiguous")}
         n = self.n.astype(float)
         tot = a @ X
+        Gtot = tot @ X.T                                         # N-independent
         for k, N in enumerate(Ns):
             used = self.n > N
             if not used.any():
@@ -141,7 +151,7 @@ class Head:
             # dist_expect: ((n-N)/n) sum_i || a_i x_i - c (tot - a_i x_i) ||, c = N/(n-1)
             with np.errstate(divide="ignore", invalid="ignore"):
                 c = np.where(n > 1, N / (n - 1), 0.0)[:, None]
-            de = _norms_of_diff((1 + c) * a, X, tot, self.sqx, q=c)
+            de = _norms_of_diff((1 + c) * a, X, tot, self.sqx, q=c, G=Gtot)
             val = (n - N) / n * np.where(vis, de, 0.0).sum(1)
             out["dist_expect"][k] = np.where(used, val, np.nan)
             if bound:
