@@ -132,7 +132,6 @@ class Results:
             self.v = {k: f[k][()] for k in f if isinstance(f[k], h5py.Dataset)}
             self.attrs = dict(f.attrs)
         self.norms = [n.decode() if isinstance(n, bytes) else n for n in self.v["normalizer"]]
-        self.ssmax_scale = None
 
 
 def ssmax_scale_of(res):
