@@ -231,7 +231,7 @@ static void check_npy_header(void) {
     snprintf(path, sizeof path, "%s/hdr.npy", tmp);
     for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
         write_npy(path, cases[k].dict, 32);
-        textsrc_spec spec = {path, TEXTSRC_TOKENS, 0, TEXTSRC_DTYPE_AUTO};
+        textsrc_spec spec = {.path = path, .format = TEXTSRC_TOKENS, .dtype = TEXTSRC_DTYPE_AUTO};
         textsrc ts;
         int rc = textsrc_load(&ts, &spec, NULL, 50257, &err);
         CHECK(rc == -1, "header %zu accepted: %s", k, cases[k].dict);
@@ -244,7 +244,7 @@ static void check_npy_header(void) {
                           "{\"shape\": (16L,), \"descr\": \"<u2\", \"fortran_order\": False}"};
     for (size_t k = 0; k < 2; k++) {
         write_npy(path, good[k], 32);
-        textsrc_spec spec = {path, TEXTSRC_TOKENS, 0, TEXTSRC_DTYPE_AUTO};
+        textsrc_spec spec = {.path = path, .format = TEXTSRC_TOKENS, .dtype = TEXTSRC_DTYPE_AUTO};
         textsrc ts;
         int rc = textsrc_load(&ts, &spec, NULL, 50257, &err);
         CHECK(rc == 0 && ts.n_tokens == 16 && ts.tokens[1] == 0x3f80, "good header %zu: %s", k, err.msg);
