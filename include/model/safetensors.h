@@ -67,9 +67,17 @@ const st_tensor *st_find(const st_file *f, const char *name);
  * infinity in the data is an error naming the tensor and the element. */
 int st_read_f32(const st_file *f, const st_tensor *t, float *dst, as_err *err);
 
-/* Half-precision conversions (exact: every F16/BF16 value is a float32). */
+/* Half-precision conversions (exact: every F16/BF16 value is a float32,
+ * subnormals included; inf and NaN map to inf and NaN, NaN payloads kept). */
 float st_f16_to_f32(uint16_t h);
 float st_bf16_to_f32(uint16_t b);
+
+/* The other way, round to nearest, ties to even (IEEE 754's default, and what
+ * torch's .to(torch.float16 / torch.bfloat16) does): F16 overflows to inf
+ * beyond 65504 and underflows through its subnormals to signed zero; NaN stays
+ * a (quiet) NaN. For writing test and synthetic files; the reader never rounds. */
+uint16_t st_f32_to_f16(float v);
+uint16_t st_f32_to_bf16(float v);
 
 /* --- writing --------------------------------------------------------------
  * The header is built from specs (data laid out in the order given, tightly

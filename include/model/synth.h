@@ -3,14 +3,17 @@
  * running the pipeline where the real weights are not reachable.
  *
  * Layout: keys without a "transformer." prefix, Conv1D weights [in, out],
- * all F32, plus the h.N.attn.bias causal-mask buffers [1, 1, P, P] (lower
+ * all F32 (or all F16 or all BF16: the same float32 values rounded to nearest
+ * even, so a 16-bit file loads to exactly the rounded F32 file), plus the h.N.attn.bias causal-mask buffers [1, 1, P, P] (lower
  * triangle of ones) that real files carry. No lm_head (tied to wte). The
  * vocabulary files are not written here.
  *
  * Presets: "tiny" = 2 layers, 4 heads, n_embd 64, 128 positions, 50257
  * tokens (so the real GPT-2 tokenizer can drive it); "gpt2" = GPT-2 small's
  * shapes (12 layers, 12 heads, 768, 1024 positions, 50257 tokens, 124M
- * parameters).
+ * parameters); "gpt2-medium" (24, 16, 1024: 355M), "gpt2-large" (36, 20,
+ * 1280: 774M), "gpt2-xl" (48, 25, 1600: 1558M), all with 1024 positions and
+ * 50257 tokens, and config.json with Hugging Face's keys for each.
  *
  * Weights follow GPT-2's initialisation: every matrix and embedding
  * normal(0, 0.02), the two residual projections (attn.c_proj, mlp.c_proj)
@@ -39,20 +42,29 @@
 
 #include "errors.h"
 #include "model.h"
+#include "safetensors.h"
 
 #define SYNTH_QK_LOGIT_STD 3.0
+#define SYNTH_PRESET_NAMES "tiny, gpt2, gpt2-medium, gpt2-large or gpt2-xl"
 
-/* Fills cfg for "tiny" or "gpt2"; an unknown preset is an error. */
+/* Fills cfg for one of SYNTH_PRESET_NAMES; an unknown preset is an error. */
 int synth_preset(gpt2_config *cfg, const char *preset, as_err *err);
+
+/* "f32", "f16", "bf16" (or upper case) -> ST_F32, ST_F16, ST_BF16. */
+int synth_dtype_parse(st_dtype *dtype, const char *name, as_err *err);
 
 /* Writes DIR/config.json and DIR/model.safetensors for the preset
  * (creating DIR and its parents). Refuses if either file exists unless
  * force. Each file is written to a temporary name and renamed into place. */
 int synth_write(const char *dir, const char *preset, uint64_t seed, int force, as_err *err);
 
+/* The same with every tensor stored as dtype (ST_F32, ST_F16 or ST_BF16). */
+int synth_write_dtype(const char *dir, const char *preset, uint64_t seed, st_dtype dtype, int force,
+                      as_err *err);
+
 /* The same for any config (preset_name is recorded in config.json). */
 int synth_write_config(const char *dir, const gpt2_config *cfg, const char *preset_name,
-                       uint64_t seed, int force, as_err *err);
+                       uint64_t seed, st_dtype dtype, int force, as_err *err);
 
 /* The generator, exposed for tests: the i-th standard normal of the stream
  * (seed, stream) -- values 2k and 2k+1 are one Box-Muller pair. */

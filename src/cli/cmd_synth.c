@@ -12,14 +12,21 @@
 
 static void usage(FILE *out) {
     fprintf(out,
-            "usage: attnsweep synth --preset tiny|gpt2 --out DIR [--seed S] [--force]\n"
-            "                       [--vocab auto|gpt2|bytelevel|none|DIR]\n"
+            "usage: attnsweep synth --preset P --out DIR [--seed S] [--dtype f32|f16|bf16]\n"
+            "                       [--force] [--vocab auto|gpt2|bytelevel|none|DIR]\n"
             "\n"
             "Writes DIR/config.json and DIR/model.safetensors: a GPT-2 with random weights in\n"
             "the exact Hugging Face layout (see include/model/synth.h for the initialisation).\n"
             "\n"
-            "  --preset P  tiny (2 layers, 4 heads, 64 wide, 128 positions, 50257 tokens)\n"
-            "              or gpt2 (GPT-2 small's shapes, 124M parameters, ~550 MB)\n"
+            "  --preset P  tiny         2 layers, 4 heads, 64 wide, 128 positions, 50257 tokens\n"
+            "              gpt2         GPT-2 small's shapes: 12, 12, 768; 124M parameters\n"
+            "              gpt2-medium  24 layers, 16 heads, 1024 wide; 355M parameters\n"
+            "              gpt2-large   36 layers, 20 heads, 1280 wide; 774M parameters\n"
+            "              gpt2-xl      48 layers, 25 heads, 1600 wide; 1558M parameters\n"
+            "              (the last four: 1024 positions, 50257 tokens; the file, with the\n"
+            "              attn.bias buffers, is 0.55 / 1.5 / 3.3 / 6.4 GB in f32, half in 16 bits)\n"
+            "  --dtype D   f32 (default), f16 or bf16: every tensor stored so (the float32\n"
+            "              values rounded to nearest even); loaded back into float32\n"
             "  --out DIR   model directory (created with its parents)\n"
             "  --seed S    unsigned 64-bit seed (default 1); same seed, same bytes\n"
             "  --force     overwrite an existing model in DIR\n"
@@ -37,7 +44,7 @@ static void usage(FILE *out) {
 }
 
 int cmd_synth(int argc, char **argv) {
-    const char *preset = NULL, *out = NULL, *vocab = "auto";
+    const char *preset = NULL, *out = NULL, *vocab = "auto", *dtype_name = "f32";
     uint64_t seed = 1;
     int force = 0;
     for (int i = 1; i < argc; i++) {
@@ -53,7 +60,8 @@ int cmd_synth(int argc, char **argv) {
                 return AS_EXIT_USAGE;
             }
             vocab = argv[++i];
-        } else if (!strcmp(a, "--preset") || !strcmp(a, "--out") || !strcmp(a, "--seed")) {
+        } else if (!strcmp(a, "--preset") || !strcmp(a, "--out") || !strcmp(a, "--seed") ||
+                   !strcmp(a, "--dtype")) {
             if (i + 1 >= argc) {
                 fprintf(stderr, "attnsweep synth: %s needs a value (try --help)\n", a);
                 return AS_EXIT_USAGE;
@@ -61,6 +69,8 @@ int cmd_synth(int argc, char **argv) {
             const char *v = argv[++i];
             if (!strcmp(a, "--preset")) {
                 preset = v;
+            } else if (!strcmp(a, "--dtype")) {
+                dtype_name = v;
             } else if (!strcmp(a, "--out")) {
                 out = v;
             } else {
@@ -83,8 +93,11 @@ int cmd_synth(int argc, char **argv) {
         fprintf(stderr, "attnsweep synth: --preset and --out are required (try --help)\n");
         return AS_EXIT_USAGE;
     }
-    if (strcmp(preset, "tiny") && strcmp(preset, "gpt2")) {
-        fprintf(stderr, "attnsweep synth: unknown preset '%s' (expected tiny or gpt2)\n", preset);
+    as_err err = {{0}};
+    gpt2_config preset_cfg;
+    st_dtype dtype;
+    if (synth_preset(&preset_cfg, preset, &err) || synth_dtype_parse(&dtype, dtype_name, &err)) {
+        fprintf(stderr, "attnsweep synth: %s\n", err.msg);
         return AS_EXIT_USAGE;
     }
     /* Find the vocabulary before writing anything, so a bad --vocab leaves DIR alone. */
@@ -105,8 +118,7 @@ int cmd_synth(int argc, char **argv) {
         }
         vocab_dir = vocab;
     }
-    as_err err = {{0}};
-    if (synth_write(out, preset, seed, force, &err)) {
+    if (synth_write_dtype(out, preset, seed, dtype, force, &err)) {
         fprintf(stderr, "attnsweep synth: %s\n", err.msg);
         return AS_EXIT_ERROR;
     }

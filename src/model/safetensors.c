@@ -292,6 +292,36 @@ float st_bf16_to_f32(uint16_t b) {
     return out;
 }
 
+uint16_t st_f32_to_bf16(float v) {
+    uint32_t bits;
+    memcpy(&bits, &v, 4);
+    if ((bits & 0x7FFFFFFFu) > 0x7F800000u) return (uint16_t)((bits >> 16) | 0x0040u); /* NaN */
+    /* add half an ulp of bf16, minus one unless the kept part is odd (ties to even);
+     * a carry into the exponent is the correct rounding up, up to inf */
+    bits += 0x7FFFu + ((bits >> 16) & 1u);
+    return (uint16_t)(bits >> 16);
+}
+
+uint16_t st_f32_to_f16(float v) {
+    uint32_t bits;
+    memcpy(&bits, &v, 4);
+    uint16_t sign = (uint16_t)((bits >> 16) & 0x8000u);
+    uint32_t abs = bits & 0x7FFFFFFFu;
+    if (abs > 0x7F800000u) return (uint16_t)(sign | 0x7E00u | ((abs >> 13) & 0x3FFu)); /* NaN */
+    if (abs >= 0x477FF000u) return (uint16_t)(sign | 0x7C00u); /* >= 65520 rounds to inf */
+    if (abs >= 0x38800000u) { /* >= 2^-14: normal in F16 */
+        uint32_t r = abs + 0xFFFu + ((abs >> 13) & 1u);
+        return (uint16_t)(sign | ((r - (112u << 23)) >> 13));
+    }
+    /* subnormal or zero: |v| / 2^-24 rounded to an integer in [0, 1024], ties to
+     * even; 1024 is the smallest normal, which the bit pattern encodes as is */
+    float scaled = fabsf(v) * 0x1p24f; /* exact: a power-of-two scaling, no overflow */
+    uint32_t n = (uint32_t)scaled;
+    float frac = scaled - (float)n; /* exact: scaled < 1024 has <= 10 integer bits */
+    if (frac > 0.5f || (frac == 0.5f && (n & 1u))) n++;
+    return (uint16_t)(sign | n);
+}
+
 int st_read_f32(const st_file *f, const st_tensor *t, float *dst, as_err *err) {
     const unsigned char *src = f->data + t->begin;
     switch (t->dtype) {

@@ -97,18 +97,40 @@ double synth_normal(uint64_t seed, uint64_t stream, uint64_t i) {
     return i % 2 ? z1 : z0;
 }
 
+/* The GPT-2 family's shapes (Hugging Face openai-community/gpt2*). */
+static const struct {
+    const char *name;
+    size_t n_layer, n_head, n_embd, n_positions;
+} presets[] = {
+    {"tiny", 2, 4, 64, 128},
+    {"gpt2", 12, 12, 768, 1024},
+    {"gpt2-medium", 24, 16, 1024, 1024},
+    {"gpt2-large", 36, 20, 1280, 1024},
+    {"gpt2-xl", 48, 25, 1600, 1024},
+};
+enum { N_PRESETS = sizeof presets / sizeof presets[0] };
+
 int synth_preset(gpt2_config *cfg, const char *preset, as_err *err) {
     memset(cfg, 0, sizeof *cfg);
     cfg->layer_norm_epsilon = 1e-5f;
     strcpy(cfg->activation_function, "gelu_new");
     cfg->vocab_size = 50257;
-    if (!strcmp(preset, "tiny")) {
-        cfg->n_layer = 2, cfg->n_head = 4, cfg->n_embd = 64, cfg->n_positions = 128;
-    } else if (!strcmp(preset, "gpt2")) {
-        cfg->n_layer = 12, cfg->n_head = 12, cfg->n_embd = 768, cfg->n_positions = 1024;
-    } else {
-        return as_fail(err, "unknown preset '%s' (expected tiny or gpt2)", preset);
-    }
+    for (size_t i = 0; i < N_PRESETS; i++)
+        if (!strcmp(preset, presets[i].name)) {
+            cfg->n_layer = presets[i].n_layer;
+            cfg->n_head = presets[i].n_head;
+            cfg->n_embd = presets[i].n_embd;
+            cfg->n_positions = presets[i].n_positions;
+            return 0;
+        }
+    return as_fail(err, "unknown preset '%s' (expected %s)", preset, SYNTH_PRESET_NAMES);
+}
+
+int synth_dtype_parse(st_dtype *dtype, const char *name, as_err *err) {
+    if (!strcmp(name, "f32") || !strcmp(name, "F32")) *dtype = ST_F32;
+    else if (!strcmp(name, "f16") || !strcmp(name, "F16")) *dtype = ST_F16;
+    else if (!strcmp(name, "bf16") || !strcmp(name, "BF16")) *dtype = ST_BF16;
+    else return as_fail(err, "unknown dtype '%s' (expected f32, f16 or bf16)", name);
     return 0;
 }
 
@@ -128,7 +150,7 @@ static void add(synth_tensor *t, size_t *n, const char *name, size_t ndim, const
     synth_tensor *s = &t[(*n)++];
     snprintf(s->name, sizeof s->name, "%s", name);
     s->spec.name = s->name;
-    s->spec.dtype = ST_F32;
+    s->spec.dtype = ST_F32; /* write_weights sets the file's dtype */
     s->spec.ndim = ndim;
     for (size_t d = 0; d < ndim; d++) s->spec.shape[d] = shape[d];
     s->fill = fill;
@@ -245,7 +267,7 @@ static int finish_file(FILE *f, const char *tmp, const char *final, int ok, as_e
 }
 
 static int write_weights(const char *dir, const gpt2_config *c, uint64_t seed, double qk_std,
-                         as_err *err) {
+                         st_dtype dtype, as_err *err) {
     size_t max_tensors = 4 + 13 * c->n_layer;
     synth_tensor *t = calloc(max_tensors, sizeof *t);
     if (!t) return as_fail(err, "out of memory");
@@ -255,7 +277,10 @@ static int write_weights(const char *dir, const gpt2_config *c, uint64_t seed, d
         free(t);
         return as_fail(err, "out of memory");
     }
-    for (size_t i = 0; i < n; i++) specs[i] = t[i].spec;
+    for (size_t i = 0; i < n; i++) {
+        t[i].spec.dtype = dtype;
+        specs[i] = t[i].spec;
+    }
     unsigned char *header;
     size_t header_len, data_len;
     int rc = st_header_build(&header, &header_len, &data_len, specs, n, "{\"format\":\"pt\"}", err);
@@ -275,23 +300,41 @@ static int write_weights(const char *dir, const gpt2_config *c, uint64_t seed, d
     }
     enum { CHUNK = 1 << 16 };
     float *buf = malloc(CHUNK * sizeof *buf);
-    int ok = buf && fwrite(header, 1, header_len, f) == header_len;
+    unsigned char *half = malloc(CHUNK * 2);
+    int ok = buf && half && fwrite(header, 1, header_len, f) == header_len;
     for (size_t i = 0; ok && i < n; i++) {
         size_t total = numel(&t[i].spec);
         for (size_t first = 0; ok && first < total; first += CHUNK) {
             size_t count = total - first < CHUNK ? total - first : CHUNK;
             fill_chunk(buf, &t[i], seed, i, first, count);
-            ok = fwrite(buf, sizeof *buf, count, f) == count; /* little-endian host */
+            if (dtype == ST_F32) {
+                ok = fwrite(buf, sizeof *buf, count, f) == count; /* little-endian host */
+                continue;
+            }
+            /* the float32 values rounded to nearest even, stored little-endian */
+            for (size_t j = 0; j < count; j++) {
+                uint16_t h = dtype == ST_F16 ? st_f32_to_f16(buf[j]) : st_f32_to_bf16(buf[j]);
+                half[2 * j] = (unsigned char)(h & 0xFF);
+                half[2 * j + 1] = (unsigned char)(h >> 8);
+            }
+            ok = fwrite(half, 2, count, f) == count;
         }
     }
     free(buf);
+    free(half);
     free(header);
     free(t);
     return finish_file(f, tmp, final, ok, err);
 }
 
 static int write_config(const char *dir, const gpt2_config *c, const char *preset, uint64_t seed,
-                        double qk_std, as_err *err) {
+                        double qk_std, st_dtype dtype, as_err *err) {
+    /* The keys and values of Hugging Face's config.json for the GPT-2 family;
+     * medium, large and xl add n_special, predict_special_tokens and
+     * task_specific_params; a 16-bit file's torch_dtype names its dtype (F32 files
+     * stay byte-identical to those written before 16-bit dtypes existed). */
+    int family = strcmp(preset, "tiny") && strcmp(preset, "gpt2");
+    const char *torch_dtype = dtype == ST_F16 ? "float16" : dtype == ST_BF16 ? "bfloat16" : "float32";
     char final[4200], tmp[4300];
     snprintf(final, sizeof final, "%s/config.json", dir);
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", final, (long)getpid());
@@ -314,6 +357,7 @@ static int write_config(const char *dir, const gpt2_config *c, const char *prese
                      "  \"n_inner\": null,\n"
                      "  \"n_layer\": %zu,\n"
                      "  \"n_positions\": %zu,\n"
+                     "%s"
                      "  \"resid_pdrop\": 0.1,\n"
                      "  \"scale_attn_weights\": true,\n"
                      "  \"summary_activation\": null,\n"
@@ -321,6 +365,8 @@ static int write_config(const char *dir, const gpt2_config *c, const char *prese
                      "  \"summary_proj_to_labels\": true,\n"
                      "  \"summary_type\": \"cls_index\",\n"
                      "  \"summary_use_proj\": true,\n"
+                     "%s"
+                     "%s%s%s"
                      "  \"vocab_size\": %zu,\n"
                      "  \"attnsweep_synthetic\": true,\n"
                      "  \"attnsweep_preset\": \"%s\",\n"
@@ -329,13 +375,23 @@ static int write_config(const char *dir, const gpt2_config *c, const char *prese
                      "  \"attnsweep_qk_logit_std_target\": %.9g\n"
                      "}\n",
                      (double)c->layer_norm_epsilon, c->n_positions, c->n_embd, c->n_head,
-                     c->n_layer, c->n_positions, c->vocab_size, preset, (unsigned long long)seed,
+                     c->n_layer, c->n_positions,
+                     family ? "  \"n_special\": 0,\n  \"predict_special_tokens\": true,\n" : "",
+                     family ? "  \"task_specific_params\": {\"text-generation\": {\"do_sample\": true, "
+                              "\"max_length\": 50}},\n"
+                            : "",
+                     dtype == ST_F32 ? "" : "  \"torch_dtype\": \"",
+                     dtype == ST_F32 ? "" : torch_dtype, dtype == ST_F32 ? "" : "\",\n",
+                     c->vocab_size, preset, (unsigned long long)seed,
                      qk_std, SYNTH_QK_LOGIT_STD) > 0;
     return finish_file(f, tmp, final, ok, err);
 }
 
 int synth_write_config(const char *dir, const gpt2_config *cfg, const char *preset_name,
-                       uint64_t seed, int force, as_err *err) {
+                       uint64_t seed, st_dtype dtype, int force, as_err *err) {
+    if (dtype != ST_F32 && dtype != ST_F16 && dtype != ST_BF16)
+        return as_fail(err, "%s: synthetic weights are F32, F16 or BF16, not %s", dir,
+                       st_dtype_name(dtype));
     char config_path[4200], weights_path[4200];
     snprintf(config_path, sizeof config_path, "%s/config.json", dir);
     snprintf(weights_path, sizeof weights_path, "%s/model.safetensors", dir);
@@ -347,12 +403,17 @@ int synth_write_config(const char *dir, const gpt2_config *cfg, const char *pres
     if (mkdir_parents(dir, err)) return -1;
     double qk_std = sqrt(SYNTH_QK_LOGIT_STD / (double)cfg->n_embd);
     /* weights first: a directory with a config.json is complete */
-    if (write_weights(dir, cfg, seed, qk_std, err)) return -1;
-    return write_config(dir, cfg, preset_name, seed, qk_std, err);
+    if (write_weights(dir, cfg, seed, qk_std, dtype, err)) return -1;
+    return write_config(dir, cfg, preset_name, seed, qk_std, dtype, err);
+}
+
+int synth_write_dtype(const char *dir, const char *preset, uint64_t seed, st_dtype dtype, int force,
+                      as_err *err) {
+    gpt2_config cfg;
+    if (synth_preset(&cfg, preset, err)) return -1;
+    return synth_write_config(dir, &cfg, preset, seed, dtype, force, err);
 }
 
 int synth_write(const char *dir, const char *preset, uint64_t seed, int force, as_err *err) {
-    gpt2_config cfg;
-    if (synth_preset(&cfg, preset, err)) return -1;
-    return synth_write_config(dir, &cfg, preset, seed, force, err);
+    return synth_write_dtype(dir, preset, seed, ST_F32, force, err);
 }
