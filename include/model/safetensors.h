@@ -67,6 +67,15 @@ const st_tensor *st_find(const st_file *f, const char *name);
  * infinity in the data is an error naming the tensor and the element. */
 int st_read_f32(const st_file *f, const st_tensor *t, float *dst, as_err *err);
 
+/* Tells the kernel the mapped pages wholly inside tensor t are no longer
+ * needed (madvise MADV_DONTNEED on the read-only private map: a later read
+ * maps them again from the file). A loader that has copied t calls it so that
+ * the file's pages do not sit in its RSS next to the float32 copy (gpt2-xl:
+ * 3.2 GB of BF16 next to a 6.2 GB arena). Never fails. */
+void st_release(const st_file *f, const st_tensor *t);
+/* The same for the file bytes [from, to). */
+void st_release_bytes(const st_file *f, size_t from, size_t to);
+
 /* Half-precision conversions (exact: every F16/BF16 value is a float32,
  * subnormals included; inf and NaN map to inf and NaN, NaN payloads kept). */
 float st_f16_to_f32(uint16_t h);

@@ -333,10 +333,27 @@ static int load_weights(gpt2_model *m, const char *dir, float *arena, int fill, 
         as_fail(err, "%s: cannot allocate %zu MB for the weights", path, bytes >> 20);
         goto fail;
     }
+    /* Digest the file first, 64 MB at a time, dropping each piece's pages once hashed
+     * (st_release_bytes), so the mapped file never sits whole in RSS next to the
+     * arena; the copy below faults them in again, tensor by tensor. */
+    if (fill) {
+        sha256_ctx sha;
+        unsigned char digest[32];
+        sha256_init(&sha);
+        for (size_t at = 0; at < f.file_size;) {
+            size_t n = f.file_size - at < ((size_t)64 << 20) ? f.file_size - at : (size_t)64 << 20;
+            sha256_update(&sha, f.map + at, n);
+            st_release_bytes(&f, at, at + n);
+            at += n;
+        }
+        sha256_final(&sha, digest);
+        sha256_digest_to_hex(m->weights_sha256, digest);
+    }
     size_t used = 0;
     for (size_t k = 0; k < n_slots; k++) {
         float *dst = m->arena + used;
         if (fill && st_read_f32(&f, slots[k].found, dst, err)) goto fail;
+        if (fill) st_release(&f, slots[k].found);
         *slots[k].field = dst;
         used += slots[k].found->numel;
     }
@@ -345,8 +362,6 @@ static int load_weights(gpt2_model *m, const char *dir, float *arena, int fill, 
                 m->arena_floats);
         goto fail;
     }
-    /* Digest the bytes already mapped rather than read the file again. */
-    if (fill) sha256_hex(m->weights_sha256, f.map, f.file_size);
     free(slots);
     st_close(&f);
     return 0;

@@ -263,6 +263,20 @@ fail:
     return -1;
 }
 
+void st_release_bytes(const st_file *f, size_t from, size_t to) {
+    long page = sysconf(_SC_PAGESIZE);
+    if (page <= 0 || !f->map || to > f->file_size) return;
+    size_t p = (size_t)page;
+    from = (from + p - 1) / p * p; /* first page wholly inside */
+    to = to == f->file_size ? (to + p - 1) / p * p : to / p * p; /* the map's last page is ours */
+    if (to > from) madvise((void *)(f->map + from), to - from, MADV_DONTNEED);
+}
+
+void st_release(const st_file *f, const st_tensor *t) {
+    size_t data_start = (size_t)(f->data - f->map);
+    st_release_bytes(f, data_start + t->begin, data_start + t->end);
+}
+
 float st_f16_to_f32(uint16_t h) {
     uint32_t sign = (uint32_t)(h >> 15) << 31;
     uint32_t exp = (h >> 10) & 0x1F;

@@ -42,6 +42,18 @@ as_forward_ref_test(forward_ref_tiny_L128 tiny 128 40 all ${AS_FWD_TOKENS})
 as_forward_ref_test(forward_ref_tiny_L7_bin tiny 7 100 1 ${AS_FWD_DIR}/tokens.bin)
 as_forward_ref_test(forward_ref_gpt2_L1024 gpt2 1024 50 0,6,11 ${AS_FWD_TOKENS})
 set_tests_properties(forward_ref_gpt2_L1024 PROPERTIES LABELS slow TIMEOUT 900)
+# 16-bit weights (loader.cmake's synth_tiny_f16/bf16, synth_gpt2-medium: BF16), widened
+# to float32 by both sides; the reference widens with numpy (F16) and torch (BF16).
+as_forward_ref_test(forward_ref_tiny-f16_L128 tiny-f16 128 40 all ${AS_FWD_TOKENS})
+as_forward_ref_test(forward_ref_tiny-bf16_L128 tiny-bf16 128 40 all ${AS_FWD_TOKENS})
+as_forward_ref_test(forward_ref_gpt2-medium_L128 gpt2-medium 128 50 0,11,23 ${AS_FWD_TOKENS})
+set_tests_properties(forward_ref_gpt2-medium_L128 PROPERTIES TIMEOUT 600)
+if(AS_BIG_MODEL_TESTS)
+  as_forward_ref_test(forward_ref_gpt2-large_L64 gpt2-large 64 50 0,17,35 ${AS_FWD_TOKENS})
+  as_forward_ref_test(forward_ref_gpt2-xl_L32 gpt2-xl 32 50 0,24,47 ${AS_FWD_TOKENS})
+  set_tests_properties(forward_ref_gpt2-large_L64 forward_ref_gpt2-xl_L32 PROPERTIES
+                       LABELS "bigmodel;slow" TIMEOUT 900 RUN_SERIAL ON)
+endif()
 
 # dump's argument checks: exit code 2 (usage) or 1 (error) and a one-line
 # message naming the problem. Each case: expected code, regex, arguments.

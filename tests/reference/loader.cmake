@@ -35,3 +35,42 @@ add_test(NAME loader_check_gpt2
                  $<TARGET_FILE:test_model> ${CMAKE_BINARY_DIR}/loader_check_gpt2.dump)
 set_tests_properties(loader_check_gpt2 PROPERTIES FIXTURES_REQUIRED model_gpt2 TIMEOUT 900)
 set_tests_properties(loader_check_gpt2 PROPERTIES LABELS slow)
+
+# F16 and BF16 weights against torch (tests/reference/dtypes_check.py): all 65536
+# patterns of each widened, float32 -> 16-bit rounding, synth --dtype files, and each
+# 16-bit file against torch's F32 copy of it: identical arenas and identical dumps.
+add_test(NAME dtypes_vs_torch
+         COMMAND ${AS_PYTHON} ${CMAKE_SOURCE_DIR}/tests/reference/dtypes_check.py
+                 $<TARGET_FILE:attnsweep> $<TARGET_FILE:test_model> $<TARGET_FILE:test_model_dtypes>
+                 ${CMAKE_BINARY_DIR}/dtypes_check.scratch)
+
+# 16-bit synthetic models for the forward tests (forward.cmake):
+#   model_tiny-f16, model_tiny-bf16 -> models/tiny-f16, models/tiny-bf16 (seed 1)
+#   model_gpt2-medium -> models/gpt2-medium (BF16, seed 1, 760 MB; CI runs it)
+# gpt2-large and gpt2-xl (BF16: 1.6 and 3.2 GB files, 3.1 and 6.2 GB float32 arenas)
+# only with -DAS_BIG_MODEL_TESTS=ON (label bigmodel), and their directories are deleted
+# after their tests (FIXTURES_CLEANUP).
+foreach(dt f16 bf16)
+  add_test(NAME synth_tiny_${dt}
+           COMMAND attnsweep synth --preset tiny --dtype ${dt} --seed 1 --vocab none --force
+                   --out ${CMAKE_BINARY_DIR}/models/tiny-${dt})
+  set_tests_properties(synth_tiny_${dt} PROPERTIES FIXTURES_SETUP model_tiny-${dt})
+endforeach()
+add_test(NAME synth_gpt2-medium
+         COMMAND attnsweep synth --preset gpt2-medium --dtype bf16 --seed 1 --vocab none --force
+                 --out ${CMAKE_BINARY_DIR}/models/gpt2-medium)
+set_tests_properties(synth_gpt2-medium PROPERTIES FIXTURES_SETUP model_gpt2-medium TIMEOUT 600)
+option(AS_BIG_MODEL_TESTS "register the gpt2-large and gpt2-xl tests (~7 GB of memory, 5 GB of disk)" OFF)
+if(AS_BIG_MODEL_TESTS)
+  foreach(p gpt2-large gpt2-xl)
+    add_test(NAME synth_${p}
+             COMMAND attnsweep synth --preset ${p} --dtype bf16 --seed 1 --vocab none --force
+                     --out ${CMAKE_BINARY_DIR}/models/${p})
+    add_test(NAME rm_${p} COMMAND ${CMAKE_COMMAND} -E rm -rf ${CMAKE_BINARY_DIR}/models/${p})
+    set_tests_properties(synth_${p} PROPERTIES FIXTURES_SETUP model_${p} TIMEOUT 900
+                         LABELS "bigmodel;slow")
+    set_tests_properties(rm_${p} PROPERTIES FIXTURES_CLEANUP model_${p} LABELS "bigmodel;slow")
+  endforeach()
+  # one at a time: together they would hold 10 GB
+  set_tests_properties(synth_gpt2-xl PROPERTIES DEPENDS rm_gpt2-large)
+endif()

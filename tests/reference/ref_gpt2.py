@@ -3,8 +3,9 @@
 
 Run with Debian's /usr/bin/python3 (numpy, h5py, torch 1.13). It reads the
 model directory itself (config.json + model.safetensors parsed with json and
-numpy: 8-byte little-endian header length, JSON header, raw data) and shares
-no code with the C forward pass.
+numpy: 8-byte little-endian header length, JSON header, raw data; F32, F16 and
+BF16 widened to float32 by numpy/torch) and shares no code with the C forward
+pass.
 
   ref_gpt2.py make-tokens --model DIR --count N --seed S --out FILE
       N random token ids for a test: whitespace-separated text, or raw
@@ -33,24 +34,42 @@ import numpy as np
 
 torch = None  # imported in main() by the commands that need it (make-tokens stays fast)
 
-DTYPES = {"F32": np.float32, "F16": np.float16, "F64": np.float64}
+DTYPES = {"F32": "<f4", "F16": "<f2", "F64": "<f8", "BF16": "<u2"}
 
 
-def read_safetensors(path):
-    with open(path, "rb") as f:
-        (n,) = struct.unpack("<Q", f.read(8))
-        header = json.loads(f.read(n))
-        data = f.read()
-    tensors = {}
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
+class LazyWeights:
+    """The tensors of a safetensors file, memory-mapped (never read whole: gpt2-xl is
+    6 GB in F32) and converted to float32 torch tensors when looked up; nothing is
+    cached, so a forward pass holds one layer's converted weights at a time. BF16
+    (which numpy lacks) is widened by torch itself: the 16 bits become the top half
+    of a float32."""
+
+    def __init__(self, path):
+        with open(path, "rb") as f:
+            (n,) = struct.unpack("<Q", f.read(8))
+            header = json.loads(f.read(n))
+        self.data = np.memmap(path, dtype=np.uint8, mode="r", offset=8 + n)
+        self.info = {}
+        for name, info in header.items():
+            if name == "__metadata__":
+                continue
+            if name.startswith("transformer."):
+                name = name[len("transformer."):]
+            self.info[name] = info
+
+    def dtype(self, name):
+        return self.info[name]["dtype"]
+
+    def shape(self, name):
+        return tuple(self.info[name]["shape"])
+
+    def __getitem__(self, name):
+        info = self.info[name]
         a, b = info["data_offsets"]
-        arr = np.frombuffer(data[a:b], dtype=DTYPES[info["dtype"]]).reshape(info["shape"])
-        if name.startswith("transformer."):
-            name = name[len("transformer."):]
-        tensors[name] = torch.from_numpy(arr.astype(np.float32))
-    return tensors
+        arr = self.data[a:b].view(DTYPES[info["dtype"]]).reshape(info["shape"])
+        if info["dtype"] == "BF16":
+            return torch.from_numpy(arr.view(np.int16).copy()).view(torch.bfloat16).to(torch.float32)
+        return torch.from_numpy(arr.astype(np.float32))
 
 
 class Reference:
@@ -60,9 +79,8 @@ class Reference:
         self.n_layer = self.cfg.get("n_layer", 12)
         self.n_head = self.cfg.get("n_head", 12)
         self.eps = self.cfg.get("layer_norm_epsilon", 1e-5)
-        self.w = read_safetensors(os.path.join(model_dir, "model.safetensors"))
-        self.C = self.w["wte.weight"].shape[1]
-        self.V = self.w["wte.weight"].shape[0]
+        self.w = LazyWeights(os.path.join(model_dir, "model.safetensors"))
+        self.V, self.C = self.w.shape("wte.weight")
 
     def forward(self, tokens, keep_layers=None):
         """Returns ({layer: dict of q,k,v,scores,pattern as [H, L, *]}, logits_last)."""
@@ -70,7 +88,8 @@ class Reference:
         D = C // H
         ids = torch.as_tensor(np.asarray(tokens, dtype=np.int64))
         L = ids.shape[0]
-        x = w["wte.weight"][ids] + w["wpe.weight"][:L]
+        wte = w["wte.weight"]
+        x = wte[ids] + w["wpe.weight"][:L]
         causal = torch.tril(torch.ones(L, L, dtype=torch.bool))
         neg = torch.finfo(torch.float32).min
         kept = {}
@@ -93,7 +112,7 @@ class Reference:
             f = 0.5 * f * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (f + 0.044715 * torch.pow(f, 3.0))))
             x = x + (f @ w[p + "mlp.c_proj.weight"] + w[p + "mlp.c_proj.bias"])
         last = torch.nn.functional.layer_norm(x[-1:], (C,), w["ln_f.weight"], w["ln_f.bias"], self.eps)
-        logits = (last @ w["wte.weight"].T)[0]
+        logits = (last @ wte.T)[0]
         return kept, logits
 
 

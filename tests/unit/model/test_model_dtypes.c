@@ -11,7 +11,9 @@
  *    tensor, in the arena order of model.h, and the rounding is the writer's);
  *    the F16 file must exercise F16 subnormals. A NaN or an infinity in a
  *    16-bit tensor is refused naming the file and tensor.
- * tests/reference/dtypes_check.py checks the same against torch. */
+ * tests/reference/dtypes_check.py checks the same against torch, through
+ *   test_model_dtypes --widen OUT       OUT: 65536 F16 then 65536 BF16 patterns as float32
+ *   test_model_dtypes --round IN OUT    IN: float32s; OUT: their F16 then their BF16 */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -215,7 +217,39 @@ static void test_synth_dtypes(const char *dir) {
           "F16 -inf: %s", err.msg);
 }
 
-int main(void) {
+static int widen_table(const char *out) {
+    FILE *f = fopen(out, "wb");
+    if (!f) return 1;
+    for (int pass = 0; pass < 2; pass++)
+        for (uint32_t h = 0; h < 65536; h++) {
+            float v = pass ? st_bf16_to_f32((uint16_t)h) : st_f16_to_f32((uint16_t)h);
+            fwrite(&v, 4, 1, f); /* little-endian host (safetensors.h) */
+        }
+    return fclose(f) != 0;
+}
+
+static int round_file(const char *in, const char *out) {
+    FILE *f = fopen(in, "rb"), *g = fopen(out, "wb");
+    if (!f || !g) return 1;
+    fseek(f, 0, SEEK_END);
+    size_t n = (size_t)ftell(f) / 4;
+    rewind(f);
+    float *v = malloc(n * 4 + 4);
+    uint16_t *h = malloc(n * 2 + 2);
+    if (!v || !h || fread(v, 4, n, f) != n) return 1;
+    for (size_t i = 0; i < n; i++) h[i] = st_f32_to_f16(v[i]);
+    fwrite(h, 2, n, g);
+    for (size_t i = 0; i < n; i++) h[i] = st_f32_to_bf16(v[i]);
+    fwrite(h, 2, n, g);
+    free(v);
+    free(h);
+    fclose(f);
+    return fclose(g) != 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc == 3 && !strcmp(argv[1], "--widen")) return widen_table(argv[2]);
+    if (argc == 4 && !strcmp(argv[1], "--round")) return round_file(argv[2], argv[3]);
     char dir[] = "/tmp/test_model_dtypes.XXXXXX";
     CHECK(mkdtemp(dir) != NULL, "mkdtemp");
     test_all_patterns();
