@@ -10,19 +10,25 @@
  * Dispatch order: largest L first (longest cells first balances the tail of
  * a run), then window ascending.
  *
- * Cost model (seconds per cell, on one rank with blas_threads threads):
- *   forward  = (2 * P_blocks * L + 2 * n_layer * L^2 * C) / (sgemm_gflops * 1e9 * threads)
- *              P_blocks = parameters of the transformer blocks (no wte/wpe: the
- *              embedding is a lookup; no LM head); GPT-2 small at L = 1024:
- *              174 + 19 = 193 GFLOP (README, Performance).
- *   metrics  = metric_ns * 1e-9 * heads * (L^2 / 2) * (d + nT * nNorm * (nN + nEps + row_ops))
- *              heads = measured (layer, head) pairs; L^2/2 = sum over rows of the
- *              visible keys; d = d_head (or n_embd for vectors = "resid") for the Gram
- *              row; per (T, normalizer) the N walk of docs/metrics.md 4.4 (O(n) per N), one
- *              grad_fd per eps, and row_ops for softmax/entropy/grad_exact/separability.
- * Each cell is costed as its own pass; cell.h may serve all L of a window
- * from one pass at the largest L (prefix cuts), which makes a window cost
- * about that of its largest cell -- so the sum is an upper bound.
+ * Cost model. The unit of work is a window (cell.h): one forward pass at the
+ * grid's largest L serves every L of the window (prefix cuts), and the metrics
+ * run once per cut. On one rank with blas_threads threads (seconds):
+ *   window   = forward(L_max) + sum over the grid's L of metrics(L)
+ *   forward(L) = (2 * P_blocks * L + 2 * n_blocks * L^2 * C) / (sgemm_gflops * 1e9 * speedup)
+ *              P_blocks = parameters of the blocks run (no wte/wpe: the embedding is
+ *              a lookup; no LM head); GPT-2 small at L = 1024: 174 + 19 = 193 GFLOP.
+ *              sgemm_gflops is the forward pass's effective rate, not sgemm's peak.
+ *   metrics(L) = metric_ns * 1e-9 * heads * (L^2 / 2) * (d + nT * nNorm * (nN + nEps + row_ops))
+ *              / speedup
+ *              heads = measured (layer, head) pairs; L^2/2 = the visible keys of all rows;
+ *              d = d_head (or n_embd for vectors = "resid") for the Gram row; per
+ *              (T, normalizer) the N walk of docs/metrics.md 4.4, one grad_fd per eps and row_ops for softmax,
+ *              entropy, grad_exact and separability.
+ *   speedup = 1 + (threads - 1) * thread_scale (metrics: threads = min(blas_threads, heads)).
+ * Fitted on measured runs of the paper's grid (README, Performance): GPT-2 small
+ * and gpt2-medium (every GPT-2 size has d_head = 64, so the metrics scale with
+ * the head count alone). A cell's own cost (grid_cell_cost: a pass at its L plus
+ * its metrics) orders the dispatch; plan reports windows.
  * The constants are in as_cost_model (defaults below) so a measurement can
  * replace them (`attnsweep plan --sgemm-gflops X --metric-ns Y`). */
 #ifndef ATTNSWEEP_GRID_H
@@ -35,20 +41,20 @@
 #include "errors.h"
 
 typedef struct {
-    double sgemm_gflops;  /* per BLAS thread; platform.md: ~100 on one core */
+    double sgemm_gflops;  /* forward pass FLOP rate per BLAS thread (sgemm alone: ~100) */
     double thread_scale;  /* speedup of each extra BLAS thread (0.95: 190-205 on two) */
     double metric_ns;     /* nanoseconds per metric inner-loop step (see AS_COST_METRIC_NS) */
     double row_ops;       /* the per-key work per (T, normalizer) not tied to N or eps */
 } as_cost_model;
 
-#define AS_COST_SGEMM_GFLOPS 100.0
+/* FIT: see README (Performance, "plan against measured runs") for the runs. */
+#define AS_COST_SGEMM_GFLOPS 55.0
 #define AS_COST_THREAD_SCALE 0.95
-/* bench_plan_cost on this 2-core machine under load (load average 10):
- * 10.9 ns (L 256, N 1..64) and 16.8 ns (L 512, N 1..128) per step while sgemm
- * ran at 35 and 18 GFLOP/s instead of the idle 100; scaled by that ratio,
- * about 3-4 ns idle. Re-measure on the target machine. */
-#define AS_COST_METRIC_NS 3.5
+#define AS_COST_METRIC_NS 1.04
 #define AS_COST_ROW_OPS 8.0
+/* PSS of one rank's process besides the buffers grid_rank_memory counts (code,
+ * libraries, Open MPI's own buffers): measured ~12 MB per rank. */
+#define AS_MEM_PROCESS_BYTES ((size_t)12 << 20)
 
 as_cost_model grid_cost_model_default(void);
 
@@ -74,25 +80,37 @@ static inline void grid_cell_of(const as_grid *g, size_t cell, size_t *window, s
 long grid_cell_find(const as_grid *g, size_t window, int32_t L);
 
 /* Estimated seconds of one cell at context length L (model above), and its
- * two parts; FLOPs of the forward pass. */
+ * two parts; FLOPs of the forward pass; one window (the unit of work). */
 double grid_forward_flops(const as_config *cfg, size_t L);
 double grid_forward_seconds(const as_grid *g, size_t L);
 /* Inner-loop steps of the metrics term for `heads` heads at length L (the
  * formula above without metric_ns); tests/bench/bench_plan_cost.c divides a
  * measured met_head time by it to re-measure metric_ns. */
-double grid_metric_steps(size_t L, size_t heads, size_t d, size_t max_N, size_t nN, size_t nT,
-                         size_t nNorm, size_t nEps, double row_ops);
+double grid_metric_steps(size_t L, size_t heads, size_t d, size_t nN, size_t nT, size_t nNorm,
+                         size_t nEps, double row_ops);
 double grid_metric_seconds(const as_grid *g, size_t L);
 double grid_cell_cost(const as_grid *g, size_t cell);
+double grid_window_cost(const as_grid *g);
 
-/* Bytes one rank needs (the worker side): weights (model_param_count floats),
- * the activation arena gpt2_workspace_bytes(max L), the metrics workspace
- * met_workspace_bytes(max L) plus one head's means per L cut, and one cell
- * result block (a worker computing all L cuts of a window at once holds nL). */
+/* Memory (bytes; what /proc/PID/smaps_rollup's PSS sums to over the ranks of a
+ * node). The weights exist once per node (an MPI-3 shared window, sweep.c).
+ * A worker holds the activation arena gpt2_workspace_bytes(max L), one metrics
+ * workspace met_workspace_bytes(max L) plus one head's means per L cut for each
+ * metrics thread, and two unit buffers of nL cell result blocks (it fills one
+ * while the other is sent; with one unit to compute it touches one), plus the
+ * process itself (libraries, MPI, the token ids). The master holds the process
+ * and the unit buffers it receives into (commit_every cells' worth, at least
+ * one unit, plus one). With one rank, that rank computes alone.
+ * grid_node_memory(ranks): weights + master + (ranks - 1) * worker. */
 typedef struct {
-    size_t weights, activations, metrics, cell_block, total;
+    size_t weights, activations, metrics, cell_block, unit_block;
+    size_t worker;  /* one worker rank, both unit buffers touched */
+    size_t master;  /* rank 0 with every receive buffer touched */
+    size_t total;   /* weights + worker: one rank's view, as before */
 } as_rank_memory;
 void grid_rank_memory(as_rank_memory *m, const as_grid *g);
+/* Sum of PSS over `ranks` ranks on one node (all of the sweep's ranks). */
+size_t grid_node_memory(const as_grid *g, size_t ranks);
 
 /* Doubles in one cell's result block (cr_layout_init over the axes). */
 size_t grid_block_doubles(const as_config *cfg);

@@ -20,13 +20,15 @@ static void usage(FILE *out) {
             "usage: attnsweep plan CONFIG [--set KEY=VALUE]... [--list]\n"
             "                      [--sgemm-gflops X] [--metric-ns Y]\n\n"
             "Validates CONFIG and prints the sweep's axes, cells (one cell = one text\n"
-            "window at one context length L), estimated compute time, memory per rank\n"
-            "and results file size. Reads the config, MODEL/config.json and, when it is\n"
-            "there, the text: it prints where window 0 starts and its first words.\n\n"
+            "window at one context length L), estimated compute time per window (one\n"
+            "forward pass serves all its L), memory (the weights once per node, each\n"
+            "worker, the master, the node's total for 1..16 ranks) and results file\n"
+            "size. Reads the config, MODEL/config.json and, when it is there, the text:\n"
+            "it prints where window 0 starts and its first words.\n\n"
             "  --set KEY=VALUE   override a config key, libconfig value syntax\n"
             "                    (--set grid.L=[64,128] --set output=\"x.h5\"); repeatable\n"
             "  --list            also list the cells in dispatch order (largest L first)\n"
-            "  --sgemm-gflops X  measured sgemm rate per BLAS thread (default %.0f)\n"
+            "  --sgemm-gflops X  measured forward-pass rate per BLAS thread (default %.0f)\n"
             "  --metric-ns Y     measured nanoseconds per metric step (default %.1f)\n"
             "  --help            this text\n",
             AS_COST_SGEMM_GFLOPS, AS_COST_METRIC_NS);
@@ -260,32 +262,29 @@ int cmd_plan(int argc, char **argv) {
         printf("  note: %zu N value(s) >= the largest L (%d): always NaN (no row has n > N)\n",
                useless, (int)config_max_L(&cfg));
 
-    double total = 0, fwd = 0, longest = 0;
-    for (size_t c = 0; c < g.n_cells; c++) {
-        size_t w, li;
-        grid_cell_of(&g, c, &w, &li);
-        double f = grid_forward_seconds(&g, (size_t)a->L[li]);
-        double t = grid_cell_cost(&g, c);
-        fwd += f, total += t;
-        if (t > longest) longest = t;
-    }
-    printf("\ncells     %zu (%zu windows x %zu L); each: 1 forward pass, %zu heads x %zu N x %zu T"
+    /* one unit of work = one window: a pass at the largest L, the metrics of every L */
+    size_t Lmax = (size_t)config_max_L(&cfg);
+    double fwd = grid_forward_seconds(&g, Lmax), window = grid_window_cost(&g);
+    double total = window * (double)g.n_windows;
+    printf("\ncells     %zu (%zu windows x %zu L); each: %zu heads x %zu N x %zu T"
            " x %zu normalizer\n",
            g.n_cells, g.n_windows, g.nL, a->nLayers * a->nHeads, a->nN, a->nT, a->nNorm);
-    human_seconds(b1, sizeof b1, total);
+    human_seconds(b1, sizeof b1, window);
     human_seconds(b2, sizeof b2, fwd);
-    human_seconds(b3, sizeof b3, total - fwd);
-    human_seconds(b4, sizeof b4, longest);
-    printf("time      %s of rank time (forward %s + metrics %s); longest cell %s\n", b1, b2, b3,
-           b4);
+    human_seconds(b3, sizeof b3, window - fwd);
+    printf("time      %s per window (forward pass at L = %zu %s + metrics of %zu L %s)\n", b1,
+           Lmax, b2, g.nL, b3);
+    human_seconds(b1, sizeof b1, total);
+    printf("          %s of rank time for %zu window%s\n", b1, g.n_windows, g.n_windows > 1 ? "s" : "");
     for (int P = 2; P <= 64; P *= 4) {
-        double wall = total / (P - 1) > longest ? total / (P - 1) : longest;
-        human_seconds(b1, sizeof b1, wall);
-        printf("          %d ranks (%d workers): >= %s\n", P, P - 1, b1);
+        double rounds = (double)((g.n_windows + (size_t)P - 2) / (size_t)(P - 1));
+        human_seconds(b1, sizeof b1, rounds * window);
+        printf("          %d ranks (%d workers): ~%s\n", P, P - 1, b1);
     }
-    printf("          model: sgemm %.0f GFLOP/s per BLAS thread (x%d threads, %.2f per extra),"
-           " metrics %.2g ns/step, row_ops %.0f\n"
-           "          (re-measure and pass --sgemm-gflops / --metric-ns; see include/sweep/grid.h)\n",
+    printf("          model: forward %.0f GFLOP/s per BLAS thread (x%d threads, %.2f per extra),"
+           " metrics %.3g ns/step, row_ops %.0f\n"
+           "          (on an idle core; re-measure and pass --sgemm-gflops / --metric-ns;"
+           " see include/sweep/grid.h)\n",
            g.cost.sgemm_gflops, cfg.blas_threads, g.cost.thread_scale, g.cost.metric_ns,
            g.cost.row_ops);
 
@@ -294,11 +293,19 @@ int cmd_plan(int argc, char **argv) {
     human_bytes(b1, sizeof b1, (double)mem.weights);
     human_bytes(b2, sizeof b2, (double)mem.activations);
     human_bytes(b3, sizeof b3, (double)mem.metrics);
-    human_bytes(b4, sizeof b4, (double)mem.cell_block);
-    human_bytes(b5, sizeof b5, (double)mem.total);
-    printf("memory    %s per rank = weights %s + activations %s (L = %d) + metrics %s"
-           " + cell block %s\n",
-           b5, b1, b2, (int)config_max_L(&cfg), b3, b4);
+    human_bytes(b4, sizeof b4, (double)mem.unit_block);
+    human_bytes(b5, sizeof b5, (double)mem.worker);
+    printf("memory    weights %s, once per node (shared by its ranks)\n", b1);
+    printf("          a worker %s = activations %s (L = %zu) + metrics %s + 2 x %s of results"
+           " (%zu cells) + process\n",
+           b5, b2, Lmax, b3, b4, mem.unit_block / (mem.cell_block ? mem.cell_block : 1));
+    human_bytes(b1, sizeof b1, (double)mem.master);
+    printf("          the master %s\n", b1);
+    printf("          node total (sum of PSS):");
+    for (size_t P = 1; P <= 16; P *= 2) {
+        human_bytes(b1, sizeof b1, (double)grid_node_memory(&g, P));
+        printf(" %zu rank%s %s%s", P, P > 1 ? "s" : "", b1, P < 16 ? "," : "\n");
+    }
 
     double out_bytes = grid_output_bytes(&g);
     human_bytes(b1, sizeof b1, out_bytes);
@@ -322,7 +329,7 @@ int cmd_plan(int argc, char **argv) {
         fprintf(stderr, "attnsweep plan: warning: %s: the output and its journal would take %s, more than %s: "
                         "check windows.count and the grid axes\n", cfg.output, b1, b3);
     }
-    double wall64 = total / 63 > longest ? total / 63 : longest;
+    double wall64 = (double)((g.n_windows + 62) / 63) * window; /* windows are the units */
     if (wall64 > 365.0 * 86400) {
         human_seconds(b3, sizeof b3, wall64);
         fprintf(stderr, "attnsweep plan: warning: %s: the sweep would take %s even on 64 ranks: "
@@ -330,7 +337,7 @@ int cmd_plan(int argc, char **argv) {
     }
 
     if (list) {
-        printf("\ndispatch  cell  window  first_token      L  est_seconds\n");
+        printf("\ndispatch  cell  window  first_token      L  est_seconds (of the cell alone)\n");
         for (size_t k = 0; k < g.n_cells; k++) {
             size_t c = g.dispatch[k], w, li;
             grid_cell_of(&g, c, &w, &li);

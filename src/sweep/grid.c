@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cell.h"
 #include "cellresult.h"
 #include "gpt2.h"
 #include "metrics.h"
@@ -87,17 +88,18 @@ double grid_forward_flops(const as_config *cfg, size_t L) {
     return 2.0 * block_params * nb * Ld + 2.0 * nb * Ld * Ld * C;
 }
 
+static double speedup(const as_grid *g, double threads) {
+    return 1.0 + (threads - 1.0) * g->cost.thread_scale;
+}
+
 double grid_forward_seconds(const as_grid *g, size_t L) {
-    double threads = (double)g->cfg->blas_threads;
-    double rate = g->cost.sgemm_gflops * 1e9 * (1.0 + (threads - 1.0) * g->cost.thread_scale);
+    double rate = g->cost.sgemm_gflops * 1e9 * speedup(g, (double)g->cfg->blas_threads);
     return grid_forward_flops(g->cfg, L) / rate;
 }
 
-double grid_metric_steps(size_t L, size_t heads, size_t d, size_t max_N, size_t nN, size_t nT,
-                         size_t nNorm, size_t nEps, double row_ops) {
-    double K = (double)(max_N < L ? max_N : L);
-    double per_key = (double)d + (double)(nT * nNorm) * (K + (double)nN + (double)d +
-                                                         (double)nEps + row_ops);
+double grid_metric_steps(size_t L, size_t heads, size_t d, size_t nN, size_t nT, size_t nNorm,
+                         size_t nEps, double row_ops) {
+    double per_key = (double)d + (double)(nT * nNorm) * ((double)nN + (double)nEps + row_ops);
     return (double)heads * 0.5 * (double)L * (double)L * per_key;
 }
 
@@ -106,9 +108,12 @@ double grid_metric_seconds(const as_grid *g, size_t L) {
     const as_axes *a = &cfg->axes;
     size_t d = cfg->vectors == AS_VECTORS_RESID ? cfg->model.n_embd
                                                 : cfg->model.n_embd / cfg->model.n_head;
+    size_t threads = cfg->blas_threads > 1 ? (size_t)cfg->blas_threads : 1;
+    if (threads > a->nHeads) threads = a->nHeads; /* cell.c: metrics threads split the heads */
     return g->cost.metric_ns * 1e-9 *
-           grid_metric_steps(L, a->nLayers * a->nHeads, d, (size_t)a->N[a->nN - 1], a->nN, a->nT,
-                             a->nNorm, a->nEps, g->cost.row_ops);
+           grid_metric_steps(L, a->nLayers * a->nHeads, d, a->nN, a->nT, a->nNorm, a->nEps,
+                             g->cost.row_ops) /
+           speedup(g, (double)threads);
 }
 
 double grid_cell_cost(const as_grid *g, size_t cell) {
@@ -118,11 +123,23 @@ double grid_cell_cost(const as_grid *g, size_t cell) {
     return grid_forward_seconds(g, L) + grid_metric_seconds(g, L);
 }
 
+double grid_window_cost(const as_grid *g) {
+    const as_axes *a = &g->cfg->axes;
+    double t = grid_forward_seconds(g, (size_t)config_max_L(g->cfg));
+    for (size_t i = 0; i < a->nL; i++) t += grid_metric_seconds(g, (size_t)a->L[i]);
+    return t;
+}
+
 size_t grid_block_doubles(const as_config *cfg) {
     const as_axes *a = &cfg->axes;
     cr_layout lay;
     cr_layout_init(&lay, a->nN, a->nT, a->nEps, a->nNorm, a->nLayers, a->nHeads);
     return lay.total;
+}
+
+/* Cells of one unit of work (sweep.c: a window's L values, at most CELL_MAX_CUTS). */
+static size_t unit_cells(const as_grid *g) {
+    return g->nL < CELL_MAX_CUTS ? g->nL : CELL_MAX_CUTS;
 }
 
 void grid_rank_memory(as_rank_memory *m, const as_grid *g) {
@@ -131,10 +148,14 @@ void grid_rank_memory(as_rank_memory *m, const as_grid *g) {
     size_t Lmax = (size_t)config_max_L(cfg);
     size_t d = cfg->vectors == AS_VECTORS_RESID ? cfg->model.n_embd
                                                 : cfg->model.n_embd / cfg->model.n_head;
+    size_t threads = cfg->blas_threads > 1 ? (size_t)cfg->blas_threads : 1;
+    if (threads > a->nHeads) threads = a->nHeads;
+    memset(m, 0, sizeof *m);
     m->weights = model_param_count(&cfg->model) * sizeof(float);
     m->activations = gpt2_workspace_bytes(&cfg->model, Lmax);
     /* metrics.h's own workspace size for one head at the largest L, plus one
-     * head's means for every L cut (cell.h runs the cuts of a window together) */
+     * head's means for every L cut (cell.h runs the cuts of a window together),
+     * for each metrics thread */
     met_normalizer *norms = malloc(a->nNorm * sizeof *norms);
     if (norms) {
         for (size_t i = 0; i < a->nNorm; i++) norms[i] = (met_normalizer)a->normalizer[i];
@@ -147,8 +168,31 @@ void grid_rank_memory(as_rank_memory *m, const as_grid *g) {
     } else {
         m->metrics = sizeof(double) * (Lmax * Lmax + 2 * Lmax * d); /* the Gram matrix and X, Y */
     }
+    m->metrics *= threads;
     m->cell_block = grid_block_doubles(cfg) * sizeof(double);
-    m->total = m->weights + m->activations + m->metrics + m->cell_block;
+    m->unit_block = unit_cells(g) * m->cell_block;
+    m->worker = AS_MEM_PROCESS_BYTES + m->activations + m->metrics + 2 * m->unit_block;
+    size_t per_commit = (size_t)cfg->commit_every / unit_cells(g); /* sweep.c's units_per_commit */
+    m->master = AS_MEM_PROCESS_BYTES + ((per_commit ? per_commit : 1) + 1) * m->unit_block;
+    m->total = m->weights + m->worker;
+}
+
+size_t grid_node_memory(const as_grid *g, size_t ranks) {
+    as_rank_memory m;
+    grid_rank_memory(&m, g);
+    if (ranks <= 1) return m.weights + m.worker;
+    /* buffers touched: a worker fills its second unit buffer only when it gets a
+     * second unit; the master receives into at most one buffer per unit */
+    size_t workers = ranks - 1;
+    size_t units = g->n_windows * ((g->nL + CELL_MAX_CUTS - 1) / CELL_MAX_CUTS);
+    size_t per_worker = (units + workers - 1) / workers;
+    size_t worker = m.worker - (per_worker < 2 ? m.unit_block : 0);
+    size_t busy = units < workers ? units : workers;
+    size_t master_bufs = (m.master - AS_MEM_PROCESS_BYTES) / (m.unit_block ? m.unit_block : 1);
+    if (master_bufs > units) master_bufs = units;
+    size_t idle = workers - busy; /* a worker without a unit holds its process only */
+    return m.weights + AS_MEM_PROCESS_BYTES + master_bufs * m.unit_block + busy * worker +
+           idle * AS_MEM_PROCESS_BYTES;
 }
 
 double grid_output_bytes(const as_grid *g) {

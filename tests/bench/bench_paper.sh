@@ -5,7 +5,7 @@
 #
 # usage: tests/bench/bench_paper.sh [--bin BUILD/attnsweep] [--ranks P] [--windows W]
 #                                   [--L '[32, ..., 1024]'] [--mem] [--private-weights]
-#                                   [--work DIR]
+#                                   [--preset P] [--dtype D] [--set KEY=VALUE]... [--work DIR]
 #   --ranks P         mpirun -np P (rank 0 is the master; P - 1 ranks compute); default 3
 #   --windows W       text windows (stride 1024); default 2
 #   --L LIST          override grid.L (libconfig list); default the paper's 32..1024
@@ -18,8 +18,14 @@
 #                     stops, exit 3): enough for --mem, whose peak comes with the
 #                     first cell of every rank
 #   --private-weights every rank loads its own copy (ATTNSWEEP_PRIVATE_WEIGHTS=1)
+#   --preset P        synthetic model shape (synth --preset: gpt2, gpt2-medium, gpt2-large,
+#                     gpt2-xl); default gpt2
+#   --dtype D         its file's dtype (f32, f16, bf16); default f32
+#   --set KEY=VALUE   passed to attnsweep run (e.g. --set 'grid.heads=[0]'); repeatable
 #   --work DIR        model, tokens, configs and outputs (default /tmp/bench_paper)
-# The model (548 MB) and a token file (random ids < 50257) are made once in DIR.
+# With --mem every sample is also appended to WORK/TAG.mem.series (seconds, RSS sum,
+# PSS sum in MB, then pid:PSS per rank), to read the steady state off.
+# The model (548 MB for gpt2 in f32) and a token file (random ids < 50257) are made once in DIR.
 # Prints attnsweep's ATTNSWEEP_TIMINGS lines, then "bench_paper: ..." summary lines.
 # The machine may be shared: compare the cpu figures, not only wall times.
 set -eu
@@ -33,6 +39,9 @@ mem=0
 stop_after=0
 private=0
 work=/tmp/bench_paper
+preset=gpt2
+dtype=f32
+sets=""
 while [ $# -gt 0 ]; do
     case $1 in
         --bin) bin=$2; shift 2 ;;
@@ -43,7 +52,11 @@ while [ $# -gt 0 ]; do
         --stop-after) stop_after=$2; shift 2 ;;
         --private-weights) private=1; shift ;;
         --work) work=$2; shift 2 ;;
-        -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        --preset) preset=$2; shift 2 ;;
+        --dtype) dtype=$2; shift 2 ;;
+        --set) sets="$sets
+$2"; shift 2 ;;
+        -h|--help) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "bench_paper.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
     esac
 done
@@ -51,8 +64,9 @@ done
 py=/usr/bin/python3
 mkdir -p "$work/out"
 
-if [ ! -f "$work/gpt2/model.safetensors" ]; then
-    "$bin" synth --preset gpt2 --seed 1 --out "$work/gpt2" >/dev/null
+model=$work/$preset-$dtype
+if [ ! -f "$model/model.safetensors" ]; then
+    "$bin" synth --preset "$preset" --dtype "$dtype" --seed 1 --out "$model" >/dev/null
 fi
 ntok=$(( (windows + 1) * 1024 ))
 if [ ! -f "$work/tokens-$ntok.npy" ]; then
@@ -61,16 +75,21 @@ np.save(sys.argv[1], np.random.default_rng(1).integers(0, 50257, size=int(sys.ar
         "$work/tokens-$ntok.npy" "$ntok"
 fi
 
-tag="p$ranks-w$windows"
+tag="$preset-$dtype-p$ranks-w$windows"
 [ -n "$grid_L" ] && tag="$tag-L$(echo "$grid_L" | tr -dc '0-9,' | tr ',' '-')"
 [ $private = 1 ] && tag="$tag-private"
 cfg=$work/$tag.cfg
-sed -e "s#^model = .*#model = \"$work/gpt2\";#" \
+sed -e "s#^model = .*#model = \"$model\";#" \
     -e "s#^text = .*#text = { path = \"$work/tokens-$ntok.npy\"; format = \"tokens\"; };#" \
     -e "s#^windows = .*#windows = { count = $windows; offset = 0; stride = 1024; };#" \
     -e "s#^output = .*#output = \"$work/out/$tag.h5\";#" \
     "$here/configs/paper.cfg" >"$cfg"
 if [ -n "$grid_L" ]; then set -- --set "grid.L=$grid_L"; else set --; fi
+old_ifs=$IFS
+IFS='
+'
+for kv in $sets; do [ -n "$kv" ] && set -- "$@" --set "$kv"; done
+IFS=$old_ifs
 rm -f "$work/out/$tag.h5" "$work/out/$tag.h5".*
 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OPENBLAS_NUM_THREADS=1
@@ -87,6 +106,7 @@ fi
 if [ $mem = 1 ]; then
     peak=$work/$tag.mem
     echo "0 0" >"$peak"
+    : >"$peak.series"
     while kill -0 $mpirun_pid 2>/dev/null; do
         # the ranks are mpirun's children
         pids=$(ps --ppid $mpirun_pid -o pid= 2>/dev/null || true)
@@ -98,6 +118,8 @@ if [ $mem = 1 ]; then
                         done)
             awk -v s="$sum" -v each="$ranks_now" '{split(s, a, " "); r = a[1] > $1 ? a[1] : $1; p = a[2] > $2 ? a[2] : $2;
                  print r, p, a[1], a[2], each}' "$peak" >"$peak.tmp" && mv "$peak.tmp" "$peak"
+            awk -v s="$sum" -v each="$ranks_now" -v t0="$start" -v t="$(date +%s.%N)" \
+                'BEGIN {split(s, a, " "); printf "%.1f %.0f %.0f %s\n", t - t0, a[1] / 1024, a[2] / 1024, each}' >>"$peak.series"
         fi
         sleep 0.5
     done

@@ -192,7 +192,7 @@ def check_files(attnsweep, test_model, scratch):
             r = subprocess.run([test_model, "--dump", m, out], check=True, capture_output=True, text=True)
             arenas.append(out)
         a, b = (np.fromfile(p, dtype=np.uint32) for p in arenas)
-        check(a.size == b.size and np.array_equal(a, b),
+        same_arena = check(a.size == b.size and np.array_equal(a, b),
               f"{dt}: arena differs from the F32 file's ({int(np.sum(a != b)) if a.size == b.size else 'size'})")
         tokens = os.path.join(scratch, "tokens.txt")
         if not os.path.exists(tokens):
@@ -211,9 +211,10 @@ def check_files(attnsweep, test_model, scratch):
             f.visit(lambda n: names16.append(n) if isinstance(f[n], h5py.Dataset) else None)
             diff = [n for n in names16 if n not in g or
                     not np.array_equal(f[n][...].view(np.uint8), g[n][...].view(np.uint8))]
-            check(names16 and not diff, f"{dt}: dump differs from the F32 file's in {diff[:5]}")
-        print(f"{dt} vs its F32 copy: arena {a.size} floats identical; dump {len(names16)} datasets "
-              f"identical ({', '.join(sorted(set(n.split('/')[-1] for n in names16)))})")
+            same_dump = check(names16 and not diff, f"{dt}: dump differs from the F32 file's in {diff[:5]}")
+        if same_arena and same_dump:
+            print(f"{dt} vs its F32 copy: arena {a.size} floats identical; dump {len(names16)} datasets "
+                  f"identical ({', '.join(sorted(set(n.split('/')[-1] for n in names16)))})")
     return dirs
 
 

@@ -106,7 +106,20 @@ static void test_cells(void) {
     grid_rank_memory(&m, &g);
     CHECK(m.weights == model_param_count(&c.model) * 4, "weights bytes");
     CHECK(m.cell_block == want * 8, "cell block bytes");
-    CHECK(m.total == m.weights + m.activations + m.metrics + m.cell_block, "memory total");
+    CHECK(m.unit_block == c.axes.nL * m.cell_block, "a unit holds the window's nL cells");
+    CHECK(m.worker == AS_MEM_PROCESS_BYTES + m.activations + m.metrics + 2 * m.unit_block,
+          "worker: activations, metrics, two unit buffers, the process");
+    CHECK(m.total == m.weights + m.worker, "memory total");
+    /* per node, 5 windows: the weights once; with 2 workers each gets a second window
+     * and touches both unit buffers; with 8, five compute one window and three idle */
+    CHECK(m.master >= AS_MEM_PROCESS_BYTES + 2 * m.unit_block &&
+              m.master <= AS_MEM_PROCESS_BYTES + 5 * m.unit_block,
+          "master: 2..5 receive buffers");
+    CHECK(grid_node_memory(&g, 1) == m.weights + m.worker, "1 rank computes alone");
+    CHECK(grid_node_memory(&g, 3) == m.weights + m.master + 2 * m.worker, "3 ranks");
+    CHECK(grid_node_memory(&g, 9) == m.weights + m.master + 5 * (m.worker - m.unit_block) +
+                                         3 * AS_MEM_PROCESS_BYTES,
+          "9 ranks: five windows, three idle workers");
     grid_free(&g);
     config_free(&c);
 }
@@ -125,7 +138,8 @@ static void test_flops(void) {
     as_grid g;
     as_err err;
     if (!grid_init(&g, &c, &err)) {
-        CHECK_CLOSE(grid_forward_seconds(&g, 1024), want / 100e9, 0, 1e-12, "at 100 GFLOP/s");
+        CHECK_CLOSE(grid_forward_seconds(&g, 1024), want / (AS_COST_SGEMM_GFLOPS * 1e9), 0, 1e-12,
+                    "at the default forward rate");
         grid_free(&g);
     }
     config_free(&c);
