@@ -18,7 +18,7 @@
 static void usage(FILE *out) {
     fprintf(out,
             "usage: attnsweep plan CONFIG [--set KEY=VALUE]... [--list]\n"
-            "                      [--sgemm-gflops X] [--metric-ns Y]\n\n"
+            "                      [--sgemm-gflops X] [--metric-ns Y] [--ranks P]\n\n"
             "Validates CONFIG and prints the sweep's axes, cells (one cell = one text\n"
             "window at one context length L), estimated compute time per window (one\n"
             "forward pass serves all its L), memory (the weights once per node, each\n"
@@ -29,7 +29,8 @@ static void usage(FILE *out) {
             "                    (--set grid.L=[64,128] --set output=\"x.h5\"); repeatable\n"
             "  --list            also list the cells in dispatch order (largest L first)\n"
             "  --sgemm-gflops X  measured forward-pass rate per BLAS thread (default %.0f)\n"
-            "  --metric-ns Y     measured nanoseconds per metric step (default %.1f)\n"
+            "  --metric-ns Y     measured nanoseconds per metric step (default %.2f)\n"
+            "  --ranks P         also the time and node memory of P ranks on one node\n"
             "  --help            this text\n",
             AS_COST_SGEMM_GFLOPS, AS_COST_METRIC_NS);
 }
@@ -150,7 +151,7 @@ int cmd_plan(int argc, char **argv) {
     const char **sets = calloc((size_t)argc + 1, sizeof *sets);
     size_t n_sets = 0;
     int list = 0;
-    double gflops = AS_COST_SGEMM_GFLOPS, metric_ns = AS_COST_METRIC_NS;
+    double gflops = AS_COST_SGEMM_GFLOPS, metric_ns = AS_COST_METRIC_NS, ranks = 0;
     if (!sets) {
         fprintf(stderr, "attnsweep plan: out of memory\n");
         return AS_EXIT_ERROR;
@@ -164,15 +165,22 @@ int cmd_plan(int argc, char **argv) {
             return AS_EXIT_OK;
         } else if (!strcmp(a, "--list")) {
             list = 1;
-        } else if (!strcmp(a, "--set") || !strcmp(a, "--sgemm-gflops") || !strcmp(a, "--metric-ns")) {
+        } else if (!strcmp(a, "--set") || !strcmp(a, "--sgemm-gflops") || !strcmp(a, "--metric-ns") ||
+                   !strcmp(a, "--ranks")) {
             if (i + 1 >= argc) {
                 fprintf(stderr, "attnsweep plan: %s needs a value\n", a);
                 goto out;
             }
             const char *v = argv[++i];
             if (!strcmp(a, "--set")) sets[n_sets++] = v;
-            else if (parse_positive(a, v, !strcmp(a, "--metric-ns") ? &metric_ns : &gflops))
+            else if (parse_positive(a, v, !strcmp(a, "--metric-ns") ? &metric_ns
+                                          : !strcmp(a, "--ranks")    ? &ranks
+                                                                     : &gflops))
                 goto out;
+            if (!strcmp(a, "--ranks") && (ranks != (double)(size_t)ranks || ranks > 1e6)) {
+                fprintf(stderr, "attnsweep plan: --ranks: '%s' is not a whole number of ranks\n", v);
+                goto out;
+            }
         } else if (!strncmp(a, "--set=", 6)) {
             sets[n_sets++] = a + 6;
         } else if (a[0] == '-' && a[1]) {
@@ -276,10 +284,16 @@ int cmd_plan(int argc, char **argv) {
            Lmax, b2, g.nL, b3);
     human_seconds(b1, sizeof b1, total);
     printf("          %s of rank time for %zu window%s\n", b1, g.n_windows, g.n_windows > 1 ? "s" : "");
-    for (int P = 2; P <= 64; P *= 4) {
-        double rounds = (double)((g.n_windows + (size_t)P - 2) / (size_t)(P - 1));
+    size_t want = (size_t)ranks;
+    for (size_t P = 2; P <= 64; P *= 4) {
+        double rounds = (double)((g.n_windows + P - 2) / (P - 1));
         human_seconds(b1, sizeof b1, rounds * window);
-        printf("          %d ranks (%d workers): ~%s\n", P, P - 1, b1);
+        printf("          %zu ranks (%zu workers): ~%s\n", P, P - 1, b1);
+    }
+    if (want >= 2 && want != 2 && want != 8 && want != 32) {
+        double rounds = (double)((g.n_windows + want - 2) / (want - 1));
+        human_seconds(b1, sizeof b1, rounds * window);
+        printf("          %zu ranks (%zu workers, --ranks): ~%s\n", want, want - 1, b1);
     }
     printf("          model: forward %.0f GFLOP/s per BLAS thread (x%d threads, %.2f per extra),"
            " metrics %.3g ns/step, row_ops %.0f\n"
@@ -305,6 +319,11 @@ int cmd_plan(int argc, char **argv) {
     for (size_t P = 1; P <= 16; P *= 2) {
         human_bytes(b1, sizeof b1, (double)grid_node_memory(&g, P));
         printf(" %zu rank%s %s%s", P, P > 1 ? "s" : "", b1, P < 16 ? "," : "\n");
+    }
+    if (ranks >= 1) {
+        human_bytes(b1, sizeof b1, (double)grid_node_memory(&g, (size_t)ranks));
+        printf("          node total for %zu rank%s (--ranks): %s (%.0f MB)\n", (size_t)ranks,
+               ranks > 1 ? "s" : "", b1, (double)grid_node_memory(&g, (size_t)ranks) / 1e6);
     }
 
     double out_bytes = grid_output_bytes(&g);

@@ -33,6 +33,14 @@ test "$(wc -l <"$errf")" -eq 6; check "--list prints 6 cells" $?
 test "$(cat "$errf" | tr '\n' ' ')" = "128 0 128 1 64 0 64 1 32 0 32 1 "
 check "--list in dispatch order (largest L first, then window)" $?
 
+# --ranks: the node's memory and time for that many ranks; weights once per node
+"$BIN" plan "$CFG" --set "$M" --set "grid.L=[32,64,128]" --set windows.count=2 --ranks 3 >"$out" 2>"$errf"
+grep -Eq "^          node total for 3 ranks \(--ranks\): " "$out" &&
+    grep -Eq "^          3 ranks \(2 workers, --ranks\): " "$out" &&
+    grep -Eq "^memory    weights .*, once per node" "$out"
+check "--ranks 3: node total and time" $?
+"$BIN" plan "$CFG" --set "$M" --ranks 2.5 >"$out" 2>"$errf"; test $? -eq 2; check "--ranks 2.5 -> exit 2" $?
+
 # errors: exit 1, one line, naming the key
 "$BIN" plan "$CFG" --set "$M" >"$out" 2>"$errf"; test $? -eq 1; check "L beyond context -> exit 1" $?
 grep -q "grid.L" "$errf" && test "$(wc -l <"$errf")" -eq 1; check "message names grid.L in one line" $?
