@@ -25,8 +25,8 @@ void as_signals_restore(void);
 /* The first signal caught since install (SIGTERM, SIGINT or SIGUSR1), or 0. */
 int as_signals_caught(void);
 
-/* Seconds (CLOCK_MONOTONIC) when the first signal was noticed by
- * as_signals_caught, or a negative value when none was. */
+/* Seconds (as_monotonic_s, CLOCK_MONOTONIC) when the first signal arrived (taken in the
+ * handler), or a negative value when none was caught. */
 double as_signals_caught_at(void);
 
 /* Forgets a caught signal (the handlers stay installed). */

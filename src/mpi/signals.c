@@ -3,6 +3,7 @@
 #include "signals.h"
 
 #include <signal.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <time.h>
 
@@ -12,11 +13,19 @@ enum { N_STOP_SIGNALS = sizeof stop_signals / sizeof stop_signals[0] };
 static volatile sig_atomic_t caught_signal;
 static struct sigaction previous[N_STOP_SIGNALS];
 static int installed;
-static double caught_at = -1.0; /* set outside the handler: clock_gettime is safe, doubles are not atomic */
+/* CLOCK_MONOTONIC nanoseconds of the first signal, taken in the handler (clock_gettime is
+ * async-signal-safe, a lock-free atomic store too): a stop grace counts from the signal's
+ * arrival, not from whenever a busy rank first looks at the flag. -1: none caught. */
+static _Atomic long long caught_ns = -1;
 
 static void on_stop_signal(int signo) {
     /* Keep the first one: it names why the run stopped. */
-    if (!caught_signal) caught_signal = signo;
+    if (caught_signal) return;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    long long none = -1;
+    atomic_compare_exchange_strong(&caught_ns, &none, (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec);
+    caught_signal = signo;
 }
 
 int as_signals_install(as_err *err) {
@@ -44,18 +53,15 @@ void as_signals_restore(void) {
     as_signals_clear();
 }
 
-int as_signals_caught(void) {
-    int s = caught_signal;
-    if (s && caught_at < 0) caught_at = as_monotonic_s();
-    return s;
-}
+int as_signals_caught(void) { return caught_signal; }
 
 double as_signals_caught_at(void) {
-    (void)as_signals_caught();
-    return caught_at;
+    if (!caught_signal) return -1.0;
+    long long ns = atomic_load(&caught_ns);
+    return ns < 0 ? as_monotonic_s() : 1e-9 * (double)ns; /* the flag is set after the time */
 }
 
 void as_signals_clear(void) {
     caught_signal = 0;
-    caught_at = -1.0;
+    atomic_store(&caught_ns, -1);
 }
