@@ -385,6 +385,7 @@ store *store_open(const char *path, const store_axes *axes, const store_provenan
             goto fail;
     }
     if (store_write_status(s, 0, "running", err)) goto fail;
+    st_test_phase("opened");
     return s;
 
 fail:

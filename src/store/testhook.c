@@ -13,7 +13,9 @@
 
 static int hooks_read;     /* the environment is read once */
 static int delay_ms;
-static const char *phase_file, *hold_phase, *release_file;
+static const char *phase_file, *release_file;
+static char hold_phase[64];
+static long hold_at; /* hold at the hold_at-th arrival at hold_phase only; 0: at every one */
 
 static void pause_ms(long ms) {
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
@@ -25,12 +27,15 @@ void st_test_phase(const char *phase) {
         const char *v = getenv("ATTNSWEEP_TEST_COMMIT_DELAY_MS");
         delay_ms = v && atoi(v) > 0 ? atoi(v) : 0;
         phase_file = getenv("ATTNSWEEP_TEST_PHASE_FILE");
-        hold_phase = getenv("ATTNSWEEP_TEST_HOLD");
+        const char *h = getenv("ATTNSWEEP_TEST_HOLD");
+        if (h && sscanf(h, "%63s %ld", hold_phase, &hold_at) < 1) hold_phase[0] = 0;
         release_file = getenv("ATTNSWEEP_TEST_RELEASE");
         hooks_read = 1;
     }
-    int hold = hold_phase && release_file && !strcmp(hold_phase, phase);
-    if (!delay_ms && !hold) return;
+    static long arrivals;
+    int at_hold_phase = hold_phase[0] && release_file && !strcmp(hold_phase, phase);
+    int hold = at_hold_phase && (hold_at <= 0 || ++arrivals == hold_at);
+    if (!delay_ms && !at_hold_phase) return; /* every arrival is reported, so a test can count */
     static unsigned long seq;
     if (phase_file && *phase_file) {
         int fd = open(phase_file, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);

@@ -17,7 +17,9 @@
  *   ATTNSWEEP_TEST_COMMIT_DELAY_MS=ms then sleep ms (every phase, not only commits;
  *                                     the name is the first use's)
  *   ATTNSWEEP_TEST_HOLD=PHASE         at that phase, wait until the file named by
- *   ATTNSWEEP_TEST_RELEASE=R          R exists (the test creates it, or kills us)
+ *   ATTNSWEEP_TEST_RELEASE=R          R exists (the test creates it, or kills us);
+ *   ATTNSWEEP_TEST_HOLD="PHASE K"     the same at the K-th arrival at PHASE only (each
+ *                                     arrival is reported, so the test can count them)
  * With none of them set nothing happens. Phases:
  *   dispatch_written   a dispatch record appended, not synced     (store.c)
  *   data_flushed, status_flushed, journal_written (before the fsync),
@@ -25,7 +27,9 @@
  *   lock_won           the kernel lock on OUT.h5.lock is ours, our identity is not
  *                      written into the file yet                   (lockfile.c)
  *   merge_journal_written  merge wrote OUT.h5.journal.merge.PID, not renamed yet
- *                                                                  (merge.c) */
+ *                                                                  (merge.c)
+ *   opened             store_open is done (repair, lock, status): the end of start-up
+ *                                                                  (store.c) */
 #ifndef ATTNSWEEP_STORE_TESTHOOK_H
 #define ATTNSWEEP_STORE_TESTHOOK_H
 
