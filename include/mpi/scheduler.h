@@ -25,15 +25,20 @@
  * - Signals (signals.h): SIGTERM, SIGINT or SIGUSR1 caught on any rank make
  *   the master stop dispatching, commit what it holds, tell every worker to
  *   start no new cell, wait for the cells being computed (at most grace_usr1_s
- *   after SIGUSR1, grace_term_s after SIGTERM/SIGINT, which mpirun follows
- *   with SIGKILL within about 2 s), commit them, tell every worker to stop,
+ *   after SIGUSR1 -- the stop SLURM's warning triggers, so it should let a
+ *   normal cell finish -- and grace_term_s after SIGTERM/SIGINT, which mpirun
+ *   follows with SIGKILL within about 2 s), commit them, tell every worker to stop,
  *   and return SCHED_INTERRUPTED on every rank (the caller exits with
  *   AS_EXIT_RESUMABLE). Cells not finished by then are "abandoned": never
  *   committed, so the store still sees them as pending. A compute that runs
  *   long should poll sched_should_stop() between steps and return -1 when it
  *   says so; otherwise MPI_Finalize waits for it.
  * - Progress goes to `progress` (stderr when NULL) from the master every
- *   progress_every_s seconds and once at the end (sched_progress_print).
+ *   progress_every_s seconds and once at the end (sched_progress_print). A
+ *   stop says when it begins what it waits for ("waiting up to 4m00s (stop
+ *   grace) for the 2 running windows ..."), each progress line while stopping
+ *   how much of the grace is left, and a grace that runs out how many units
+ *   it abandons.
  *
  * Messages (all on a private duplicate of comm; the one-screen protocol is
  * at the top of scheduler.c): worker -> master READY / RESULT / SIGNAL / IDLE,
@@ -80,7 +85,7 @@ typedef struct {
     int prefetch;                  /* cells queued per worker (1..8) while cells are
                                       short (< 50 ms), else 1; 0 means 2 */
     double progress_every_s;       /* 0 means 5; negative turns periodic lines off */
-    double grace_usr1_s;           /* 0 means 5 */
+    double grace_usr1_s;           /* 0 means 5; attnsweep run passes runtime.stop_grace */
     double grace_term_s;           /* 0 means 0.5 */
     FILE *progress;                /* NULL means stderr */
     const char *unit;              /* what a dispatched item is called in progress lines;
@@ -120,10 +125,13 @@ typedef struct {
     int final; /* the summary line at the end */
     int signo; /* nonzero once stopping */
     const char *unit; /* NULL means "cells" */
+    double grace_left_s; /* while stopping: how much longer the stop waits at most */
 } sched_progress;
 
-/* The progress line: "sweep: 120/4096 cells (2 failed), 3.1 cells/s,
- * ETA 21m23s, elapsed 38s". One function so it can be restyled in one place. */
+/* The progress line: "sweep: 120/4096 cells (2 failed, 3 running), 3.1 cells/s,
+ * ETA 21m23s, elapsed 38s"; while stopping "sweep: 120/4096 cells (2 failed,
+ * 3 running), elapsed 38s, stopping: waiting up to 3m12s more for the 3
+ * running cells". One function so it can be restyled in one place. */
 void sched_progress_print(FILE *out, const sched_progress *p);
 
 #endif

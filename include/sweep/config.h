@@ -45,6 +45,11 @@
 #include "model.h"
 
 #define AS_PATH_MAX 4096
+/* runtime.stop_grace: long enough for one window of the paper's grid on one core (~100 s,
+ * README Performance) on a shared node (x2), so a stop loses no normal window; the SLURM job
+ * script passes its warning time minus a margin instead. */
+#define AS_STOP_GRACE_DEFAULT_S 240.0
+#define AS_STOP_GRACE_MAX_S 604800.0 /* a week: beyond any time limit */
 #define AS_NORM_NAME_MAX 16
 
 typedef enum { AS_TEXT_PLAIN, AS_TEXT_TOKENS } as_text_format;
@@ -102,6 +107,8 @@ typedef struct {
     int blas_threads;             /* per rank */
     int commit_every;             /* cells per commit batch */
     int compress;                 /* shuffle + deflate the results' chunks (default 0) */
+    double stop_grace;            /* runtime.stop_grace: seconds a SIGUSR1 stop waits for the
+                                     running windows before abandoning them (not in canonical) */
 
     gpt2_config model;            /* model_dir/config.json */
 

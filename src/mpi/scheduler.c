@@ -153,6 +153,12 @@ static void format_duration(char *out, size_t n, double s) {
     else snprintf(out, n, "%lds", t);
 }
 
+/* A grace period for the stop lines: "0.5 s", "30 s", "4m00s". */
+static void format_grace(char *out, size_t n, double s) {
+    if (s < 60) snprintf(out, n, "%.3g s", s);
+    else format_duration(out, n, s);
+}
+
 void sched_progress_print(FILE *out, const sched_progress *p) {
     size_t finished = p->done + p->failed;
     double rate = p->elapsed_s > 0 ? (double)finished / p->elapsed_s : 0.0;
@@ -166,24 +172,35 @@ void sched_progress_print(FILE *out, const sched_progress *p) {
                 rate, u,
                 p->workers, p->workers == 1 ? "" : "s", p->signo ? ", signal " : "",
                 p->signo ? strsignal(p->signo) : "");
-    else
-        fprintf(out, "sweep: %zu/%zu %s (%zu failed, %zu running), %.3g %s/s, ETA %s, elapsed %s%s\n",
-                finished, p->total, u, p->failed, p->in_flight, rate, u, eta, elapsed,
-                p->signo ? ", stopping" : "");
+    else if (!p->signo)
+        fprintf(out, "sweep: %zu/%zu %s (%zu failed, %zu running), %.3g %s/s, ETA %s, elapsed %s\n",
+                finished, p->total, u, p->failed, p->in_flight, rate, u, eta, elapsed);
+    else {
+        /* Stopping: no ETA, but what the stop still waits for and for how long at most. */
+        char left[32];
+        format_grace(left, sizeof left, p->grace_left_s > 0 ? p->grace_left_s : 0);
+        fprintf(out, "sweep: %zu/%zu %s (%zu failed, %zu running), elapsed %s, stopping: waiting up to "
+                "%s more for the %zu running %s\n",
+                finished, p->total, u, p->failed, p->in_flight, elapsed, left, p->in_flight, u);
+    }
     fflush(out);
 }
 
 /* ---- state shared with sched_should_stop ---- */
 
 typedef struct worker_state worker_state;
+typedef struct master_state master_state;
 static worker_state *active_worker; /* set while a worker is inside sched_run */
+static master_state *active_alone;  /* set while rank 0 computes alone */
 static const resolved_opts *active_opts;
 static int worker_poll_master(worker_state *w);
+static void alone_stop_begins(master_state *m, int signo);
 
 int sched_should_stop(void) {
     int stop = 0;
     if (active_worker) stop = worker_poll_master(active_worker);
     int signo = as_signals_caught();
+    if (signo && active_alone) alone_stop_begins(active_alone, signo); /* says so, once */
     if (!stop && signo) {
         double grace = active_opts ? grace_for(active_opts, signo) : 0.0;
         stop = as_monotonic_s() - as_signals_caught_at() >= grace;
@@ -367,7 +384,7 @@ typedef struct {
     int ready, halted, stopped;
 } worker_book;
 
-typedef struct {
+struct master_state {
     MPI_Comm comm;
     const sched_opts *o;
     const resolved_opts *r;
@@ -394,7 +411,7 @@ typedef struct {
     double stop_t0, t_start, next_progress;
     size_t in_flight;
     sched_stats st;
-} master_state;
+};
 
 static unsigned char *slot_at(master_state *m, size_t i) { return m->slots + i * m->slot_bytes; }
 
@@ -408,11 +425,31 @@ static int master_commit(master_state *m, as_err *err) {
 }
 
 static void master_report(master_state *m, int final) {
+    double now = as_monotonic_s();
     sched_progress p = {.total = m->st.total, .done = m->st.done, .failed = m->st.failed,
                         .in_flight = m->in_flight, .workers = m->nworkers > 0 ? m->nworkers : 1,
-                        .elapsed_s = as_monotonic_s() - m->t_start, .final = final,
-                        .signo = m->signo, .unit = m->r->unit};
+                        .elapsed_s = now - m->t_start, .final = final,
+                        .signo = m->signo, .unit = m->r->unit,
+                        .grace_left_s = m->signo ? grace_for(m->r, m->signo) - (now - m->stop_t0) : 0};
     sched_progress_print(m->r->progress, &p);
+}
+
+/* The line a stop starts with: what it waits for, and for how long at most. `running` units
+ * are being computed; `queued` ones were sent but not started and are dropped (pending). */
+static void announce_stop(master_state *m, size_t running, size_t queued) {
+    char grace[32];
+    format_grace(grace, sizeof grace, grace_for(m->r, m->signo));
+    const char *u = m->r->unit;
+    if (running == 0)
+        fprintf(m->r->progress, "sweep: %s: stopping: no new %s, none running\n", strsignal(m->signo), u);
+    else
+        fprintf(m->r->progress,
+                "sweep: %s: stopping: no new %s; waiting up to %s (stop grace) for the %zu running %s "
+                "to finish, then abandoning the rest (they stay pending)\n",
+                strsignal(m->signo), u, grace, running, u);
+    if (queued)
+        fprintf(m->r->progress, "sweep: %zu queued %s not started (they stay pending)\n", queued, u);
+    fflush(m->r->progress);
 }
 
 static void progress_if_due(master_state *m) {
@@ -479,9 +516,10 @@ static int begin_stop(master_state *m, int signo, as_err *err) {
     m->stopping = 1;
     m->signo = signo;
     m->stop_t0 = as_monotonic_s();
-    fprintf(m->r->progress, "sweep: %s: stopping (no new cells, waiting up to %.1f s for %zu running)\n",
-            strsignal(signo), grace_for(m->r, signo), m->in_flight);
-    fflush(m->r->progress);
+    size_t running = 0; /* a worker computes one of its cells; the others wait in its queue */
+    for (int rank = 1; rank <= m->nworkers; rank++)
+        running += (size_t)(m->book[rank - 1].nout > 0 && !m->book[rank - 1].stopped);
+    announce_stop(m, running, m->in_flight - running);
     if (master_commit(m, err) != 0) return -1; /* save what we have before anything else */
     for (int rank = 1; rank <= m->nworkers; rank++) {
         worker_book *wb = &m->book[rank - 1];
@@ -570,14 +608,24 @@ static void master_free(master_state *m) {
     free(m->batch_slot);
 }
 
+/* Alone, the stop begins inside the compute callback (its sched_should_stop) or between
+ * cells; either way the line says what the stop waits for. */
+static void alone_stop_begins(master_state *m, int signo) {
+    if (m->stopping) return;
+    m->stopping = 1;
+    m->signo = signo;
+    m->stop_t0 = as_signals_caught_at();
+    announce_stop(m, m->in_flight, 0);
+}
+
 static int run_master_alone(master_state *m, as_err *err) {
     const sched_opts *o = m->o;
     active_opts = m->r;
+    active_alone = m;
     while (m->next < m->ncells) {
         int signo = as_signals_caught();
         if (signo) {
-            m->stopping = 1;
-            m->signo = signo;
+            alone_stop_begins(m, signo);
             break;
         }
         int64_t cell = m->cells[m->next++];
@@ -591,6 +639,11 @@ static int run_master_alone(master_state *m, as_err *err) {
         m->st.compute_s += as_monotonic_s() - t0;
         m->in_flight = 0;
         if (rc != 0 && sched_should_stop()) { /* gave up because of the signal: stays pending */
+            char grace[32];
+            format_grace(grace, sizeof grace, grace_for(m->r, m->signo));
+            fprintf(m->r->progress, "sweep: stop grace of %s over: abandoning 1 running %s (pending "
+                    "again)\n", grace, m->r->unit);
+            fflush(m->r->progress);
             m->free_slots[m->nfree++] = slot;
             m->st.abandoned++;
             continue;
@@ -603,11 +656,13 @@ static int run_master_alone(master_state *m, as_err *err) {
         batch_add(m, slot, cell, rc == 0 ? SCHED_CELL_DONE : SCHED_CELL_FAILED);
         if (m->nbatch == m->r->commit_every && master_commit(m, err) != 0) {
             active_opts = NULL;
+            active_alone = NULL;
             return -1;
         }
         progress_if_due(m);
     }
     active_opts = NULL;
+    active_alone = NULL;
     if (master_commit(m, err) != 0) return -1;
     return m->stopping ? SCHED_INTERRUPTED : SCHED_COMPLETE;
 }
@@ -639,7 +694,12 @@ static int run_master(master_state *m, as_err *err) {
             failed = 1;
             break;
         }
-        if (m->stopping && as_monotonic_s() - m->stop_t0 > grace_for(m->r, m->signo)) {
+        if (m->stopping && !all_stopped(m) && as_monotonic_s() - m->stop_t0 > grace_for(m->r, m->signo)) {
+            char grace[32];
+            format_grace(grace, sizeof grace, grace_for(m->r, m->signo));
+            fprintf(m->r->progress, "sweep: stop grace of %s over: abandoning %zu running %s (pending "
+                    "again)\n", grace, m->in_flight, m->r->unit);
+            fflush(m->r->progress);
             for (int rank = 1; rank <= m->nworkers; rank++) stop_worker(m, rank, SCHED_INTERRUPTED);
         }
         progress_if_due(m);

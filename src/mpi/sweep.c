@@ -651,7 +651,8 @@ int sweep_run(MPI_Comm comm, const sweep_opts *opts, sweep_summary *sum, as_err 
     sched_opts so = {.block_doubles = st.unit_cells * st.worker.layout.total, .compute = compute_unit,
                      .compute_ctx = &st, .commit = commit_units, .dispatched = unit_dispatched,
                      .master_ctx = &st, .commit_every = units_per_commit ? units_per_commit : 1,
-                     .progress_every_s = opts->progress_every_s, .unit = "windows"};
+                     .progress_every_s = opts->progress_every_s, .unit = "windows",
+                     .grace_usr1_s = st.cfg.stop_grace};
     sched_stats stats = {0};
     double t_sched = as_monotonic_s();
     int srun = sched_run(comm, st.rank == 0 ? unit_ids : NULL, st.rank == 0 ? st.n_units : 0, &so,

@@ -26,7 +26,7 @@ const char *const config_known_keys[] = {
     "grid.heads",
     "metrics.vectors", "metrics.rows", "metrics.logits", "metrics.ks_alpha",
     "metrics.ssmax_scale", "metrics.seed",
-    "runtime.blas_threads", "runtime.commit_every", "runtime.compress",
+    "runtime.blas_threads", "runtime.commit_every", "runtime.compress", "runtime.stop_grace",
     NULL,
 };
 
@@ -1169,6 +1169,12 @@ static int load_values(ctx *c, as_config *cfg, const char *const *sets, size_t n
         return fail_key(c, get(c, "runtime.commit_every"), "runtime.commit_every", "must be in 1..4096");
     cfg->blas_threads = (int)bt, cfg->commit_every = (int)ce;
     if (get_bool(c, "runtime.compress", 0, &cfg->compress)) return -1;
+    /* Not part of the canonical text: how long a stop waits changes no result, and the job
+     * script passes a different value whenever the warning time differs. */
+    if (get_double(c, "runtime.stop_grace", AS_STOP_GRACE_DEFAULT_S, &cfg->stop_grace)) return -1;
+    if (!(cfg->stop_grace > 0 && cfg->stop_grace <= AS_STOP_GRACE_MAX_S))
+        return fail_key(c, get(c, "runtime.stop_grace"), "runtime.stop_grace",
+                        "must be in (0, %g] seconds", AS_STOP_GRACE_MAX_S);
 
     cfg->canonical = canonical_text(cfg);
     if (!cfg->canonical) return as_fail(err, "%s: out of memory", c->path);
