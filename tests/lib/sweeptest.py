@@ -60,6 +60,45 @@ def same_values(a, b, what):
         check(eq, f"{what}: variable {k} differs")
 
 
+def phase_hits(phase_file, phase):
+    """How often the store's test hook has reported `phase` in phase_file (src/store/store.c
+    test_phase: one "SEQ PHASE" line each time the writer reaches it)."""
+    try:
+        with open(phase_file) as f:
+            return sum(1 for line in f if line.split()[-1:] == [phase])
+    except FileNotFoundError:
+        return 0
+
+
+def wait_for_phase(phase_file, phase, count, proc, timeout=600):
+    """Waits until the writer has reached `phase` `count` times, an event, not a duration:
+    with ATTNSWEEP_TEST_HOLD="PHASE COUNT" it then holds there until the file
+    ATTNSWEEP_TEST_RELEASE names exists (src/store/testhook.h). True when reached; False when proc ended first (or after `timeout` s, a bound
+    for a hung run only, far above any loaded machine's start-up)."""
+    deadline = time.time() + timeout
+    while phase_hits(phase_file, phase) < count:
+        if proc.poll() is not None or time.time() > deadline:
+            return False
+        time.sleep(0.005)
+    return True
+
+
+def signal_delivered(pid, signo, timeout=600):
+    """Waits until a process-directed signal sent to pid is no longer pending (its handler
+    ran), from /proc/PID/status ShdPnd. True when delivered or the process is gone."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                pending = [l for l in f if l.startswith(("ShdPnd:", "SigPnd:"))]
+        except OSError:
+            return True
+        if not any(int(l.split()[1], 16) >> (signo - 1) & 1 for l in pending):
+            return True
+        time.sleep(0.005)
+    return False
+
+
 def run_cases(cases, only, label=""):
     """Runs each case function (named case_X) unless `only` names other cases, and prints
     how long each took."""
