@@ -1,5 +1,5 @@
 # hardening.cmake -- issue 7 (hardening), on the tiny model of the model_tiny fixture:
-#   torture_sigkill: SIGKILL a 2-rank run 24 times (start-up, after a dispatch
+#   torture_sigkill: SIGKILL a 2-rank run 24 times, each placed by waiting for a phase (start-up, after a dispatch
 #     record, inside each commit step via the store's ATTNSWEEP_TEST_* hook, which only
 #     attnsweep_test has: src/store/testhook.h) and
 #     resume; the file equals an uninterrupted run and no cell ran more often
@@ -10,7 +10,7 @@
 add_test(NAME torture_sigkill
          COMMAND ${AS_PYTHON} ${CMAKE_SOURCE_DIR}/tests/reliability/test_torture.py $<TARGET_FILE:attnsweep_test>
                  ${CMAKE_BINARY_DIR}/models/tiny ${CMAKE_BINARY_DIR}/scratch/torture)
-set_tests_properties(torture_sigkill PROPERTIES FIXTURES_REQUIRED model_tiny TIMEOUT 400 LABELS slow
+set_tests_properties(torture_sigkill PROPERTIES FIXTURES_REQUIRED model_tiny TIMEOUT 1200 LABELS slow
                      ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
 # (attnsweep_test: its two-runs case slows the first run's commits through the test hook)
 add_test(NAME bad_inputs

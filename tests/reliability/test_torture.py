@@ -1,18 +1,24 @@
 #!/usr/bin/python3
 """Crash torture test (issue 7 item 1): SIGKILL a 2-rank `attnsweep run` (the
 whole MPI job: mpirun and every rank, each in its own process group, so
-the job is found by its session) at 20+ chosen moments -- at start-up, right
+the job is found by its session) at 24 chosen moments -- at start-up, right
 after a dispatch record was appended, and inside each step of the store's
 commit protocol -- and resume after each kill.
 
-The store's test hook (src/store/testhook.h, in attnsweep_test only) makes the writer pause
-ATTNSWEEP_TEST_COMMIT_DELAY_MS at each phase and append "SEQ PHASE" to
-ATTNSWEEP_TEST_PHASE_FILE; the harness watches that file and kills while the
-writer sleeps in the phase it chose, so the kill lands between the steps
-(data flushed / status flushed / journal written but not fsynced / fsynced).
+Every kill is placed by an event, never by a delay (issue 12 item 14): the
+store's test hook (src/store/testhook.h, compiled into attnsweep_test only) appends
+"SEQ PHASE" to ATTNSWEEP_TEST_PHASE_FILE at each arrival at the phase named by
+ATTNSWEEP_TEST_HOLD="PHASE K" and holds the writer at the K-th until killed (the
+release file ATTNSWEEP_TEST_RELEASE names is never created). The harness
+waits for that line, then kills: the kill lands between the steps it chose
+(dispatch record appended / data flushed / status flushed / journal written but
+not fsynced / fsynced) however loaded the machine is. A start-up kill holds the
+writer at "opened" (store_open done) and kills either as soon as a rank process
+exists (MPI start, model load, store repair) or once "opened" is reported.
 
 Checks, each able to fail:
   * every run either was killed by us or exited 0 (never an error exit);
+  * each kill landed in the phase planned for it (the hold makes this exact);
   * nothing of a killed job survives its process group;
   * the final file equals an uninterrupted run bit for bit in every variable
     but wall_time, rank and attempts (attempts legitimately counts re-runs);
@@ -39,21 +45,21 @@ import h5py
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from sweeptest import ENV, check, summary, values
+from sweeptest import ENV, check, summary, values, wait_for_phase
 
 BIN, MODEL, SCRATCH = sys.argv[1:4]
 BIN, MODEL = os.path.abspath(BIN), os.path.abspath(MODEL)
 KILLS = int(sys.argv[4]) if len(sys.argv) > 4 else 24
-DELAY_MS = 80
-BUDGET_S = 150  # stop planning kills after this; the test must stay under ~3 min
+WINDOWS = 32  # more than the plan's kills can finish (checked in main)
 PHASES = ["dispatch_written", "data_flushed", "status_flushed", "journal_written", "journal_synced"]
+HUNG_S = 600  # only a hung run waits this long for a phase; no verdict depends on speed
 
 
 def write_config(path, output):
     with open(path, "w") as f:
         f.write(f"""model = "{MODEL}";
 text = {{ path = "tokens.npy"; format = "tokens"; }};
-windows = {{ count = 24; offset = 0; stride = 64; }};
+windows = {{ count = {WINDOWS}; offset = 0; stride = 64; }};
 grid = {{ L = [16, 32, 64]; N = [1, 2, 4, 8]; T = [0.01, 1.0, 8.0];
          eps = [1e-3, 0.1]; normalizer = ["softmax", "sparsemax"]; }};
 output = "{output}";
@@ -131,18 +137,37 @@ def kill_job(p):
                 pass
         time.sleep(0.01)
     p.wait()
-    for _ in range(500):  # ranks reparented to init: wait until they are reaped too
+    deadline = time.time() + HUNG_S
+    while time.time() < deadline:  # ranks reparented to init: wait until they are reaped too
         if not session_pids(p.pid, zombies=True):
             return True
         time.sleep(0.01)
     return False
 
 
+def rank_started(sid):
+    """A state reached at start-up: mpirun has started an attnsweep rank."""
+    for pid in session_pids(sid):
+        try:
+            with open(f"/proc/{pid}/comm") as f:
+                if f.read().strip() == "attnsweep":
+                    return True
+        except OSError:
+            pass
+    return False
+
+
+def windows_kept_at_most(target, k):
+    """Windows a run killed at the k-th `target` can have made durable (a commit is one window
+    here): at most k - 1 before the k-th dispatch or inside the k-th commit, k after its fsync."""
+    return 0 if target == "startup" else k if target == "journal_synced" else k - 1
+
+
 def main():
     shutil.rmtree(SCRATCH, ignore_errors=True)
     os.makedirs(SCRATCH)
     rng = np.random.default_rng(11)
-    np.save(f"{SCRATCH}/tokens.npy", rng.integers(0, 50257, size=2000).astype("<u2"))
+    np.save(f"{SCRATCH}/tokens.npy", rng.integers(0, 50257, size=64 * WINDOWS + 64).astype("<u2"))
     write_config(f"{SCRATCH}/ref.cfg", "ref.h5")
     write_config(f"{SCRATCH}/t.cfg", "t.h5")
     t0 = time.time()
@@ -151,41 +176,36 @@ def main():
     check(ref.returncode == 0, f"reference run: exit {ref.returncode}: {ref.stderr[-400:]}")
 
     phase_file = f"{SCRATCH}/phase.log"
-    env = dict(ENV, ATTNSWEEP_TEST_COMMIT_DELAY_MS=str(DELAY_MS), ATTNSWEEP_TEST_PHASE_FILE=phase_file)
     journal = f"{SCRATCH}/t.h5.journal"
     r = random.Random(2026)
-    # the plan: every phase at least 4 times, start-up 4 times, shuffled
-    plan = ["startup"] * 4 + PHASES * 4
-    while len(plan) < KILLS:
-        plan.append(r.choice(["startup"] + PHASES))
-    r.shuffle(plan)
+    # the plan: every phase at least 4 times, start-up 4 times, shuffled; each kill at the
+    # k-th arrival at its phase (k small so every run makes little progress)
+    targets = ["startup"] * 4 + PHASES * 4
+    while len(targets) < KILLS:
+        targets.append(r.choice(["startup"] + PHASES))
+    r.shuffle(targets)
+    plan = [(t, r.randint(1, 3 if t == "dispatch_written" else 2), r.random() < 0.5) for t in targets]
+    bound = sum(windows_kept_at_most(t, k) for t, k, _ in plan)
+    check(bound < WINDOWS, f"the plan cannot finish the sweep before its last kill ({bound} < {WINDOWS} windows)")
     landed = collections.Counter()
     kills_in_flight = collections.Counter()  # cell -> kills while it was in flight
     seen_records = 0
     finished = False
-    for target in plan:
-        if time.time() - t0 > BUDGET_S:
-            print(f"time budget reached after {sum(landed.values())} kills", flush=True)
-            break
+    for target, want, early in plan:
         if os.path.exists(phase_file):
             os.unlink(phase_file)
+        hold = "opened 1" if target == "startup" else f"{target} {want}"
+        env = dict(ENV, ATTNSWEEP_TEST_PHASE_FILE=phase_file, ATTNSWEEP_TEST_HOLD=hold,
+                   ATTNSWEEP_TEST_RELEASE=f"{SCRATCH}/never-released")
         p = subprocess.Popen(mpirun + ["t.cfg"], env=env, cwd=SCRATCH, stdout=subprocess.DEVNULL,
                              stderr=subprocess.PIPE, start_new_session=True)
-        if target == "startup":
-            time.sleep(r.uniform(0.05, 1.0))
-        else:
-            # kill at the k-th time the writer reaches the phase (k small so
-            # every run makes little progress and the sweep outlasts the plan)
-            want = r.randint(1, 3 if target == "dispatch_written" else 2)
-            while p.poll() is None:
-                try:
-                    with open(phase_file) as f:
-                        hits = sum(1 for line in f if line.split()[-1:] == [target])
-                except FileNotFoundError:
-                    hits = 0
-                if hits >= want:
-                    break
+        deadline = time.time() + HUNG_S
+        if target == "startup" and early:
+            while p.poll() is None and not rank_started(p.pid) and time.time() < deadline:
                 time.sleep(0.002)
+        else:
+            phase = "opened" if target == "startup" else target
+            wait_for_phase(phase_file, phase, 1 if target == "startup" else want, p, HUNG_S)
         if p.poll() is not None:
             err = p.stderr.read().decode(errors="replace")
             p.wait()
@@ -201,6 +221,8 @@ def main():
             at = lines[-1] if lines else "startup"
         except FileNotFoundError:
             at = "startup"
+        at = "startup" if at == "opened" else at
+        check(at == target, f"kill planned at {target} landed at {at}")
         landed[at] += 1
         if os.path.exists(journal):
             recs = journal_records(journal)
@@ -212,9 +234,9 @@ def main():
     fin = subprocess.run(mpirun + ["t.cfg"], env=ENV, cwd=SCRATCH, capture_output=True, text=True)
     mine = [l for l in fin.stderr.splitlines() if l.startswith(("attnsweep", "sweep"))]
     check(fin.returncode == 0, f"final resume: exit {fin.returncode}: {mine or fin.stderr[-400:]}")
-    check(kills >= 20, f"at least 20 kills landed ({kills}; finished early: {finished})")
+    check(kills == len(plan), f"all {len(plan)} planned kills landed ({kills}; finished early: {finished})")
     for ph in ["startup"] + PHASES:
-        check(landed[ph] >= 1, f"at least one kill landed in phase {ph}")
+        check(landed[ph] >= 4, f"at least 4 kills landed in phase {ph} ({landed[ph]})")
 
     va, vb = values(f"{SCRATCH}/ref.h5"), values(f"{SCRATCH}/t.h5")
     check(va.keys() == vb.keys(), f"variables differ: {sorted(va.keys() ^ vb.keys())}")
