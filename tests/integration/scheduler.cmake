@@ -1,8 +1,9 @@
 # scheduler.cmake -- the master/worker scheduler under mpirun.
 # test_scheduler (registered by the glob) runs as a singleton: one rank that
 # computes and commits itself. Here: the same scenarios with 2 and 4 ranks,
-# the signal tests (tests/integration/scheduler_signal.sh) and a short benchmark smoke run.
-# Label "mpi"; each test takes a few seconds.
+# the signal tests (tests/integration/scheduler_signal.sh: event-driven, so their timeouts are
+# hang limits only) and a short benchmark smoke run. Label "mpi"; each test takes a few seconds
+# (the held-cell ones ~10 s).
 set(AS_SCHED_MPIRUN ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG})
 set(AS_SCHED_FLAGS --allow-run-as-root --oversubscribe)
 
@@ -21,14 +22,15 @@ set(AS_SCHED_SIGNAL_CASES
   "term_worker_np3 3 TERM worker"
   "term_master_np3 3 TERM master"
   "usr1_mpirun_np1 1 USR1 mpirun"
-  "usr1_abandon_long_cells_np4 4 USR1 mpirun --ignore-stop --cost 3 --cells 40")
+  "usr1_grace_keeps_held_cells_np3 3 USR1 mpirun --hold-keep --grace 120"
+  "usr1_abandon_held_cells_np4 4 USR1 mpirun --hold-abandon --grace 2")
 foreach(case ${AS_SCHED_SIGNAL_CASES})
   separate_arguments(args UNIX_COMMAND "${case}")
   list(POP_FRONT args name)
   add_test(NAME scheduler_signal_${name}
            COMMAND bash ${CMAKE_SOURCE_DIR}/tests/integration/scheduler_signal.sh ${MPIEXEC_EXECUTABLE}
                    $<TARGET_FILE:test_scheduler> ${args})
-  set_tests_properties(scheduler_signal_${name} PROPERTIES LABELS mpi TIMEOUT 60)
+  set_tests_properties(scheduler_signal_${name} PROPERTIES LABELS mpi TIMEOUT 700)
 endforeach()
 
 add_test(NAME scheduler_bench_smoke

@@ -11,7 +11,10 @@
  *   (tests/scheduler_signal.sh): slow cells, the commit callback verifies
  *   every block it sees, each rank prints "rank R pid P" at start and
  *   "rank R result interrupted|complete|error" and "rank R exit CODE" at the
- *   end; the code is 3 when interrupted with all checks passing. */
+ *   end; the code is 3 when interrupted with all checks passing.
+ *   --hold FILE: every cell prints "rank R started cell C" and then waits until
+ *   FILE exists (an event the script controls, not a duration), ignoring the
+ *   stop; --grace S sets the SIGUSR1 grace (default 1 s). */
 #include <math.h>
 #include <signal.h>
 #include <stdint.h>
@@ -42,6 +45,7 @@ typedef struct {
     int fail_rem;
     double cost_s;           /* sleep per cell */
     int honour_stop;         /* poll sched_should_stop while "computing" */
+    const char *hold;        /* wait until this file exists (NULL: no wait) */
     /* cells this rank computed (to show none was computed twice) */
     int64_t *computed;
     size_t ncomputed, cap;
@@ -56,6 +60,11 @@ static void sleep_s(double s) {
 static int compute_cell(void *vctx, int64_t cell, double *block, as_err *err) {
     compute_ctx *c = vctx;
     if (c->ncomputed < c->cap) c->computed[c->ncomputed++] = cell;
+    if (c->hold) {
+        printf("rank %d started cell %lld\n", my_rank, (long long)cell);
+        fflush(stdout);
+        while (access(c->hold, F_OK) != 0) sleep_s(0.01);
+    }
     if (c->cost_s > 0) {
         if (c->honour_stop) {
             double end = as_monotonic_s() + c->cost_s;
@@ -291,7 +300,13 @@ static void test_progress_line(void) {
     sched_progress_print(f, &p);
     p.final = 1;
     sched_progress_print(f, &p);
+    sched_progress stopping = {.total = 100, .done = 20, .failed = 5, .in_flight = 3, .workers = 3,
+                               .elapsed_s = 50, .signo = SIGUSR1, .unit = "windows", .grace_left_s = 192};
+    sched_progress_print(f, &stopping);
     fclose(f);
+    CHECK(strstr(text, "25/100 windows (5 failed, 3 running), elapsed 50s, stopping: waiting up to 3m12s "
+                       "more for the 3 running windows") != NULL,
+          "progress line while stopping says what it waits for: %s", text);
     /* 25 cells in 50 s: 0.5 cells/s, 75 left: 150 s = 2m30s. */
     CHECK(strstr(text, "25/100 cells (5 failed, 3 running), 0.5 cells/s, ETA 2m30s, elapsed 50s") != NULL,
           "progress line: %s", text);
@@ -300,18 +315,22 @@ static void test_progress_line(void) {
 }
 
 static int run_signal_mode(int argc, char **argv) {
-    int64_t ncells = 400;
-    double cost = 0.05;
+    /* Enough cells that the run outlasts any delay before the script's signal. */
+    int64_t ncells = 4000;
+    double cost = 0.05, grace = 1.0;
     int honour = 1;
+    const char *hold = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--cells") && i + 1 < argc) ncells = atoll(argv[++i]);
         else if (!strcmp(argv[i], "--cost") && i + 1 < argc) cost = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--grace") && i + 1 < argc) grace = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--hold") && i + 1 < argc) hold = argv[++i];
         else if (!strcmp(argv[i], "--ignore-stop")) honour = 0;
     }
     printf("rank %d pid %ld\n", my_rank, (long)getpid());
     fflush(stdout);
     size_t block = 1000;
-    compute_ctx cc = {.block_doubles = block, .cost_s = cost, .honour_stop = honour};
+    compute_ctx cc = {.block_doubles = block, .cost_s = cost, .honour_stop = honour, .hold = hold};
     cc.cap = (size_t)ncells;
     cc.computed = malloc(cc.cap * sizeof *cc.computed);
     master_ctx mc = {.block_doubles = block, .commit_every = 4, .ncells_total = ncells};
@@ -322,7 +341,7 @@ static int run_signal_mode(int argc, char **argv) {
     int64_t *order = my_rank == 0 ? make_order(ncells) : NULL;
     sched_opts o = {.block_doubles = block, .compute = compute_cell, .compute_ctx = &cc,
                     .commit = commit_cells, .dispatched = note_dispatch, .master_ctx = &mc,
-                    .commit_every = 4, .progress_every_s = 1.0, .grace_usr1_s = 1.0, .grace_term_s = 0.5};
+                    .commit_every = 4, .progress_every_s = 1.0, .grace_usr1_s = grace, .grace_term_s = 0.5};
     sched_stats st;
     as_err err = {{0}};
     int rc = sched_run(MPI_COMM_WORLD, order, my_rank == 0 ? (size_t)ncells : 0, &o, &st, &err);
