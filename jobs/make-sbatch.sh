@@ -13,7 +13,9 @@
 #                        task i runs `attnsweep run CONFIG --shard i/S`. S must fit the
 #                        cluster's MaxArraySize (read from `scontrol show config`).
 #   --parallel P         at most P shards at once (--array=...%P)
-#   --warn SECONDS       warning before the time limit (default 300; < the time limit)
+#   --warn SECONDS       warning before the time limit (default 300; < the time limit); the sweep
+#                        then waits up to SECONDS minus a margin (warn/5, 30..120 s) for its
+#                        running windows (runtime.stop_grace; 300 -> 240 s)
 #   --launcher L         srun (default) or mpirun
 #   --bin PATH           the program (default: build/attnsweep of this checkout)
 #   --name NAME          job name (default attnsweep-<config name>)
@@ -32,7 +34,7 @@ set -euo pipefail
 prog=make-sbatch.sh
 here=$(cd "$(dirname "$0")" && pwd)
 template="$here/attnsweep.sbatch"
-usage() { sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; }
 die() { echo "$prog: $1" >&2; exit "${2:-1}"; }
 
 orig_args=("$@")
@@ -149,7 +151,7 @@ if [ -n "$shards" ]; then log_pattern="$logdir_abs/$name-%A_%a.out"; else log_pa
 script_args=()
 [ -z "$shards" ] || script_args+=(--shards "$shards")
 [ -z "$max_segments" ] || script_args+=(--max-segments "$max_segments")
-script_args+=(--launcher "$launcher" --bin "$bin_abs" "$config_abs")
+script_args+=(--warn "$warn" --launcher "$launcher" --bin "$bin_abs" "$config_abs")
 [ "${#run_args[@]}" = 0 ] || script_args+=(-- "${run_args[@]}")
 
 generate() {

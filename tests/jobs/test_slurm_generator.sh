@@ -62,7 +62,7 @@ bash -n job.sbatch || fail "job.sbatch has a syntax error"
 diff <(sed -n '/^# ==== body/,$p' "$TEMPLATE" | tail -n +2) <(sed -n '/^set --/,$p' job.sbatch | tail -n +2) >&2 ||
   fail "the body of job.sbatch differs from jobs/attnsweep.sbatch"
 eval "$(grep '^set --' job.sbatch)"
-want=(--launcher srun --bin "$REPO/build/attnsweep" "$SCRATCH/sweep.cfg" -- --set 'grid.L=[64,128]')
+want=(--warn 120 --launcher srun --bin "$REPO/build/attnsweep" "$SCRATCH/sweep.cfg" -- --set 'grid.L=[64,128]')
 [ "$*" = "${want[*]}" ] || fail "fixed arguments are '$*', expected '${want[*]}'"
 set --
 # the dry run writes nothing
@@ -73,4 +73,28 @@ expect 0 "" "$GEN" "${base[@]}" -o dry.sbatch --logdir drylogs --dry-run
 bash "$TEMPLATE" --help > out.txt || fail "attnsweep.sbatch --help failed"
 expect 2 "not inside a SLURM job" bash "$TEMPLATE" sweep.cfg
 expect 2 "unknown option '--nope'" bash "$TEMPLATE" --nope sweep.cfg
+
+# the stop grace the batch script passes: the warning time minus a margin (issue 12 item 5)
+mkdir -p fakebin
+printf '#!/bin/sh\nshift\nexec "$@"\n' > fakebin/srun                 # srun --mpi=pmix CMD...
+printf '#!/bin/sh\necho "sweep args: $*"\n' > fakebin/sweep
+chmod +x fakebin/srun fakebin/sweep
+grace_of() {   # ARGS OF THE BATCH SCRIPT -> the runtime.stop_grace it passes
+  SLURM_JOB_ID=1 SLURM_SUBMIT_DIR=$SCRATCH PATH="$SCRATCH/fakebin:$PATH" \
+    bash "$TEMPLATE" --bin fakebin/sweep "$@" > out.txt 2> err.txt || fail "batch script $*: $(cat err.txt out.txt)"
+  sed -n 's/^sweep args: .*--set runtime\.stop_grace=\([0-9]*\).*/\1/p' out.txt
+}
+for case in "240 sweep.cfg" "90 --warn 120 sweep.cfg" "30 --warn 60 sweep.cfg" "5 --warn 10 sweep.cfg" \
+            "480 --warn 600 sweep.cfg" "3480 --warn 3600 sweep.cfg" "17 --stop-grace 17 --warn 600 sweep.cfg"; do
+  set -- $case
+  want=$1; shift
+  got=$(grace_of "$@")
+  [ "$got" = "$want" ] || fail "batch script $*: stop grace '$got', expected $want: $(cat out.txt)"
+done
+grep -q 'warning 600 s, stop grace 17 s' out.txt || fail "the start line does not say the warning and the grace"
+ATTNSWEEP_WARN=300 grace_of sweep.cfg -- --set runtime.stop_grace=7 > /dev/null
+grep -q -- '--set runtime.stop_grace=240 --set runtime.stop_grace=7$' out.txt ||
+  fail "a --set runtime.stop_grace of the user does not come last (it must win): $(cat out.txt)"
+expect 2 "--warn 'x' is not a positive number" env SLURM_JOB_ID=1 bash "$TEMPLATE" --warn x sweep.cfg
+set --
 echo "PASS test_slurm_generator"

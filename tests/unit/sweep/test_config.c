@@ -102,6 +102,8 @@ static void test_defaults(void) {
     CHECK_CLOSE(c.ks_alpha, 0.01, 0, 0, "ks_alpha");
     CHECK_CLOSE(c.ssmax_scale, 1.0 / log(256.0), 0, 1e-15, "ssmax_scale = 1/ln(n_positions)");
     CHECK(c.seed == 1 && c.blas_threads == 1 && c.commit_every == 8, "seed/runtime");
+    CHECK(c.stop_grace == AS_STOP_GRACE_DEFAULT_S && c.stop_grace >= 200,
+          "runtime.stop_grace default lets a paper-grid window finish: %g", c.stop_grace);
     CHECK(c.text_format == AS_TEXT_PLAIN && c.strip_gutenberg == 1, "text defaults");
     CHECK(c.model.n_layer == 3 && c.model.n_positions == 256, "model config read");
     CHECK(c.file_text && !strcmp(c.file_text, BASE), "file_text holds the file");
@@ -266,6 +268,11 @@ static void test_values(void) {
                  "runtime.blas_threads", NULL);
     expect_error("commit_every", "runtime = { commit_every = 0; };\n", NULL, 0,
                  "runtime.commit_every", NULL);
+    expect_error("stop_grace 0", "runtime = { stop_grace = 0; };\n", NULL, 0, "runtime.stop_grace", NULL);
+    expect_error("stop_grace neg", "", (const char *[]){"runtime.stop_grace=-5"}, 1,
+                 "--set runtime.stop_grace", NULL);
+    expect_error("stop_grace string", "runtime = { stop_grace = \"long\"; };\n", NULL, 0,
+                 "runtime.stop_grace", "expected a number", NULL);
     expect_error("normalizer unknown", "grid = { normalizer = [\"softmx\"]; };\n", NULL, 0,
                  "grid.normalizer", "did you mean softmax", NULL);
 
@@ -307,6 +314,15 @@ static void test_set(void) {
     const char *create[] = {"runtime.commit_every=2", "grid.T.include=[3.0]"};
     if (!load_ok(&c, "", create, 2, "--set creates")) {
         CHECK(c.commit_every == 2, "--set created runtime.commit_every");
+        /* the stop grace is no part of the stored config: a job may pass another each segment */
+        as_config g;
+        const char *grace[] = {"runtime.commit_every=2", "grid.T.include=[3.0]", "runtime.stop_grace=30.5"};
+        if (!load_ok(&g, "", grace, 3, "--set runtime.stop_grace")) {
+            CHECK(g.stop_grace == 30.5, "--set runtime.stop_grace=30.5: %g", g.stop_grace);
+            CHECK(!strcmp(g.sha256, c.sha256) && !strstr(g.canonical, "stop_grace"),
+                  "runtime.stop_grace leaves the canonical config and its sha256 alone");
+            config_free(&g);
+        }
         int has3 = 0;
         for (size_t i = 0; i < c.axes.nT; i++) has3 |= c.axes.T[i] == 3.0;
         CHECK(has3 && c.axes.nT == 22, "--set created grid.T.include (replaces the default 8.0)");
