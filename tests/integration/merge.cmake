@@ -15,6 +15,6 @@ foreach(case requeue array)
   add_test(NAME slurm_real_${case}
            COMMAND bash ${CMAKE_SOURCE_DIR}/tests/slurm/test_slurm_attnsweep.sh $<TARGET_FILE:attnsweep>
                    ${CMAKE_BINARY_DIR}/models/tiny ${case})
-  set_tests_properties(slurm_real_${case} PROPERTIES FIXTURES_REQUIRED model_tiny TIMEOUT 300
+  set_tests_properties(slurm_real_${case} PROPERTIES FIXTURES_REQUIRED model_tiny TIMEOUT 900
                        LABELS "jobs;slurm;slow" ENVIRONMENT "OPENBLAS_NUM_THREADS=1")
 endforeach()

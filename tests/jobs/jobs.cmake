@@ -19,4 +19,4 @@ add_test(NAME slurm_mpi COMMAND bash ${CMAKE_SOURCE_DIR}/tests/slurm/test_slurm_
 # Each test starts its own cluster on free ports, so they may run in parallel; the timeouts are
 # generous because the requeue test waits on slurmctld's 30 s time-limit check.
 set_tests_properties(slurm_requeue slurm_array slurm_mpi PROPERTIES
-  TIMEOUT 300 LABELS "jobs;slurm" ENVIRONMENT "OPENBLAS_NUM_THREADS=1")
+  TIMEOUT 900 LABELS "jobs;slurm" ENVIRONMENT "OPENBLAS_NUM_THREADS=1")

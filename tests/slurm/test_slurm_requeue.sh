@@ -4,8 +4,9 @@
 #   A  warning forced mid-run (scancel --signal=USR1 --batch): the sweep exits 3, the job
 #      requeues itself and the next segment finishes the work;
 #   B  the real time-limit warning (--time=2 --signal=B:USR1@115: slurmctld checks time limits
-#      every 30 s, so it arrives 5 to 35 s in; B has 36 s of work so that it surely comes, and
-#      the 2-minute limit leaves room for a late check on a busy machine);
+#      every 30 s, so it arrives 5 to 35 s in); B's first segment has 100 s of work, so the
+#      warning comes before it ends even when a loaded slurmctld checks late (the 2-minute limit
+#      is the bound), and after the requeue its units take 0.1 s;
 #   C  a sweep that fails (exit 1) stops the chain: no requeue, the job fails with that code;
 #   D  --max-segments 1: the requeued segment 2 refuses to run (guard against endless chains);
 #   E  SIGTERM to the batch shell (cancel, preemption): the sweep is told to stop and saves
@@ -27,17 +28,17 @@ reference() {   # NAME UNITS -> reference unit list in ref-NAME.txt
   units_of "ref/$1.cfg.d/done-0-of-1.txt" > "ref-$1.txt"
 }
 reference A 10
-reference B 36
+reference B 100
 [ "$(wc -l < ref-A.txt)" = 10 ] || fail "reference run A did not do 10 units"
 
 printf 'units=10\nseconds=1\n' > A.cfg
-printf 'units=36\nseconds=1\n' > B.cfg
+printf 'units=100\nseconds=1\nlater_seconds=0.1\n' > B.cfg
 printf 'units=5\nseconds=0.2\nfail_at=2\n' > C.cfg
 printf 'units=20\nseconds=1\n' > D.cfg
 printf 'units=20\nseconds=1\n' > E.cfg
 export ATTNSWEEP_BIN="$FAKE"
 submit() { timeout 20 sbatch --parsable "$@" || fail "sbatch $* failed"; }
-job_a=$(submit --time=10 --signal=B:USR1@10 --output=A-%j.out "$SBATCH_SCRIPT" A.cfg)
+job_a=$(submit --time=10 --signal=B:USR1@10 --output=A-%j.out "$SBATCH_SCRIPT" --warn 10 A.cfg)
 job_b=$(submit --time=2 --signal=B:USR1@115 --output=B-%j.out "$SBATCH_SCRIPT" B.cfg)
 note "submitted A=$job_a B=$job_b"
 
@@ -86,11 +87,12 @@ check_chain() {   # NAME JOBID FINAL
   # second segment resumed rather than restarted
   grep -q ' restart 0$' "$done" || fail "$name: no unit done in segment 1"
   grep -q ' restart [1-9][0-9]*$' "$done" || fail "$name: no unit done after a requeue"
-  grep -q 'restart 1: start ([1-9][0-9]* units of this shard already done)' "$1.cfg.d/events.log" ||
+  grep -q 'restart 1: start ([1-9][0-9]* units of this shard already done' "$1.cfg.d/events.log" ||
     fail "$name: segment 2 did not resume from the saved progress"
   note "$name: $starts segments, $(wc -l < "$done") units exactly once, SLURM restarts $restarts"
 }
 check_chain A "$job_a" "$final_a"
+grep -q 'stop grace 5)' A.cfg.d/events.log || fail "A: the sweep was not given --warn 10 minus the margin as its stop grace"
 grep -q 'got SIGUSR1' "A-$job_a.out" || fail "A: the forced warning was not logged"
 check_chain B "$job_b" "$final_b"
 grep -q 'segment 1: got SIGUSR1 (time limit near)' "B-$job_b.out" ||
