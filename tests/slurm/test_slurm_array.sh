@@ -51,7 +51,7 @@ for i in 0 1 2 3; do
   grep -qv " shard $i/4 " "$f" && fail "shard $i: a unit was not done under --shard $i/4"
   log="logs/attnsweep-S-${array}_$i.out"
   [ -f "$log" ] || fail "no log $log for task $i"
-  grep -q "start .* run $work/S.cfg --shard $i/4\$" "$log" || fail "task $i did not pass --shard $i/4"
+  grep -q "start .* run $work/S.cfg --shard $i/4 --set runtime.stop_grace=[0-9]*\$" "$log" || fail "task $i did not pass --shard $i/4"
   tail -n 1 "$log" | grep -q 'sweep complete' || fail "task $i log does not end with 'sweep complete'"
 done
 [ "$(grep -c 'segment [0-9]*: start' "logs/attnsweep-S-${array}_0.out")" -ge 2 ] ||
