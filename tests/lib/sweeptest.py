@@ -61,8 +61,8 @@ def same_values(a, b, what):
 
 
 def phase_hits(phase_file, phase):
-    """How often the store's test hook has reported `phase` in phase_file (src/store/store.c
-    test_phase: one "SEQ PHASE" line each time the writer reaches it)."""
+    """How often the store's test hook has reported `phase` in phase_file (src/store/testhook.h
+    st_test_phase: one "SEQ PHASE" line at each arrival at the held phase)."""
     try:
         with open(phase_file) as f:
             return sum(1 for line in f if line.split()[-1:] == [phase])
