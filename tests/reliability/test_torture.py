@@ -146,11 +146,11 @@ def kill_job(p):
 
 
 def rank_started(sid):
-    """A state reached at start-up: mpirun has started an attnsweep rank."""
+    """A state reached at start-up: mpirun has started a rank of BIN."""
     for pid in session_pids(sid):
         try:
             with open(f"/proc/{pid}/comm") as f:
-                if f.read().strip() == "attnsweep":
+                if f.read().strip() == os.path.basename(BIN)[:15]:  # comm is cut at 15
                     return True
         except OSError:
             pass
