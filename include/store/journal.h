@@ -57,9 +57,15 @@
 
 #define JOURNAL_HEADER_BYTES 256
 #define JOURNAL_RECORD_BYTES 80
-#define JOURNAL_VERSION 1
+#define JOURNAL_VERSION 2
 
 enum { JR_CONFIG = 1, JR_DISPATCH = 2, JR_COMMIT = 3, JR_SEG_BEGIN = 4, JR_SEG_END = 5 };
+
+/* Record flags. JF_COMPACT on a JR_COMMIT: the cell's values are no longer in the
+ * journal but only in the HDF5 view; the payload is a JOURNAL_COMPACT_BYTES
+ * digest (see "Compaction" above). */
+enum { JF_COMPACT = 1 };
+#define JOURNAL_COMPACT_BYTES 16
 
 typedef struct {
     char config_sha256[65];  /* hex, NUL-terminated */
@@ -73,6 +79,7 @@ typedef struct {
     int32_t window, L;
     uint32_t status, attempt;
     int32_t rank;
+    uint32_t flags;          /* JF_* (version 2; always 0 in version 1) */
     int64_t window_start;
     double t_start, t_end, wall_time;
     uint64_t payload_len;
@@ -115,12 +122,21 @@ int journal_next(journal *j, journal_record *rec, as_err *err);
 /* Reads len payload bytes of a record found by journal_next (checks its CRC). */
 int journal_read_payload(journal *j, const journal_record *rec, void *buf, as_err *err);
 
-/* Appends one record (one write()); durable only after journal_sync(). */
+/* Appends one record (one write()); durable only after journal_sync(). The _crc
+ * form takes the payload's CRC-32 already computed by the caller (a cell's payload
+ * is megabytes: the store computes it once per commit). */
 int journal_append(journal *j, const journal_record *rec, const void *payload, as_err *err);
+int journal_append_crc(journal *j, const journal_record *rec, const void *payload,
+                       uint32_t payload_crc, as_err *err);
 int journal_sync(journal *j, as_err *err);
 
 /* Bytes of valid journal (header included). */
 off_t journal_size(const journal *j);
+/* The header's format version (1 or 2; journal_create writes JOURNAL_VERSION). */
+unsigned journal_version(const journal *j);
+/* Renames the journal's file to `to` (atomic rename, then the directory is fsynced);
+ * the handle keeps working under the new name. */
+int journal_rename(journal *j, const char *to, as_err *err);
 const char *journal_path(const journal *j);
 void journal_close(journal *j);
 

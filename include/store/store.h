@@ -51,8 +51,13 @@
 
 #include "cellresult.h"
 #include "errors.h"
+#include "journal.h"
 
 #define STORE_INT_FILL (-2147483647)
+
+/* The journal is compacted when this many bytes of cell values are whole in it
+ * (and at every close), so it stays within this of its compacted size. */
+#define STORE_COMPACT_BYTES (1ull << 30)
 
 enum { STORE_PENDING = 0, STORE_DONE = 1, STORE_FAILED = 2 };
 
@@ -109,6 +114,8 @@ enum {
     STORE_COMPRESSED = 2,          /* per-cell chunks with shuffle + deflate level 1 (applies
                                     * to a view created or rebuilt now; off by default: it
                                     * costs the master ~5x the commit time, README) */
+    STORE_KEEP_JOURNAL = 4,        /* never compact: the journal keeps every value (2x the
+                                    * disk) and can rebuild a lost view alone */
 };
 
 /* One finished (or failed) cell of a batch. */
@@ -152,6 +159,12 @@ size_t store_total(const store *s);
 /* Doubles in one cell's block (cellresult.h layout). */
 size_t store_block_doubles(const store *s);
 
+/* Packed bytes of one cell for this layout, and the packing itself (see "Packing"
+ * above): what store_commit_packed takes. Workers may pack their own blocks, so the
+ * master receives and writes float32 and skips the conversion. */
+size_t store_pack_bytes(const cr_layout *lay);
+void store_pack_cell(const cr_layout *lay, const double *block, unsigned char *out);
+
 /* Records that a cell was handed to a worker (attempts + 1, journaled; made
  * durable with the next commit batch). */
 int store_mark_dispatched(store *s, size_t window, size_t l_index, int rank, double t_start,
@@ -165,6 +178,12 @@ int store_mark_dispatched(store *s, size_t window, size_t l_index, int rank, dou
  * file. The blocks are only read during the call. */
 int store_commit_batch(store *s, const store_cell *cells, const double *const *blocks, size_t n,
                        as_err *err);
+
+/* store_commit_batch for cells already packed (store_pack_cell, store_pack_bytes() each;
+ * NULL for a failed cell). wall_time and rank come from cells[i]. The bytes are
+ * checksummed once and written to the view and the journal as given. */
+int store_commit_packed(store *s, const store_cell *cells, const unsigned char *const *packed,
+                        size_t n, as_err *err);
 
 /* Rewrites OUT.h5.status (atomic rename). in_flight: cells now at workers;
  * state: "running", "finished", "interrupted", "failed". */
@@ -198,6 +217,13 @@ typedef struct {
 
 int store_describe(const char *path, store_description *d, as_err *err);
 void store_description_free(store_description *d);
+
+/* The packed values of a done cell whose commit record r was read from j, the journal
+ * of the output at path with these axes: from the journal, or for a compacted record
+ * (journal.h "Compaction") from the HDF5 file, checked against the record's checksum.
+ * out holds store_payload_bytes(axes). 0, or -1 with one line. */
+int store_read_cell(const char *path, const store_axes *axes, journal *j, const journal_record *r,
+                    unsigned char *out, as_err *err);
 
 /* ---- how far a sweep got (attnsweep status), also while a run writes it ---- */
 

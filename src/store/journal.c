@@ -16,6 +16,7 @@ static const char journal_magic[8] = {'A', 'S', 'J', 'R', 'N', 'L', 0, 1};
 struct journal {
     int fd;
     int writable;
+    uint32_t version; /* of the header: 1 or 2 */
     off_t valid_end; /* end of the last valid record */
     off_t cursor;    /* journal_next position */
     journal_damage *damage; /* damaged ranges between valid records, ascending */
@@ -111,7 +112,7 @@ static void record_encode(unsigned char b[JOURNAL_RECORD_BYTES], const journal_r
                           uint32_t payload_crc) {
     memset(b, 0, JOURNAL_RECORD_BYTES);
     size_t at = 0;
-    uint32_t magic = RECORD_MAGIC, pad = 0;
+    uint32_t magic = RECORD_MAGIC;
     put(b, &at, &magic, 4);
     put(b, &at, &r->type, 4);
     put(b, &at, &r->window, 4);
@@ -119,7 +120,7 @@ static void record_encode(unsigned char b[JOURNAL_RECORD_BYTES], const journal_r
     put(b, &at, &r->status, 4);
     put(b, &at, &r->attempt, 4);
     put(b, &at, &r->rank, 4);
-    put(b, &at, &pad, 4);
+    put(b, &at, &r->flags, 4);
     put(b, &at, &r->window_start, 8);
     put(b, &at, &r->t_start, 8);
     put(b, &at, &r->t_end, 8);
@@ -133,7 +134,7 @@ static void record_encode(unsigned char b[JOURNAL_RECORD_BYTES], const journal_r
 /* Returns 0 and fills r when the fields are intact, -1 otherwise. */
 static int record_decode(const unsigned char b[JOURNAL_RECORD_BYTES], journal_record *r) {
     size_t at = 0;
-    uint32_t magic, pad, crc;
+    uint32_t magic, crc;
     get(b, &at, &magic, 4);
     if (magic != RECORD_MAGIC) return -1;
     get(b, &at, &r->type, 4);
@@ -142,7 +143,7 @@ static int record_decode(const unsigned char b[JOURNAL_RECORD_BYTES], journal_re
     get(b, &at, &r->status, 4);
     get(b, &at, &r->attempt, 4);
     get(b, &at, &r->rank, 4);
-    get(b, &at, &pad, 4);
+    get(b, &at, &r->flags, 4);
     get(b, &at, &r->window_start, 8);
     get(b, &at, &r->t_start, 8);
     get(b, &at, &r->t_end, 8);
@@ -188,6 +189,7 @@ journal *journal_create(const char *path, const journal_header *hdr, as_err *err
         return NULL;
     }
     j->valid_end = j->cursor = JOURNAL_HEADER_BYTES;
+    j->version = JOURNAL_VERSION;
     return j;
 }
 
@@ -273,8 +275,8 @@ journal *journal_open(const char *path, int flags, journal_header *hdr, off_t *t
     uint32_t version, hsize;
     get(b, &at, &version, 4);
     get(b, &at, &hsize, 4);
-    if (version != JOURNAL_VERSION || hsize != JOURNAL_HEADER_BYTES) {
-        as_fail(err, "%s: journal version %u, this program reads version %u", path, version,
+    if (version < 1 || version > JOURNAL_VERSION || hsize != JOURNAL_HEADER_BYTES) {
+        as_fail(err, "%s: journal version %u, this program reads versions 1 to %u", path, version,
                 JOURNAL_VERSION);
         close(fd);
         return NULL;
@@ -331,6 +333,7 @@ journal *journal_open(const char *path, int flags, journal_header *hdr, off_t *t
         return NULL;
     }
     j->valid_end = pos;
+    j->version = version;
     j->cursor = JOURNAL_HEADER_BYTES;
     j->damage = damage;
     j->n_damage = n_damage;
@@ -368,9 +371,17 @@ int journal_read_payload(journal *j, const journal_record *rec, void *buf, as_er
 }
 
 int journal_append(journal *j, const journal_record *rec, const void *payload, as_err *err) {
+    return journal_append_crc(j, rec, payload, journal_crc32(0, payload, payload ? rec->payload_len : 0),
+                              err);
+}
+
+int journal_append_crc(journal *j, const journal_record *rec, const void *payload,
+                       uint32_t payload_crc, as_err *err) {
     if (!j->writable) return as_fail(err, "%s: journal opened read-only", j->path);
+    if (rec->flags && j->version < 2)
+        return as_fail(err, "%s: a version 1 journal cannot hold compacted records", j->path);
     unsigned char rb[JOURNAL_RECORD_BYTES];
-    record_encode(rb, rec, journal_crc32(0, payload, payload ? rec->payload_len : 0));
+    record_encode(rb, rec, payload_crc);
     /* Fields and payload in one system call, so a crash tears at most this
      * record (the checksums catch it either way). */
     struct iovec iov[2] = {{rb, sizeof rb}, {(void *)payload, payload ? (size_t)rec->payload_len : 0}};
@@ -409,6 +420,15 @@ int journal_sync(journal *j, as_err *err) {
 }
 
 off_t journal_size(const journal *j) { return j->valid_end; }
+unsigned journal_version(const journal *j) { return j->version; }
+
+int journal_rename(journal *j, const char *to, as_err *err) {
+    if (rename(j->path, to))
+        return as_fail(err, "%s: cannot rename to %s: %s", j->path, to, strerror(errno));
+    fileio_sync_parent_dir(to);
+    snprintf(j->path, sizeof j->path, "%s", to);
+    return 0;
+}
 const char *journal_path(const journal *j) { return j->path; }
 
 void journal_close(journal *j) {

@@ -237,10 +237,10 @@ static int compare_done(merge_state *m, size_t c, size_t s, journal *j, const jo
                         as_err *err) {
     merged_cell *mc = &m->cells[c];
     const shard *other = &m->shards[mc->source];
-    if (journal_read_payload(j, r, m->buf_a, err)) return -1;
+    if (store_read_cell(m->shards[s].path, m->axes, j, r, m->buf_a, err)) return -1;
     journal *oj = journal_open(other->journal_path, JOURNAL_SKIP_PAYLOAD_CRC, NULL, NULL, err);
     if (!oj) return -1;
-    int rc = journal_read_payload(oj, &mc->rec, m->buf_b, err);
+    int rc = store_read_cell(other->path, m->axes, oj, &mc->rec, m->buf_b, err);
     journal_close(oj);
     if (rc) return -1;
     if (memcmp(m->buf_a, m->buf_b, m->payload_bytes))
@@ -290,10 +290,15 @@ static int read_shard(merge_state *m, size_t s, int32_t *attempts, uint8_t *in_f
             if (r.type == JR_DISPATCH) {
                 attempts[c]++, in_flight[c] = 1;
             } else {
+                if (r.status == STORE_PENDING) { /* values lost to a rebuild: pending again */
+                    last[c].type = 0;
+                    continue;
+                }
                 if (!in_flight[c]) attempts[c]++;
                 in_flight[c] = 0;
                 if ((int32_t)r.attempt > attempts[c]) attempts[c] = (int32_t)r.attempt;
-                if (r.status == STORE_DONE && r.payload_len != m->payload_bytes)
+                if (r.status == STORE_DONE &&
+                    r.payload_len != ((r.flags & JF_COMPACT) ? JOURNAL_COMPACT_BYTES : m->payload_bytes))
                     rc = as_fail(err, "%s: cell (window %d, L %d) has %llu payload bytes, "
                                  "expected %zu", sh->journal_path, r.window, r.L,
                                  (unsigned long long)r.payload_len, m->payload_bytes);
@@ -330,9 +335,12 @@ static int append_cells_of(merge_state *m, journal *out, size_t s, as_err *err) 
             j = journal_open(m->shards[s].journal_path, JOURNAL_SKIP_PAYLOAD_CRC, NULL, NULL, err);
             if (!j) return -1;
         }
-        if (with_data && journal_read_payload(j, &mc->rec, m->buf_a, err)) rc = -1;
+        /* whole in the merged journal (read from the shard's file when compacted); the
+         * merged output compacts it when it closes */
+        if (with_data && store_read_cell(m->shards[s].path, m->axes, j, &mc->rec, m->buf_a, err)) rc = -1;
         r.attempt = (uint32_t)mc->attempts;
-        if (!with_data) r.payload_len = 0;
+        r.flags = 0;
+        r.payload_len = with_data ? m->payload_bytes : 0;
         if (!rc) rc = journal_append(out, &r, with_data ? m->buf_a : NULL, err);
     }
     journal_close(j);

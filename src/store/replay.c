@@ -110,14 +110,36 @@ int st_replay_journal(store *s, as_err *err) {
         if (r.type == JR_DISPATCH) {
             s->attempts[c]++;
             s->in_flight[c] = 1;
+        } else if (r.status == STORE_PENDING) {
+            /* a compacted cell whose values a rebuild could not recover: pending again */
+            s->status[c] = STORE_PENDING;
+            s->compacted[c] = 0;
+            s->last_commit[c].type = 0;
         } else {
             if (!s->in_flight[c]) s->attempts[c]++; /* committed without a dispatch record */
             s->in_flight[c] = 0;
             if ((int32_t)r.attempt > s->attempts[c]) s->attempts[c] = (int32_t)r.attempt;
-            if (r.status == STORE_DONE && r.payload_len != s->payload_bytes)
+            int compact = (r.flags & JF_COMPACT) != 0;
+            if (r.status == STORE_DONE && r.payload_len != (compact ? JOURNAL_COMPACT_BYTES : s->payload_bytes))
                 return as_fail(err, "%s: cell (window %d, L %d) has %llu payload bytes, expected %zu",
                                s->journal_path, r.window, r.L, (unsigned long long)r.payload_len,
-                               s->payload_bytes);
+                               compact ? (size_t)JOURNAL_COMPACT_BYTES : s->payload_bytes);
+            s->compacted[c] = 0;
+            if (r.status == STORE_DONE && compact) {
+                unsigned char d[JOURNAL_COMPACT_BYTES];
+                uint64_t len;
+                if (journal_read_payload(s->jr, &r, d, err)) return -1;
+                memcpy(&s->values_crc[c], d, 4);
+                memcpy(&len, d + 8, 8);
+                if (len != s->payload_bytes)
+                    return as_fail(err, "%s: compacted cell (window %d, L %d) had %llu bytes of "
+                                   "values, expected %zu", s->journal_path, r.window, r.L,
+                                   (unsigned long long)len, s->payload_bytes);
+                s->compacted[c] = 1;
+            } else if (r.status == STORE_DONE) {
+                s->values_crc[c] = r.payload_crc;
+            }
+            if (!compact) s->full_bytes += r.payload_len;
             s->status[c] = (uint8_t)(r.status == STORE_DONE ? STORE_DONE : STORE_FAILED);
             s->wall_time[c] = r.wall_time;
             s->rank[c] = r.rank;
@@ -140,6 +162,69 @@ static int fsync_path(const char *path) {
     return rc;
 }
 
+/* The view being replaced, open read-only for the compacted cells it holds. */
+typedef struct {
+    hid_t file;
+    size_t n_window, n_L;
+    int64_t *window_start;
+    int32_t *L;
+} old_view;
+
+static void close_old_view(old_view *ov) {
+    if (ov->file >= 0) H5E_BEGIN_TRY { H5Fclose(ov->file); } H5E_END_TRY;
+    free(ov->window_start), free(ov->L);
+    ov->file = -1, ov->window_start = NULL, ov->L = NULL;
+}
+
+/* A 1-D coordinate of the old view, malloc'd; its length in *n. */
+static void *read_coord(hid_t f, const char *name, hid_t mtype, size_t elem, size_t *n) {
+    hid_t ds = H5Dopen2(f, name, H5P_DEFAULT);
+    if (ds < 0) return NULL;
+    hid_t sp = H5Dget_space(ds);
+    hsize_t dim = 0;
+    void *buf = NULL;
+    if (sp >= 0 && H5Sget_simple_extent_ndims(sp) == 1 && H5Sget_simple_extent_dims(sp, &dim, NULL) == 1 &&
+        (buf = malloc(dim ? dim * elem : 1)) && H5Dread(ds, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
+        free(buf);
+        buf = NULL;
+    }
+    if (sp >= 0) H5Sclose(sp);
+    H5Dclose(ds);
+    *n = (size_t)dim;
+    return buf;
+}
+
+static void open_old_view(store *s, old_view *ov) {
+    memset(ov, 0, sizeof *ov);
+    ov->file = -1;
+    int any = 0;
+    for (size_t c = 0; c < store_total(s) && !any; c++) any = s->status[c] == STORE_DONE && s->compacted[c];
+    if (!any || access(s->path, F_OK)) return;
+    hid_t fapl = st_file_access();
+    H5E_BEGIN_TRY {
+        ov->file = H5Fopen(s->path, H5F_ACC_RDONLY, fapl);
+        if (ov->file >= 0) {
+            ov->window_start = read_coord(ov->file, "window_start", H5T_NATIVE_INT64, 8, &ov->n_window);
+            ov->L = read_coord(ov->file, "L", H5T_NATIVE_INT32, 4, &ov->n_L);
+        }
+    } H5E_END_TRY;
+    H5Pclose(fapl);
+    if (!ov->window_start || !ov->L) close_old_view(ov);
+}
+
+/* A compacted cell's values from the old view, checked against the journal: 0, or -1
+ * when the old view is gone, does not hold the cell, or holds other bytes. */
+static int salvage(store *s, const old_view *ov, size_t w, size_t l, unsigned char *out) {
+    if (ov->file < 0 || w >= ov->n_window || ov->window_start[w] != s->window_start[w]) return -1;
+    size_t lo = 0;
+    while (lo < ov->n_L && ov->L[lo] != s->Lv[l]) lo++;
+    if (lo == ov->n_L) return -1;
+    int rc;
+    H5E_BEGIN_TRY { rc = st_read_cell_values(s, ov->file, w, lo, out); } H5E_END_TRY;
+    if (rc || journal_crc32(0, out, s->payload_bytes) != s->values_crc[cell_at(s, w, l)]) return -1;
+    return 0;
+}
+
 /* Writes a complete view from the in-memory state (journal replay) into
  * OUT.h5.tmp.PID and renames it over OUT.h5; leaves the view open. */
 int st_rebuild_view(store *s, as_err *err) {
@@ -147,14 +232,29 @@ int st_rebuild_view(store *s, as_err *err) {
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", s->path, (long)getpid());
     unlink(tmp); /* ours from an earlier failed attempt of this pid, if any */
     st_close_handles(s);
-    if (st_create_view(s, tmp, err)) return -1;
+    /* Compacted cells live only in the old view: it is read (read-only) for them,
+     * each checked against its journaled checksum. */
+    old_view ov;
+    open_old_view(s, &ov);
+    if (st_create_view(s, tmp, err)) {
+        close_old_view(&ov);
+        return -1;
+    }
     int rc = 0;
+    s->lost = 0;
     H5E_BEGIN_TRY {
         for (size_t w = 0; w < s->ax.n_window && !rc; w++)
             for (size_t l = 0; l < s->ax.n_L && !rc; l++) {
                 size_t c = cell_at(s, w, l);
                 if (s->status[c] != STORE_DONE) continue;
-                if (journal_read_payload(s->jr, &s->last_commit[c], s->packed, err)) {
+                if (s->compacted[c]) {
+                    if (salvage(s, &ov, w, l, s->packed)) {
+                        s->status[c] = STORE_PENDING; /* recomputed; store_open journals it */
+                        s->compacted[c] = 0;
+                        s->lost++;
+                        continue;
+                    }
+                } else if (journal_read_payload(s->jr, &s->last_commit[c], s->packed, err)) {
                     rc = -1;
                     break;
                 }
@@ -166,6 +266,7 @@ int st_rebuild_view(store *s, as_err *err) {
     } H5E_END_TRY;
     if (rc) st_discard_view(s, tmp);
     st_close_handles(s);
+    close_old_view(&ov);
     if (!rc && fsync_path(tmp)) rc = as_fail(err, "%s: fsync failed: %s", tmp, strerror(errno));
     if (!rc && rename(tmp, s->path)) rc = as_fail(err, "%s: cannot rename to %s: %s", tmp, s->path, strerror(errno));
     if (rc) {

@@ -61,12 +61,19 @@ static int var_dims(cr_var v, int dims[8]) {
     return n;
 }
 
-/* Converts a block of doubles to the file's types (see store.h "Packing"). */
-void st_pack_block(const store *s, const double *block, unsigned char *out) {
+size_t store_pack_bytes(const cr_layout *lay) {
+    size_t at = 0;
+    for (int v = 0; v < N_METRICS; v++) at += lay->count[v] * vtype_size(st_metric_defs[v].type);
+    return at;
+}
+
+/* Converts a block of doubles to the file's types (see store.h "Packing"). The
+ * variables follow each other in cr_var order, each in its file type. */
+void store_pack_cell(const cr_layout *lay, const double *block, unsigned char *out) {
     for (int v = 0; v < N_METRICS; v++) {
-        const double *src = block + s->lay.offset[v];
-        unsigned char *dst = out + s->var_offset[v];
-        size_t n = s->lay.count[v];
+        const double *src = block + lay->offset[v];
+        unsigned char *dst = out;
+        size_t n = lay->count[v];
         switch (st_metric_defs[v].type) {
         case VT_F32:
             for (size_t i = 0; i < n; i++) {
@@ -84,7 +91,12 @@ void st_pack_block(const store *s, const double *block, unsigned char *out) {
             break;
         case VT_F64: memcpy(dst, src, 8 * n); break;
         }
+        out += n * vtype_size(st_metric_defs[v].type);
     }
+}
+
+void st_pack_block(const store *s, const double *block, unsigned char *out) {
+    store_pack_cell(&s->lay, block, out);
 }
 
 /* The packed image of a cell never written: the fill values. */
@@ -636,6 +648,28 @@ int st_write_cell_values(store *s, size_t w, size_t l, const unsigned char *pack
             rc = -1;
         H5Sclose(ms);
         H5Sclose(fs);
+    }
+    return rc;
+}
+
+int st_read_cell_values(const store *s, hid_t f, size_t w, size_t l, unsigned char *packed) {
+    int rc = 0;
+    for (int v = 0; v < N_METRICS && !rc; v++) {
+        int dims[8];
+        int rank = var_dims((cr_var)v, dims);
+        hsize_t start[8] = {w, l}, count[8] = {1, 1};
+        for (int i = 2; i < rank; i++) start[i] = 0, count[i] = axis_len(s, dims[i]);
+        hid_t ds = H5Dopen2(f, cr_var_name((cr_var)v), H5P_DEFAULT);
+        if (ds < 0) return -1;
+        hid_t fs = H5Dget_space(ds);
+        hid_t ms = H5Screate_simple(rank, count, NULL);
+        if (fs < 0 || H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL) < 0 ||
+            H5Dread(ds, mem_type(st_metric_defs[v].type), ms, fs, H5P_DEFAULT,
+                    packed + s->var_offset[v]) < 0)
+            rc = -1;
+        H5Sclose(ms);
+        if (fs >= 0) H5Sclose(fs);
+        H5Dclose(ds);
     }
     return rc;
 }

@@ -75,16 +75,17 @@ static void remove_stale_temps(const store *s) {
     if (slash == dir) slash[1] = 0;
     else if (slash) *slash = 0;
     else snprintf(dir, sizeof dir, ".");
-    char p1[4200], p2[4200], p3[4200];
+    char p1[4200], p2[4200], p3[4200], p4[4200];
     snprintf(p1, sizeof p1, "%s.tmp.", base);
     snprintf(p2, sizeof p2, "%s.status.tmp.", base);
     snprintf(p3, sizeof p3, "%s.journal.merge.", base);
+    snprintf(p4, sizeof p4, "%s.journal.compact.", base);
     DIR *d = opendir(dir);
     if (!d) return;
     struct dirent *e;
     while ((e = readdir(d))) {
         if (strncmp(e->d_name, p1, strlen(p1)) && strncmp(e->d_name, p2, strlen(p2)) &&
-            strncmp(e->d_name, p3, strlen(p3)))
+            strncmp(e->d_name, p3, strlen(p3)) && strncmp(e->d_name, p4, strlen(p4)))
             continue;
         char full[8400];
         snprintf(full, sizeof full, "%s/%s", dir, e->d_name);
@@ -106,6 +107,7 @@ static void store_free(store *s) {
     free(s->packed);
     free(s->status), free(s->attempts), free(s->rank), free(s->wall_time), free(s->in_flight);
     free(s->last_commit);
+    free(s->values_crc), free(s->compacted), free(s->batch), free(s->batch_crc);
     for (size_t i = 0; i < s->n_segs; i++)
         free(s->segs[i].hosts), free(s->segs[i].job), free(s->segs[i].note);
     free(s->damage_note);
@@ -166,8 +168,10 @@ static int copy_axes(store *s, const store_axes *a, as_err *err) {
     s->wall_time = malloc(n * sizeof *s->wall_time);
     s->in_flight = calloc(n, 1);
     s->last_commit = calloc(n, sizeof *s->last_commit);
+    s->values_crc = calloc(n, sizeof *s->values_crc);
+    s->compacted = calloc(n, 1);
     if (!s->packed || !s->status || !s->attempts || !s->rank || !s->wall_time || !s->in_flight ||
-        !s->last_commit)
+        !s->last_commit || !s->values_crc || !s->compacted)
         return as_fail(err, "%s: out of memory for %zu cells", s->path, n);
     for (size_t i = 0; i < n; i++) s->rank[i] = -1, s->wall_time[i] = NAN;
     return 0;
@@ -257,6 +261,26 @@ static int describe_damage(store *s, as_err *err) {
     return s->damage_note ? 0 : as_fail(err, "%s: out of memory", s->journal_path);
 }
 
+/* Adds to the open's note (stderr and /provenance) the compacted cells a rebuild could
+ * not take from the old view. */
+static int note_lost(store *s, as_err *err) {
+    char buf[8192];
+    snprintf(buf, sizeof buf, "%s%s%s: %zu done cell%s compacted in the journal %s not in the "
+             "old file intact (missing or damaged); computed again", s->damage_note ? s->damage_note : "",
+             s->damage_note && s->damage_note[0] ? "; " : "", s->path, s->lost, s->lost == 1 ? "" : "s",
+             s->lost == 1 ? "was" : "were");
+    free(s->damage_note);
+    s->damage_note = st_dupstr(buf);
+    segment *sg = &s->segs[s->seg_index];
+    free(sg->note);
+    sg->note = st_dupstr(buf);
+    if (!s->damage_note || !sg->note) return as_fail(err, "%s: out of memory", s->path);
+    /* the rebuilt view's /provenance shows it too */
+    int rc;
+    H5E_BEGIN_TRY { rc = st_write_segments(s, s->file) || H5Fflush(s->file, H5F_SCOPE_GLOBAL) < 0; } H5E_END_TRY;
+    return rc ? as_fail(err, "%s: cannot update provenance", s->path) : 0;
+}
+
 static int exists(const char *path) {
     struct stat st;
     return stat(path, &st) == 0;
@@ -316,6 +340,12 @@ store *store_open(const char *path, const store_axes *axes, const store_provenan
                 "trusted; move the file away or restore the journal", s->path, s->journal_path);
         goto fail;
     }
+    /* The journal's second copy of the values goes once this many bytes are whole
+     * in it (and at every close): a bounded overhead beside the view. */
+    long long hook = st_test_number("ATTNSWEEP_TEST_COMPACT_BYTES");
+    s->compact_bytes = hook == 0 || (flags & STORE_KEEP_JOURNAL) ? UINT64_MAX
+                       : hook > 0 ? (uint64_t)hook : STORE_COMPACT_BYTES;
+    s->jhdr = want;
     if (!have_journal) {
         s->jr = journal_create(s->journal_path, &want, err);
         if (!s->jr) goto fail;
@@ -334,6 +364,7 @@ store *store_open(const char *path, const store_axes *axes, const store_provenan
         s->jr = journal_open(s->journal_path, JOURNAL_WRITABLE, &got, &torn, err);
         if (!s->jr) goto fail;
         s->torn = (long long)torn;
+        s->jhdr = got;
         if (describe_damage(s, err)) goto fail;
         if (memcmp(got.layout, want.layout, sizeof want.layout) || got.payload_bytes != want.payload_bytes) {
             as_fail(err, "%s: written with N,T,eps,normalizer,layer,head sizes %llu,%llu,%llu,%llu,"
@@ -364,6 +395,16 @@ store *store_open(const char *path, const store_axes *axes, const store_provenan
         if (add_segment(s, err)) goto fail;
         if (!have_file || st_open_view(s) || st_reconcile_view(s, err)) {
             if (st_rebuild_view(s, err)) goto fail;
+            /* Compacted cells the old view did not give back intact are pending again,
+             * and the journal says so (a JR_COMMIT of status 0 each, synced below). */
+            if (s->lost && note_lost(s, err)) goto fail;
+            for (size_t c = 0; c < store_total(s) && s->lost; c++) {
+                if (s->status[c] != STORE_PENDING || s->last_commit[c].type != JR_COMMIT) continue;
+                journal_record r = s->last_commit[c];
+                r.status = STORE_PENDING, r.flags = 0, r.payload_len = 0;
+                if (journal_append(s->jr, &r, NULL, err)) goto fail;
+                s->last_commit[c].type = 0;
+            }
         } else {
             int rc;
             H5E_BEGIN_TRY {
@@ -425,21 +466,67 @@ static int commit_view_failed(store *s, const char *what, as_err *err) {
                    saved == ENOSPC || saved == EDQUOT || saved == EFBIG ? ": disk full" : "");
 }
 
+/* Room for n packed cells in s->batch. */
+static int batch_room(store *s, size_t n, as_err *err) {
+    if (n <= s->batch_cap) return 0;
+    unsigned char *b = realloc(s->batch, n * (s->payload_bytes ? s->payload_bytes : 1));
+    if (!b) return as_fail(err, "%s: out of memory for a batch of %zu cells", s->path, n);
+    s->batch = b;
+    uint32_t *c = realloc(s->batch_crc, n * sizeof *c);
+    if (!c) return as_fail(err, "%s: out of memory for a batch of %zu cells", s->path, n);
+    s->batch_crc = c;
+    s->batch_cap = n;
+    return 0;
+}
+
 int store_commit_batch(store *s, const store_cell *cells, const double *const *blocks, size_t n,
                        as_err *err) {
+    enum { CHUNK = 64 };
+    store_cell sc[CHUNK];
+    const unsigned char *pk[CHUNK];
+    for (size_t at = 0; at < n; at += CHUNK) {
+        size_t k = n - at < CHUNK ? n - at : CHUNK;
+        if (batch_room(s, k, err)) return -1;
+        for (size_t i = 0; i < k; i++) {
+            const double *b = blocks[at + i];
+            sc[i] = cells[at + i];
+            pk[i] = NULL;
+            if (sc[i].status == STORE_DONE && !b)
+                return as_fail(err, "%s: bad commit of cell (%zu, %zu): no block", s->path,
+                               sc[i].window, sc[i].l_index);
+            /* The block's own bookkeeping wins; a failed cell's block may be all NaN. */
+            double wt = b ? b[s->lay.offset[CR_WALL_TIME]] : NAN;
+            double rk = b ? b[s->lay.offset[CR_RANK]] : NAN;
+            if (!isnan(wt)) sc[i].wall_time = wt;
+            if (!(isnan(rk) || rk < 0 || rk > 2147483647.0)) sc[i].rank = (int)rk;
+            if (b && sc[i].status == STORE_DONE) {
+                unsigned char *dst = s->batch + i * s->payload_bytes;
+                st_pack_block(s, b, dst);
+                pk[i] = dst;
+            }
+        }
+        if (store_commit_packed(s, sc, pk, k, err)) return -1;
+    }
+    return 0;
+}
+
+int store_commit_packed(store *s, const store_cell *cells, const unsigned char *const *packed,
+                        size_t n, as_err *err) {
     for (size_t i = 0; i < n; i++)
         if (cells[i].window >= s->ax.n_window || cells[i].l_index >= s->ax.n_L ||
             (cells[i].status != STORE_DONE && cells[i].status != STORE_FAILED) ||
-            (cells[i].status == STORE_DONE && !blocks[i]))
+            (cells[i].status == STORE_DONE && !packed[i]))
             return as_fail(err, "%s: bad commit of cell (%zu, %zu) status %d", s->path,
                            cells[i].window, cells[i].l_index, cells[i].status);
+    if (batch_room(s, n, err)) return -1;
     int rc = 0;
-    /* 1. data, flush */
+    /* 1. data, flush; each cell's checksum once, for the journal and compaction */
     H5E_BEGIN_TRY {
         for (size_t i = 0; i < n && !rc; i++) {
-            if (!blocks[i] || cells[i].status != STORE_DONE) continue;
-            st_pack_block(s, blocks[i], s->packed);
-            if (st_write_cell_values(s, cells[i].window, cells[i].l_index, s->packed)) rc = -1;
+            s->batch_crc[i] = 0;
+            if (cells[i].status != STORE_DONE) continue;
+            s->batch_crc[i] = journal_crc32(0, packed[i], s->payload_bytes);
+            if (st_write_cell_values(s, cells[i].window, cells[i].l_index, packed[i])) rc = -1;
         }
         if (!rc && H5Fflush(s->file, H5F_SCOPE_GLOBAL) < 0) rc = -1;
     } H5E_END_TRY;
@@ -451,11 +538,8 @@ int store_commit_batch(store *s, const store_cell *cells, const double *const *b
         if (!s->in_flight[c]) s->attempts[c]++;
         s->in_flight[c] = 0;
         s->status[c] = (uint8_t)cells[i].status;
-        /* The block's own bookkeeping wins; a failed cell's block may be all NaN. */
-        double wt = blocks[i] ? blocks[i][s->lay.offset[CR_WALL_TIME]] : NAN;
-        double rk = blocks[i] ? blocks[i][s->lay.offset[CR_RANK]] : NAN;
-        s->wall_time[c] = isnan(wt) ? cells[i].wall_time : wt;
-        s->rank[c] = isnan(rk) || rk < 0 || rk > 2147483647.0 ? cells[i].rank : (int32_t)rk;
+        s->wall_time[c] = cells[i].wall_time;
+        s->rank[c] = cells[i].rank;
     }
     H5E_BEGIN_TRY {
         for (size_t i = 0; i < n && !rc; i++)
@@ -467,23 +551,29 @@ int store_commit_batch(store *s, const store_cell *cells, const double *const *b
     /* 3. journal, fsync: from here the cells are done. */
     for (size_t i = 0; i < n; i++) {
         size_t w = cells[i].window, l = cells[i].l_index, c = cell_at(s, w, l);
-        int with_data = blocks[i] && cells[i].status == STORE_DONE;
-        if (with_data) st_pack_block(s, blocks[i], s->packed);
+        int with_data = cells[i].status == STORE_DONE;
         journal_record r = {.type = JR_COMMIT, .window = (int32_t)w, .L = s->Lv[l],
                             .window_start = s->window_start[w], .status = (uint32_t)cells[i].status,
                             .attempt = (uint32_t)s->attempts[c], .rank = s->rank[c],
                             .t_start = cells[i].t_start, .t_end = cells[i].t_end,
                             .wall_time = s->wall_time[c],
                             .payload_len = with_data ? s->payload_bytes : 0};
-        if (journal_append(s->jr, &r, with_data ? s->packed : NULL, err)) return -1;
+        if (journal_append_crc(s->jr, &r, with_data ? packed[i] : NULL, s->batch_crc[i], err))
+            return -1;
         r.payload_offset = journal_size(s->jr) - (off_t)r.payload_len;
-        r.payload_crc = journal_crc32(0, s->packed, with_data ? r.payload_len : 0);
+        r.payload_crc = s->batch_crc[i];
         s->last_commit[c] = r;
+        s->values_crc[c] = s->batch_crc[i];
+        s->compacted[c] = 0;
+        s->full_bytes += r.payload_len;
         s->committed_this_segment++;
     }
     st_test_phase("journal_written");
     if (journal_sync(s->jr, err)) return -1;
     st_test_phase("journal_synced");
+    /* The journal's second copy of the values is dropped once it has grown past
+     * the limit (store.h, "Compaction"). */
+    if (s->full_bytes >= s->compact_bytes && st_compact(s, err)) return -1;
     size_t in_flight = 0;
     for (size_t c = 0; c < store_total(s); c++) in_flight += s->in_flight[c];
     return store_write_status(s, in_flight, "running", err);
@@ -498,12 +588,17 @@ int store_close(store *s, const char *state, as_err *err) {
     journal_record r = {.type = JR_SEG_END, .window = (int32_t)s->seg_index, .t_end = sg->end,
                         .attempt = (uint32_t)s->committed_this_segment};
     if (journal_append(s->jr, &r, NULL, err) || journal_sync(s->jr, err)) rc = -1;
-    int h5rc;
-    H5E_BEGIN_TRY {
-        h5rc = st_write_segments(s, s->file) || st_write_bookkeeping_all(s) ||
-               H5Fflush(s->file, H5F_SCOPE_GLOBAL) < 0;
-    } H5E_END_TRY;
+    int h5rc = -1;
+    if (s->file >= 0) {
+        H5E_BEGIN_TRY {
+            h5rc = st_write_segments(s, s->file) || st_write_bookkeeping_all(s) ||
+                   H5Fflush(s->file, H5F_SCOPE_GLOBAL) < 0;
+        } H5E_END_TRY;
+    }
     if (h5rc && !rc) rc = as_fail(err, "%s: cannot write provenance at close", s->path);
+    /* The segment ends with the journal compacted: the values are then stored once,
+     * in the view (a failed close leaves the journal whole). */
+    if (!rc && s->full_bytes && s->compact_bytes != UINT64_MAX && st_compact(s, err)) rc = -1;
     st_close_handles(s);
     if (store_write_status(s, 0, state ? state : "finished", rc ? NULL : err)) rc = -1;
     if (lock_release(s->lock_path, s->lock_fd, rc ? NULL : err)) rc = -1;

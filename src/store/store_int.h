@@ -63,6 +63,15 @@ struct store {
     double *wall_time;
     unsigned char *in_flight;
     journal_record *last_commit; /* the record to rebuild a cell from */
+    uint32_t *values_crc;        /* CRC-32 of each done cell's packed values */
+    uint8_t *compacted;          /* 1: the values are only in the view (journal.h "Compaction") */
+    uint64_t full_bytes;         /* payload bytes of full (uncompacted) commits in the journal */
+    uint64_t compact_bytes;      /* compact once full_bytes reaches this */
+    size_t lost;                 /* compacted cells the view no longer held at this open */
+
+    unsigned char *batch;        /* packed values of the batch being committed */
+    size_t batch_cap;            /* cells batch has room for */
+    uint32_t *batch_crc;
 
     segment *segs;
     size_t n_segs, seg_index; /* this run's segment */
@@ -76,6 +85,7 @@ struct store {
     char *damage_note; /* "" or the journal damage this open found (store_journal_damage) */
 
     journal *jr;
+    journal_header jhdr; /* the journal's identity, kept by compaction */
     hid_t file, metric_ds[N_METRICS], status_ds, wall_ds, rank_ds, attempts_ds;
     store_provenance prov; /* strings copied */
     char *prov_strings[15];
@@ -108,6 +118,9 @@ void st_discard_view_keep_name(store *s);
 int st_write_root_attrs(store *s, hid_t file);
 int st_write_segments(store *s, hid_t file);
 int st_write_cell_values(store *s, size_t w, size_t l, const unsigned char *packed);
+/* Reads a cell's values from the open view (file f, the store's variables) into packed
+ * form; 0 or -1. */
+int st_read_cell_values(const store *s, hid_t f, size_t w, size_t l, unsigned char *packed);
 int st_write_bookkeeping_cell(store *s, size_t w, size_t l);
 int st_write_bookkeeping_all(store *s);
 
@@ -116,6 +129,13 @@ int st_write_bookkeeping_all(store *s);
 int st_replay_journal(store *s, as_err *err);
 int st_rebuild_view(store *s, as_err *err);
 int st_reconcile_view(store *s, as_err *err); /* 1 = rebuild needed */
+
+/* ---- compaction (compact.c) ---- */
+
+/* Makes the view durable, reads every done cell whose values are still in the journal
+ * back from it, and rewrites the journal with those cells compacted (journal.h
+ * "Compaction"). 0, or -1 with err filled (the journal is then unchanged). */
+int st_compact(store *s, as_err *err);
 
 /* ---- the status file (status.c) ---- */
 

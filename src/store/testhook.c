@@ -50,4 +50,9 @@ void st_test_phase(const char *phase) {
     struct stat st;
     while (hold && stat(release_file, &st)) pause_ms(10);
 }
+
+long long st_test_number(const char *name) {
+    const char *v = getenv(name);
+    return v && *v ? atoll(v) : -1;
+}
 #endif

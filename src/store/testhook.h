@@ -20,10 +20,20 @@
  *   ATTNSWEEP_TEST_RELEASE=R          R exists (the test creates it, or kills us);
  *   ATTNSWEEP_TEST_HOLD="PHASE K"     the same at the K-th arrival at PHASE only (each
  *                                     arrival is reported, so the test can count them)
- * With none of them set nothing happens. Phases:
+ * With none of them set nothing happens. st_test_number(NAME) is the integer value of
+ * the environment variable NAME, -1 when unset (production: always -1); the store reads
+ *   ATTNSWEEP_TEST_COMPACT_BYTES=n    compact the journal once n payload bytes are
+ *                                     uncompacted (0: never, not even at close)
+ * Phases:
  *   dispatch_written   a dispatch record appended, not synced     (store.c)
  *   data_flushed, status_flushed, journal_written (before the fsync),
  *   journal_synced     the steps of store_commit_batch            (store.c)
+ *   compact_synced     compaction: the view is flushed and fsynced   (compact.c)
+ *   compact_verified   ... every cell to compact was read back and matched its checksum
+ *   compact_writing    ... the new journal OUT.h5.journal.compact.PID holds its first
+ *                      compacted record (not complete, not synced)
+ *   compact_written    ... the new journal is complete and fsynced, not renamed yet
+ *   compact_renamed    ... renamed over OUT.h5.journal (the old one is gone)
  *   lock_won           the kernel lock on OUT.h5.lock is ours, our identity is not
  *                      written into the file yet                   (lockfile.c)
  *   merge_journal_written  merge wrote OUT.h5.journal.merge.PID, not renamed yet
@@ -35,8 +45,10 @@
 
 #ifdef AS_TEST_HOOKS
 void st_test_phase(const char *phase);
+long long st_test_number(const char *name);
 #else
 static inline void st_test_phase(const char *phase) { (void)phase; }
+static inline long long st_test_number(const char *name) { (void)name; return -1; }
 #endif
 
 #endif

@@ -115,6 +115,103 @@ static char *slurp(const char *p) {
     return buf;
 }
 
+/* The sequence in main() runs with the journal kept whole (STORE_KEEP_JOURNAL), so it can
+ * rebuild a deleted or corrupted view alone; test_compacted() the default. */
+#define KEEP STORE_KEEP_JOURNAL
+
+static long long journal_payload_bytes(void);
+
+/* The default: every close compacts the journal (journal.h "Compaction"). The values
+ * are then only in the view; resume and extension take them from it; a view that no
+ * longer holds them loses those cells to recomputation (never wrong values). */
+static void test_compacted(void) {
+    remove_all();
+    as_err err = {{0}};
+    store_axes ax = fx_axes(2, 2);
+    store_provenance prov = fx_prov("a = 1;\n", "sha-one");
+    int want[4][3] = {{0}};
+    store *s = store_open(OUT, &ax, &prov, STORE_NEW, 0, &err);
+    CHECK(s != NULL, "compacted: create: %s", err.msg);
+    if (!s) return;
+    size_t payload = store_payload_bytes(&ax);
+    CHECK(commit_one(s, 0, 0, &err) == 0 && commit_one(s, 1, 1, &err) == 0, "compacted: commits: %s", err.msg);
+    long long whole = file_size(JPATH);
+    CHECK(whole > (long long)(2 * payload), "compacted: the journal holds the values before the close");
+    CHECK(store_close(s, "interrupted", &err) == 0, "compacted: close: %s", err.msg);
+    long long small = file_size(JPATH);
+    CHECK(small < whole - (long long)(2 * payload) + 200, "compacted: journal %lld bytes after the "
+          "close, %lld before (values %zu bytes each)", small, whole, payload);
+    CHECK(journal_payload_bytes() < 1000, "compacted: no values left in the journal");
+    want[0][0] = want[1][1] = STORE_DONE;
+    check_file("compacted: after close", 2, 2, want);
+    /* resume: the state from the compacted journal, the view as it is */
+    s = store_open(OUT, &ax, &prov, STORE_RESUME, 0, &err);
+    CHECK(s && !store_was_rebuilt(s) && store_count(s, STORE_DONE) == 2, "compacted: resume: %s", err.msg);
+    if (s) {
+        CHECK(commit_one(s, 0, 1, &err) == 0, "compacted: commit after resume: %s", err.msg);
+        store_close(s, "interrupted", &err);
+    }
+    want[0][1] = STORE_DONE;
+    check_file("compacted: after resume", 2, 2, want);
+    /* extension: the rebuilt view takes the compacted cells from the old one */
+    store_axes grown = fx_axes(3, 3);
+    s = store_open(OUT, &grown, &prov, STORE_RESUME, 0, &err);
+    CHECK(s && store_was_rebuilt(s) && store_count(s, STORE_DONE) == 3 && !store_journal_damage(s)[0],
+          "compacted: extension keeps the 3 done cells: %s", s ? store_journal_damage(s) : err.msg);
+    if (s) {
+        CHECK(commit_one(s, 2, 2, &err) == 0, "compacted: commit after extension: %s", err.msg);
+        store_close(s, "interrupted", &err);
+    }
+    want[2][2] = STORE_DONE;
+    check_file("compacted: extended", 3, 3, want);
+    /* a corrupted view: its cells cannot be rebuilt from a compacted journal; they are
+     * pending again, said so, and computed again (never wrong values) */
+    {
+        FILE *f = fopen(OUT, "r+b");
+        char junk[2048];
+        memset(junk, 0x5A, sizeof junk);
+        fwrite(junk, 1, sizeof junk, f);
+        fclose(f);
+    }
+    s = store_open(OUT, &grown, &prov, STORE_RESUME, 0, &err);
+    CHECK(s && store_was_rebuilt(s) && store_count(s, STORE_DONE) == 0 &&
+              strstr(store_journal_damage(s), "4 done cells compacted"),
+          "compacted: a corrupted view: cells pending again, said so: %s",
+          s ? store_journal_damage(s) : err.msg);
+    if (s) {
+        CHECK(store_cell_attempts(s, 0, 0) == 1, "compacted: attempts kept: %d", store_cell_attempts(s, 0, 0));
+        CHECK(commit_one(s, 0, 0, &err) == 0, "compacted: recompute: %s", err.msg);
+        store_close(s, "interrupted", &err);
+    }
+    int only[4][3] = {{STORE_DONE}};
+    check_file("compacted: after a corrupted view", 3, 3, only);
+    /* the lost cells stay pending (the journal says so); the recomputed one is done */
+    s = store_open(OUT, &grown, &prov, STORE_RESUME, 0, &err);
+    CHECK(s && !store_was_rebuilt(s) && store_count(s, STORE_DONE) == 1 &&
+              store_cell_status(s, 1, 1) == STORE_PENDING, "compacted: reopen after the loss: %s", err.msg);
+    if (s) store_close(s, "finished", &err);
+    remove_all();
+}
+
+/* Payload bytes of the JR_COMMIT records in the journal (parsed from journal.h's layout). */
+static long long journal_payload_bytes(void) {
+    FILE *f = fopen(JPATH, "rb");
+    if (!f) return -1;
+    long long total = 0;
+    unsigned char rec[JOURNAL_RECORD_BYTES];
+    fseek(f, JOURNAL_HEADER_BYTES, SEEK_SET);
+    while (fread(rec, 1, sizeof rec, f) == sizeof rec) {
+        uint32_t type;
+        uint64_t len;
+        memcpy(&type, rec + 4, 4);
+        memcpy(&len, rec + 64, 8);
+        if (type == JR_COMMIT) total += (long long)len;
+        fseek(f, (long)len, SEEK_CUR);
+    }
+    fclose(f);
+    return total;
+}
+
 int main(void) {
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     store_sidecar(JPATH, sizeof JPATH, OUT, ".journal");
@@ -127,7 +224,7 @@ int main(void) {
     int want[4][3] = {{0}};
 
     /* --- create, commit a batch of 2 and one failed cell, close --- */
-    store *s = store_open(OUT, &ax, &prov, STORE_NEW, 0, &err);
+    store *s = store_open(OUT, &ax, &prov, STORE_NEW, KEEP, &err);
     CHECK(s != NULL, "create: %s", err.msg);
     if (!s) return check_summary("test_store");
     CHECK(file_size(LPATH) > 0, "lock file while open");
@@ -152,7 +249,7 @@ int main(void) {
     check_file("after close", 2, 2, want);
 
     /* --- reopen: state comes back from the journal --- */
-    s = store_open(OUT, &ax, &prov, STORE_RESUME, 0, &err);
+    s = store_open(OUT, &ax, &prov, STORE_RESUME, KEEP, &err);
     CHECK(s != NULL, "reopen: %s", err.msg);
     if (s) {
         CHECK(!store_was_rebuilt(s), "a consistent file is not rebuilt");
@@ -186,7 +283,7 @@ int main(void) {
     pid_t child = fork();
     if (child == 0) {
         as_err e;
-        store *c = store_open(OUT, &ax, &prov, STORE_RESUME, 0, &e);
+        store *c = store_open(OUT, &ax, &prov, STORE_RESUME, KEEP, &e);
         if (!c || commit_one(c, 1, 0, &e)) _exit(1);
         _exit(0); /* no close: like SIGKILL after the fsync */
     }
@@ -198,7 +295,7 @@ int main(void) {
     CHECK(after > before, "journal grew");
     /* Cut the commit record (the last one) in its payload. */
     CHECK(truncate(JPATH, after - 100) == 0, "truncate journal");
-    s = store_open(OUT, &ax, &prov, STORE_RESUME, 0, &err);
+    s = store_open(OUT, &ax, &prov, STORE_RESUME, KEEP, &err);
     CHECK(s != NULL, "resume after crash (stale lock taken over): %s", err.msg);
     if (s) {
         CHECK(store_torn_bytes(s) > 0, "torn tail detected (%lld bytes)", store_torn_bytes(s));
@@ -212,7 +309,7 @@ int main(void) {
 
     /* --- the HDF5 file deleted: rebuilt from the journal --- */
     unlink(OUT);
-    s = store_open(OUT, &ax, &prov, STORE_RESUME, 0, &err);
+    s = store_open(OUT, &ax, &prov, STORE_RESUME, KEEP, &err);
     CHECK(s && store_was_rebuilt(s), "rebuild after delete: %s", err.msg);
     if (s) store_close(s, "interrupted", &err);
     check_file("rebuilt after delete", 2, 2, want);
@@ -225,7 +322,7 @@ int main(void) {
         fwrite(junk, 1, sizeof junk, f);
         fclose(f);
     }
-    s = store_open(OUT, &ax, &prov, STORE_RESUME, 0, &err);
+    s = store_open(OUT, &ax, &prov, STORE_RESUME, KEEP, &err);
     CHECK(s && store_was_rebuilt(s), "rebuild after corruption: %s", err.msg);
     if (s) {
         CHECK(commit_one(s, 1, 0, &err) == 0, "commit after rebuild: %s", err.msg);
@@ -256,21 +353,21 @@ int main(void) {
     for (int i = 0; i < 100000; i++) big[i] = i % 80 == 79 ? '\n' : (char)('a' + i % 26);
     big[100000] = 0;
     store_provenance prov2 = fx_prov(big, "sha-two");
-    s = store_open(OUT, &ax, &prov2, STORE_RESUME, 0, &err);
+    s = store_open(OUT, &ax, &prov2, STORE_RESUME, KEEP, &err);
     CHECK(s == NULL && strstr(err.msg, "config changed"), "config change refused: %s", err.msg);
     CHECK(file_size(JPATH) == jsize && file_size(OUT) == hsize && file_size(LPATH) < 0,
           "refusal leaves files unchanged");
     /* removing an L value is refused too */
     store_axes shrunk = fx_axes(2, 1);
-    s = store_open(OUT, &shrunk, &prov, STORE_RESUME, STORE_ALLOW_CONFIG_CHANGE, &err);
+    s = store_open(OUT, &shrunk, &prov, STORE_RESUME, STORE_ALLOW_CONFIG_CHANGE | KEEP, &err);
     CHECK(s == NULL && strstr(err.msg, "outside"), "shrink refused: %s", err.msg);
     CHECK(file_size(JPATH) == jsize && file_size(OUT) == hsize, "shrink refusal leaves files");
-    s = store_open(OUT, &ax, &prov, STORE_NEW, 0, &err);
+    s = store_open(OUT, &ax, &prov, STORE_NEW, KEEP, &err);
     CHECK(s == NULL && strstr(err.msg, "exists"), "STORE_NEW on an existing output: %s", err.msg);
 
     /* --- extension: a window and an L value appended --- */
     store_axes grown = fx_axes(3, 3);
-    s = store_open(OUT, &grown, &prov2, STORE_RESUME, STORE_ALLOW_CONFIG_CHANGE, &err);
+    s = store_open(OUT, &grown, &prov2, STORE_RESUME, STORE_ALLOW_CONFIG_CHANGE | KEEP, &err);
     CHECK(s && store_was_rebuilt(s), "extension: %s", err.msg);
     if (s) {
         CHECK(store_total(s) == 9 && store_count(s, STORE_DONE) == 4, "extended counts");
@@ -307,12 +404,12 @@ int main(void) {
         FILE *f = fopen(LPATH, "w");
         fprintf(f, "host=%s\npid=%ld\nslurm_job_id=77\nstarted=now\n", lock_hostname(), (long)getppid());
         fclose(f);
-        s = store_open(OUT, &grown, &prov2, STORE_RESUME, 0, &err);
+        s = store_open(OUT, &grown, &prov2, STORE_RESUME, KEEP, &err);
         CHECK(s == NULL && strstr(err.msg, "in use") && strstr(err.msg, "77"), "live lock refused: %s", err.msg);
         f = fopen(LPATH, "w");
         fprintf(f, "host=some-other-node\npid=1\nslurm_job_id=\nstarted=now\n");
         fclose(f);
-        s = store_open(OUT, &grown, &prov2, STORE_RESUME, 0, &err);
+        s = store_open(OUT, &grown, &prov2, STORE_RESUME, KEEP, &err);
         CHECK(s == NULL && strstr(err.msg, "some-other-node"), "foreign lock refused: %s", err.msg);
         CHECK(file_size(LPATH) > 0, "foreign lock left in place");
         pid_t dead = fork();
@@ -321,7 +418,7 @@ int main(void) {
         f = fopen(LPATH, "w");
         fprintf(f, "host=%s\npid=%ld\nslurm_job_id=\nstarted=now\n", lock_hostname(), (long)dead);
         fclose(f);
-        s = store_open(OUT, &grown, &prov2, STORE_RESUME, 0, &err);
+        s = store_open(OUT, &grown, &prov2, STORE_RESUME, KEEP, &err);
         CHECK(s != NULL, "stale lock taken over: %s", err.msg);
         if (s) store_close(s, "finished", &err);
         CHECK(file_size(LPATH) < 0, "lock removed");
@@ -330,9 +427,10 @@ int main(void) {
 
     /* --- an output without its journal is refused --- */
     unlink(JPATH);
-    s = store_open(OUT, &grown, &prov2, STORE_RESUME, 0, &err);
+    s = store_open(OUT, &grown, &prov2, STORE_RESUME, KEEP, &err);
     CHECK(s == NULL && strstr(err.msg, "journal"), "file without journal refused: %s", err.msg);
     remove_all();
     free(big);
+    test_compacted();
     return check_summary("test_store");
 }

@@ -1,0 +1,205 @@
+/* compact.c -- compaction of the journal (journal.h "Compaction", store.h): once the
+ * HDF5 view is durable and holds a done cell's values (read back, checksum matched),
+ * the journal keeps only that cell's identity, bookkeeping and checksum. The new
+ * journal is written beside the old one and renamed over it, so a kill at any step
+ * leaves either the old journal or the new one, both complete. See store_int.h. */
+#include "store_int.h"
+#include "fileio.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <hdf5.h>
+
+#include "testhook.h"
+
+static int find_L(const store *s, int32_t L) {
+    for (size_t i = 0; i < s->ax.n_L; i++)
+        if (s->Lv[i] == L) return (int)i;
+    return -1;
+}
+
+/* The digest payload of a compacted commit (JOURNAL_COMPACT_BYTES, journal.h). */
+static void digest_encode(unsigned char out[JOURNAL_COMPACT_BYTES], uint32_t crc, uint64_t len) {
+    uint32_t zero = 0;
+    memcpy(out, &crc, 4);
+    memcpy(out + 4, &zero, 4);
+    memcpy(out + 8, &len, 8);
+}
+
+static int fsync_file(const char *path) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    int rc = fsync(fd);
+    close(fd);
+    return rc;
+}
+
+int st_compact(store *s, as_err *err) {
+    if (!s->jr || s->file < 0) return 0;
+    size_t total = store_total(s);
+    /* 1. the view durable: flushed, then fsynced (H5Fflush alone leaves it in the
+     * page cache, and the journal's copy is about to go) */
+    int rc = 0;
+    H5E_BEGIN_TRY { rc = H5Fflush(s->file, H5F_SCOPE_GLOBAL) < 0; } H5E_END_TRY;
+    if (rc || fsync_file(s->path))
+        return as_fail(err, "%s: cannot make the file durable before compacting the journal: %s",
+                       s->path, rc ? "HDF5 flush failed" : strerror(errno));
+    st_test_phase("compact_synced");
+    /* 2. read back every done cell still whole in the journal */
+    uint8_t *ok = calloc(total ? total : 1, 1);
+    journal_record *next = malloc((total ? total : 1) * sizeof *next);
+    if (!ok || !next) {
+        free(ok), free(next);
+        return as_fail(err, "%s: out of memory", s->journal_path);
+    }
+    size_t to_compact = 0, mismatched = 0;
+    H5E_BEGIN_TRY {
+        for (size_t c = 0; c < total; c++) {
+            next[c] = s->last_commit[c];
+            if (s->status[c] != STORE_DONE || s->compacted[c]) continue;
+            if (st_read_cell_values(s, s->file, c / s->ax.n_L, c % s->ax.n_L, s->packed) == 0 &&
+                journal_crc32(0, s->packed, s->payload_bytes) == s->values_crc[c])
+                ok[c] = 1, to_compact++;
+            else
+                mismatched++;
+        }
+    } H5E_END_TRY;
+    st_test_phase("compact_verified");
+    /* 3. the new journal, record by record in the old order */
+    char tmp[4300];
+    snprintf(tmp, sizeof tmp, "%s.compact.%ld", s->journal_path, (long)getpid());
+    unlink(tmp); /* ours from an earlier failed attempt of this pid, if any */
+    journal *nj = journal_create(tmp, &s->jhdr, err);
+    if (!nj) {
+        free(ok), free(next);
+        return -1;
+    }
+    unsigned char *buf = NULL;
+    size_t cap = 0;
+    uint64_t full = 0;
+    int first = 1, got;
+    journal_record r;
+    journal_rewind(s->jr);
+    while (!rc && (got = journal_next(s->jr, &r, err)) == 1) {
+        journal_record w = r;
+        const unsigned char *payload = NULL;
+        uint32_t pcrc = r.payload_crc;
+        int cell = -1;
+        if (r.type == JR_COMMIT) {
+            int li = find_L(s, r.L);
+            if (li >= 0 && r.window >= 0 && (size_t)r.window < s->ax.n_window)
+                cell = (int)cell_at(s, (size_t)r.window, (size_t)li);
+        }
+        int live = cell >= 0 && s->last_commit[cell].payload_offset == r.payload_offset &&
+                   s->last_commit[cell].type == JR_COMMIT;
+        unsigned char digest[JOURNAL_COMPACT_BYTES];
+        if (r.type == JR_COMMIT && r.status == STORE_DONE && !(r.flags & JF_COMPACT) &&
+            (!live || ok[cell])) {
+            /* compacted: the live commit of a cell read back from the view, or a
+             * commit a later one superseded (its values are not the cell's any more) */
+            digest_encode(digest, r.payload_crc, r.payload_len);
+            w.flags |= JF_COMPACT;
+            w.payload_len = JOURNAL_COMPACT_BYTES;
+            payload = digest;
+            pcrc = journal_crc32(0, digest, sizeof digest);
+        } else if (r.payload_len) {
+            if (r.payload_len > cap) {
+                unsigned char *g = realloc(buf, (size_t)r.payload_len);
+                if (!g) {
+                    rc = as_fail(err, "%s: out of memory", s->journal_path);
+                    break;
+                }
+                buf = g, cap = (size_t)r.payload_len;
+            }
+            if (journal_read_payload(s->jr, &r, buf, err)) {
+                rc = -1;
+                break;
+            }
+            payload = buf;
+            if (r.type == JR_COMMIT && !(r.flags & JF_COMPACT)) full += r.payload_len;
+        }
+        if (journal_append_crc(nj, &w, payload, pcrc, err)) {
+            rc = -1;
+            break;
+        }
+        if (live) {
+            next[cell] = w;
+            next[cell].payload_offset = journal_size(nj) - (off_t)w.payload_len;
+            next[cell].payload_crc = pcrc;
+        }
+        if (first && (w.flags & JF_COMPACT)) {
+            first = 0;
+            st_test_phase("compact_writing");
+        }
+    }
+    if (!rc && got < 0) rc = -1;
+    free(buf);
+    if (!rc) rc = journal_sync(nj, err);
+    if (!rc) st_test_phase("compact_written");
+    /* 4. the switch: one rename; before it the old journal is the truth, after it
+     * the new one (and a leftover OUT.h5.journal.compact.* is removed by the next open) */
+    if (!rc) rc = journal_rename(nj, s->journal_path, err);
+    if (rc) {
+        journal_close(nj);
+        unlink(tmp);
+        free(ok), free(next);
+        return as_wrap(err, "compacting the journal (it is unchanged)");
+    }
+    st_test_phase("compact_renamed");
+    journal_close(s->jr);
+    s->jr = nj;
+    for (size_t c = 0; c < total; c++) {
+        s->last_commit[c] = next[c];
+        if (ok[c]) s->compacted[c] = 1;
+    }
+    s->full_bytes = full;
+    free(ok), free(next);
+    (void)to_compact, (void)mismatched; /* mismatched cells simply stay whole */
+    return 0;
+}
+
+int store_read_cell(const char *path, const store_axes *axes, journal *j, const journal_record *r,
+                    unsigned char *out, as_err *err) {
+    if (!(r->flags & JF_COMPACT)) return journal_read_payload(j, r, out, err);
+    unsigned char d[JOURNAL_COMPACT_BYTES];
+    if (r->payload_len != JOURNAL_COMPACT_BYTES || journal_read_payload(j, r, d, err))
+        return as_fail(err, "%s: bad compacted record of cell (window %d, L %d)", journal_path(j),
+                       r->window, r->L);
+    uint32_t crc;
+    memcpy(&crc, d, 4);
+    /* a store that only knows the layout, for st_read_cell_values */
+    store s;
+    memset(&s, 0, sizeof s);
+    s.ax = *axes;
+    cr_layout_init(&s.lay, axes->n_N, axes->n_T, axes->n_eps, axes->n_norm, axes->n_layer,
+                   axes->n_head);
+    size_t at = 0;
+    for (int v = 0; v < N_METRICS; v++) {
+        s.var_offset[v] = at;
+        at += s.lay.count[v] * vtype_size(st_metric_defs[v].type);
+    }
+    s.payload_bytes = at;
+    int li = -1;
+    for (size_t i = 0; i < axes->n_L && li < 0; i++)
+        if (axes->L[i] == r->L) li = (int)i;
+    if (li < 0 || r->window < 0 || (size_t)r->window >= axes->n_window)
+        return as_fail(err, "%s: cell (window %d, L %d) is not on its axes", path, r->window, r->L);
+    hid_t fapl = st_file_access(), f;
+    int rc = -1;
+    H5E_BEGIN_TRY {
+        f = H5Fopen(path, H5F_ACC_RDONLY, fapl);
+        if (f >= 0) rc = st_read_cell_values(&s, f, (size_t)r->window, (size_t)li, out);
+        if (f >= 0) H5Fclose(f);
+    } H5E_END_TRY;
+    H5Pclose(fapl);
+    if (rc || journal_crc32(0, out, s.payload_bytes) != crc)
+        return as_fail(err, "%s: cell (window %d, L %d) is compacted in its journal and the file "
+                       "does not hold it intact (run the shard once: it is computed again)",
+                       path, r->window, r->L);
+    return 0;
+}
