@@ -56,6 +56,8 @@ typedef struct {
     /* the units every rank knows (rank 0 builds them, then broadcasts) */
     sweep_unit *units;
     size_t n_units, unit_cells;  /* unit_cells: blocks per unit buffer */
+    size_t slot_doubles;         /* one cell in a unit's message (see compute_unit) */
+    double *scratch;             /* worker: the unit's blocks of doubles before packing */
     size_t cells_done, cells_failed; /* committed, counted in cells (rank 0) */
     /* rank 0: sha256 of the inputs as read (the text's bytes, its tokenizer files) */
     char text_sha[65], vocab_sha[65], merges_sha[65];
@@ -384,16 +386,34 @@ static size_t unit_cuts(const sweep_state *st, const sweep_unit *u, size_t *cuts
     return n;
 }
 
+/* A unit's message holds one slot per cell: wall_time and rank as doubles, then the
+ * cell packed as the file stores it (store_pack_cell: float32 means, int32 counts,
+ * float64 KS), padded to a double. The metrics are accumulated in double and narrowed
+ * here once, by the same code the master used before, so the file's bytes are the same;
+ * the master receives half the bytes and writes them without converting. */
+static size_t slot_doubles(const cr_layout *lay) {
+    return 2 + (store_pack_bytes(lay) + sizeof(double) - 1) / sizeof(double);
+}
+
 static int compute_unit(void *ctx, int64_t unit, double *block_out, as_err *err) {
     sweep_state *st = ctx;
     const sweep_unit *u = &st->units[unit];
     size_t cuts[UNIT_MAX_CUTS];
     double *blocks[UNIT_MAX_CUTS];
-    size_t n = unit_cuts(st, u, cuts, NULL);
-    for (size_t k = 0; k < n; k++) blocks[k] = block_out + k * st->worker.layout.total;
+    size_t n = unit_cuts(st, u, cuts, NULL), total = st->worker.layout.total;
+    if (!st->scratch && !(st->scratch = malloc(st->unit_cells * total * sizeof *st->scratch)))
+        return as_fail(err, "out of memory for a unit's %zu blocks", st->unit_cells);
+    for (size_t k = 0; k < n; k++) blocks[k] = st->scratch + k * total;
     double t0 = as_monotonic_s();
     int rc = cell_compute(&st->worker, u->window, st->tokens + st->grid.window_start[u->window], cuts,
                           n, blocks, err);
+    for (size_t k = 0; k < n && rc == 0; k++) {
+        double *slot = block_out + k * st->slot_doubles;
+        slot[0] = blocks[k][st->worker.layout.offset[CR_WALL_TIME]];
+        slot[1] = blocks[k][st->worker.layout.offset[CR_RANK]];
+        slot[st->slot_doubles - 1] = 0; /* the padding, so a message is deterministic */
+        store_pack_cell(&st->worker.layout, blocks[k], (unsigned char *)(slot + 2));
+    }
     st->timing[TM_COMPUTE] += as_monotonic_s() - t0;
     st->timing[TM_UNITS] += 1;
     return rc;
@@ -409,35 +429,33 @@ static int commit_units(void *ctx, const int64_t *units, double *const *blocks, 
     sweep_state *st = ctx;
     double t0 = as_monotonic_s(), c0 = cpu_now();
     store_cell sc[STORE_BATCH];
-    const double *bl[STORE_BATCH];
+    const unsigned char *pk[STORE_BATCH];
     size_t held = 0;
-    size_t total = st->worker.layout.total;
-    size_t rank_at = st->worker.layout.offset[CR_RANK], wall_at = st->worker.layout.offset[CR_WALL_TIME];
     for (size_t i = 0; i < n; i++) {
         const sweep_unit *u = &st->units[units[i]];
         size_t cuts[UNIT_MAX_CUTS], lis[UNIT_MAX_CUTS];
         size_t k = unit_cuts(st, u, cuts, lis);
         if (held + k > STORE_BATCH) {
-            if (store_commit_batch(st->out, sc, bl, held, err)) return -1;
+            if (store_commit_packed(st->out, sc, pk, held, err)) return -1;
             held = 0;
         }
         int ok = status[i] == SCHED_CELL_DONE;
         double now = wall_now();
         for (size_t c = 0; c < k; c++) {
-            const double *b = blocks[i] + c * total;
-            double wall = ok ? b[wall_at] : NAN;
+            const double *b = blocks[i] + c * st->slot_doubles;
+            double wall = ok ? b[0] : NAN, rk = ok ? b[1] : NAN;
             sc[held] = (store_cell){.window = (size_t)u->window, .l_index = lis[c],
                                     .status = ok ? STORE_DONE : STORE_FAILED,
-                                    .rank = ok ? (int)b[rank_at] : -1,
+                                    .rank = isnan(rk) || rk < 0 || rk > 2147483647.0 ? -1 : (int)rk,
                                     .t_start = ok ? now - wall * (double)k : now, .t_end = now,
                                     .wall_time = wall};
-            bl[held++] = ok ? b : NULL;
+            pk[held++] = ok ? (const unsigned char *)(b + 2) : NULL;
         }
         if (ok) st->cells_done += k;
         else st->cells_failed += k;
         st->timing[TM_COMMIT_CELLS] += (double)k;
     }
-    if (held && store_commit_batch(st->out, sc, bl, held, err)) return -1;
+    if (held && store_commit_packed(st->out, sc, pk, held, err)) return -1;
     st->timing[TM_COMMIT] += as_monotonic_s() - t0;
     st->timing[TM_COMMIT_CPU] += cpu_now() - c0;
     return 0;
@@ -530,7 +548,7 @@ static void print_timings(sweep_state *st, MPI_Comm comm, const sched_stats *sta
         fwc += t[TM_FORWARD_CPU], mec += t[TM_METRICS_CPU];
     }
     const double *m = all;
-    double bytes = m[TM_COMMIT_CELLS] * (double)st->worker.layout.total * sizeof(double);
+    double bytes = m[TM_COMMIT_CELLS] * (double)st->slot_doubles * sizeof(double);
     fprintf(stderr,
             "timings: master: commit %.3f s (cpu %.3f) for %.0f cells (%.1f MB of blocks, %.0f MB/s), "
             "master cpu %.2f s; scheduler elapsed %.2f s\n",
@@ -554,6 +572,7 @@ static void state_free(sweep_state *st) {
     if (st->weights_win != MPI_WIN_NULL) MPI_Win_free(&st->weights_win);
     if (st->node != MPI_COMM_NULL) MPI_Comm_free(&st->node);
     free(st->units);
+    free(st->scratch);
     free(st->tokens);
     if (st->grid_ok) grid_free(&st->grid);
     if (st->cfg_ok) config_free(&st->cfg);
@@ -648,7 +667,8 @@ int sweep_run(MPI_Comm comm, const sweep_opts *opts, sweep_summary *sum, as_err 
         free(unit_ids);
         goto out;
     }
-    sched_opts so = {.block_doubles = st.unit_cells * st.worker.layout.total, .compute = compute_unit,
+    st.slot_doubles = slot_doubles(&st.worker.layout);
+    sched_opts so = {.block_doubles = st.unit_cells * st.slot_doubles, .compute = compute_unit,
                      .compute_ctx = &st, .commit = commit_units, .dispatched = unit_dispatched,
                      .master_ctx = &st, .commit_every = units_per_commit ? units_per_commit : 1,
                      .progress_every_s = opts->progress_every_s, .unit = "windows",

@@ -24,10 +24,11 @@ add_test(NAME test_hooks_only_in_test_build
          COMMAND ${AS_PYTHON} -c "import sys; p, t = (open(f, 'rb').read() for f in sys.argv[1:3]); sys.exit(0 if b'ATTNSWEEP_TEST_' not in p and b'ATTNSWEEP_TEST_' in t else 1)"
                  $<TARGET_FILE:attnsweep> $<TARGET_FILE:attnsweep_test>)
 # store_recovery_*: journal damage in the middle, the stale-lock race (held open by a hook),
-# pid reuse, another host's lock, a killed merge, status without its journal
+# pid reuse, another host's lock, a killed merge, status without its journal, a kill at every
+# step of the journal's compaction (compact_killed)
 # (tests/reliability/test_store_recovery.py; a few seconds each).
 foreach(case journal_flip_middle journal_cut_middle journal_identity lock_race lock_overwritten
-             lock_pid_reused lock_other_host merge_killed status_no_journal)
+             lock_pid_reused lock_other_host merge_killed status_no_journal compact_killed)
   add_test(NAME store_recovery_${case}
            COMMAND ${AS_PYTHON} ${CMAKE_SOURCE_DIR}/tests/reliability/test_store_recovery.py
                    $<TARGET_FILE:attnsweep_test> ${CMAKE_BINARY_DIR}/models/tiny

@@ -149,9 +149,15 @@ def tree(d):
 
 # ---- item 3: damage in the middle of the journal ----
 
+# The damage cases test the resync of a journal that still holds every value, so their
+# runs keep it whole (no compaction); the last run compacts, which drops the damaged
+# bytes for good (the note stays in /provenance).
+WHOLE = dict(ENV, ATTNSWEEP_TEST_COMPACT_BYTES="0")
+
+
 def damaged_resume(name, damage):
     d = setup(name)
-    p = cli(["run", "a.cfg"], d)
+    p = cli(["run", "a.cfg"], d, WHOLE)
     check(p.returncode == 0, f"{name}: first run exit {p.returncode}: {p.stderr[-300:]}")
     jpath = f"{d}/out.h5.journal"
     commits = [r for r in records(jpath) if r[1] == JR_COMMIT and r[4] == 1]
@@ -160,7 +166,7 @@ def damaged_resume(name, damage):
     data = bytearray(open(jpath, "rb").read())
     data = damage(data, victim)
     open(jpath, "wb").write(data)
-    p = cli(["run", "a.cfg"], d)
+    p = cli(["run", "a.cfg"], d, WHOLE)
     check(p.returncode == 0, f"{name}: resume exit {p.returncode}: {p.stderr[-300:]}")
     check("damaged record" in p.stderr and str(victim[0]) in p.stderr and "out.h5.journal" in p.stderr,
           f"{name}: stderr names the damage and where (byte {victim[0]}): {p.stderr!r}")
@@ -178,9 +184,19 @@ def damaged_resume(name, damage):
     check(notes and "damaged record" in notes[-1] and str(victim[0]) in notes[-1],
           f"{name}: /provenance/note of the resuming segment names the damage: {notes}")
     # the damage stays in the file and is found again, but nothing is recomputed
-    p = cli(["run", "a.cfg"], d)
+    p = cli(["run", "a.cfg"], d, WHOLE)
     check(p.returncode == 0 and "damaged record" in p.stderr and "(9 before this run)" in p.stderr,
           f"{name}: third run: exit {p.returncode}: {p.stderr[-400:]!r}")
+    # compaction (the default) rewrites the journal without the damaged bytes
+    p = cli(["run", "a.cfg"], d)
+    check(p.returncode == 0 and "(9 before this run)" in p.stderr, f"{name}: compacting run: "
+          f"exit {p.returncode}: {p.stderr[-400:]!r}")
+    p = cli(["run", "a.cfg"], d)
+    check(p.returncode == 0 and "damaged record" not in p.stderr and "(9 before this run)" in p.stderr,
+          f"{name}: after compaction the damage is gone: {p.stderr[-400:]!r}")
+    check(all(r[5] == 16 for r in records(jpath) if r[1] == JR_COMMIT),
+          f"{name}: every commit compacted (16-byte digests)")
+    same_values(reference(), f"{d}/out.h5", f"{name}: compacted file vs undisturbed run")
 
 
 def case_journal_flip_middle():
@@ -335,9 +351,57 @@ def case_status_no_journal():
     check("journal" in s.stdout and "missing" in s.stdout, f"status says the journal is missing: {s.stdout!r}")
 
 
+# ---- issue 14 item 3: a kill at every step of the journal's compaction ----
+
+COMPACT_PHASES = ["compact_synced", "compact_verified", "compact_writing", "compact_written",
+                  "compact_renamed"]
+
+
+def case_compact_killed():
+    """SIGKILL the writer held at each step of a compaction -- the one at the close of a
+    finished run, and one in the middle of a run (ATTNSWEEP_TEST_COMPACT_BYTES=1: after
+    every batch) -- then resume: no committed cell is lost or computed again (attempts
+    stay 1), the file equals an undisturbed run, the temporary journal is gone, and the
+    journal ends compacted."""
+    for when in ["close", "mid_run"]:
+        for phase in COMPACT_PHASES:
+            name = f"compact_killed_{when}_{phase}"
+            d = setup(name)
+            env = hook_env(d, hold=phase)
+            if when == "mid_run":
+                env["ATTNSWEEP_TEST_COMPACT_BYTES"] = "1"  # else the first compaction is the close's
+            p = start(["run", "a.cfg"], d, env)
+            held = wait_phase(d, phase, p)
+            check(held, f"{name}: the writer reached {phase}: {p.communicate()[1][-300:] if not held else ''}")
+            if not held:
+                continue
+            p.kill()
+            p.communicate()
+            jpath = f"{d}/out.h5.journal"
+            leftovers = [f for f in os.listdir(d) if ".journal.compact." in f]
+            if phase in ("compact_writing", "compact_written"):
+                check(len(leftovers) == 1, f"{name}: the new journal is beside the old: {leftovers}")
+            whole = [r for r in records(jpath) if r[1] == JR_COMMIT and r[4] == 1 and r[5] != 16]
+            if phase == "compact_renamed":
+                check(not whole, f"{name}: renamed: the journal is the compacted one")
+            else:
+                check(whole, f"{name}: before the rename the old journal (whole) is in place")
+            p = cli(["run", "a.cfg"], d)
+            check(p.returncode == 0, f"{name}: resume exit {p.returncode}: {p.stderr[-300:]}")
+            if when == "close":
+                check("(9 before this run)" in p.stderr, f"{name}: all 9 cells kept: {p.stderr[-300:]!r}")
+            att = attempts_by_cell(f"{d}/out.h5")
+            check(all(n == 1 for n in att.values()), f"{name}: no cell computed twice: {att}")
+            same_values(reference(), f"{d}/out.h5", f"{name}: resumed file vs undisturbed run")
+            check(not [f for f in os.listdir(d) if ".journal.compact." in f],
+                  f"{name}: the temporary journal is removed")
+            check(all(r[5] == 16 for r in records(jpath) if r[1] == JR_COMMIT and r[4] == 1),
+                  f"{name}: the journal ends compacted")
+
+
 CASES = [case_journal_flip_middle, case_journal_cut_middle, case_journal_identity, case_lock_race,
          case_lock_overwritten, case_lock_pid_reused, case_lock_other_host, case_merge_killed,
-         case_status_no_journal]
+         case_status_no_journal, case_compact_killed]
 
 if __name__ == "__main__":
     os.makedirs(SCRATCH, exist_ok=True)
