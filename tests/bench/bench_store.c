@@ -3,9 +3,15 @@
  * normalizer, 12 layers x 12 heads; WINDOWS x 2 L values, commit_every cells
  * per batch. Values are smooth pseudo-random floats (like real metrics, not
  * compressible to nothing).
- * usage: bench_store DIR [WINDOWS] [COMMIT_EVERY] [compressed]
+ * usage: bench_store DIR [WINDOWS] [COMMIT_EVERY] [compressed|doubles|keep]...
  * compressed: chunks with shuffle + deflate (STORE_COMPRESSED), to time what
- * compression costs the master per commit. */
+ * compression costs the master per commit.
+ * doubles: commit blocks of doubles (store_commit_batch: the master packs them, as
+ * before issue 14), instead of cells the workers packed (store_commit_packed, what
+ * attnsweep run does now).
+ * keep: STORE_KEEP_JOURNAL (no compaction: the journal keeps a second copy).
+ * Prints the commit time per MB of stored values, the close (with the journal's
+ * compaction) and the disk used after the close. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,7 +39,16 @@ int main(int argc, char **argv) {
         return 2;
     }
     size_t nw = argc > 2 ? (size_t)atoi(argv[2]) : 8, every = argc > 3 ? (size_t)atoi(argv[3]) : 8;
-    int flags = argc > 4 && !strcmp(argv[4], "compressed") ? STORE_COMPRESSED : 0;
+    int flags = 0, doubles = 0;
+    for (int a = 4; a < argc; a++) {
+        if (!strcmp(argv[a], "compressed")) flags |= STORE_COMPRESSED;
+        else if (!strcmp(argv[a], "keep")) flags |= STORE_KEEP_JOURNAL;
+        else if (!strcmp(argv[a], "doubles")) doubles = 1;
+        else {
+            fprintf(stderr, "bench_store: unknown option %s\n", argv[a]);
+            return 2;
+        }
+    }
     char out[4096], side[4200];
     snprintf(out, sizeof out, "%s/bench_store.h5", argv[1]);
     const char *sfx[] = {"", ".journal", ".status", ".lock"};
@@ -61,6 +76,14 @@ int main(int argc, char **argv) {
         blocks[b] = malloc(nd * sizeof **blocks);
         for (size_t i = 0; i < nd; i++) blocks[b][i] = 1.0 + 0.3 * sin(0.001 * i + b) + 1e-3 * (rand() % 1000);
     }
+    cr_layout lay;
+    cr_layout_init(&lay, 128, 21, 3, 1, 12, 12);
+    size_t pb = store_pack_bytes(&lay);
+    unsigned char **packed = malloc(every * sizeof *packed);
+    for (size_t b = 0; b < every; b++) {
+        packed[b] = malloc(pb);
+        store_pack_cell(&lay, blocks[b], packed[b]);
+    }
     store_cell *cells = calloc(every, sizeof *cells);
     size_t total = nw * 2, done = 0;
     double t0 = now();
@@ -68,21 +91,33 @@ int main(int argc, char **argv) {
         size_t n = 0;
         for (; n < every && done + n < total; n++)
             cells[n] = (store_cell){(done + n) / 2, (done + n) % 2, STORE_DONE, 1, 0, 1, 1};
-        if (store_commit_batch(s, cells, (const double *const *)blocks, n, &err)) {
+        int rc = doubles ? store_commit_batch(s, cells, (const double *const *)blocks, n, &err)
+                         : store_commit_packed(s, cells, (const unsigned char *const *)packed, n, &err);
+        if (rc) {
             fprintf(stderr, "%s\n", err.msg);
             return 1;
         }
         done += n;
     }
     double t1 = now();
-    store_close(s, "finished", &err);
+    if (store_close(s, "finished", &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        return 1;
+    }
+    double t2 = now();
     snprintf(side, sizeof side, "%s.journal", out);
     long long h5 = size_of(out), jr = size_of(side);
     printf("cell block: %zu doubles (%.2f MB as doubles)\n", nd, nd * 8 / 1e6);
-    printf("%zu cells, commit_every %zu: %.3f s commit time, %.1f ms per cell\n", total, every,
-           t1 - t0, 1e3 * (t1 - t0) / total);
-    printf("HDF5 %.2f MB (%.2f MB per cell), journal %.2f MB (%.2f MB per cell)\n", h5 / 1e6,
-           h5 / 1e6 / total, jr / 1e6, jr / 1e6 / total);
+    double mb = (double)pb * total / 1e6;
+    printf("%zu cells, commit_every %zu, %s%s: %.3f s commit time, %.1f ms per cell, %.2f ms per MB "
+           "stored (%.2f MB per cell as stored)\n", total, every,
+           doubles ? "blocks of doubles" : "packed by the workers", flags & STORE_COMPRESSED ? ", compressed" : "",
+           t1 - t0, 1e3 * (t1 - t0) / total, 1e3 * (t1 - t0) / mb, pb / 1e6);
+    printf("close (%s): %.3f s\n", flags & STORE_KEEP_JOURNAL ? "journal kept whole"
+           : "journal compacted: view fsynced, every cell read back", t2 - t1);
+    printf("HDF5 %.2f MB (%.2f MB per cell), journal %.2f MB (%.4f MB per cell): disk %.2fx the "
+           "results\n", h5 / 1e6, h5 / 1e6 / total, jr / 1e6, jr / 1e6 / total,
+           (double)(h5 + jr) / (double)h5);
     t0 = now();
     unlink(out);
     s = store_open(out, &ax, &prov, STORE_RESUME, flags, &err);
@@ -91,8 +126,10 @@ int main(int argc, char **argv) {
         fprintf(stderr, "%s\n", err.msg);
         return 1;
     }
-    printf("rebuild from the journal after deleting the HDF5 file: %.3f s (%s)\n", t1 - t0,
-           store_was_rebuilt(s) ? "rebuilt" : "NOT rebuilt");
+    printf("rebuild from the journal after deleting the HDF5 file: %.3f s (%s, %zu of %zu cells "
+           "done: %s)\n", t1 - t0, store_was_rebuilt(s) ? "rebuilt" : "NOT rebuilt",
+           store_count(s, STORE_DONE), total, store_count(s, STORE_DONE) == total ? "all"
+           : "compacted cells are recomputed");
     store_close(s, "finished", &err);
     for (int i = 0; i < 4; i++) snprintf(side, sizeof side, "%s%s", out, sfx[i]), unlink(side);
     return 0;
