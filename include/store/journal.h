@@ -30,6 +30,37 @@
  * The header is the journal's identity: a header that fails its checksum is
  * refused, and nothing is changed.
  *
+ * Versions. 2 (this program writes it) adds the record field `flags` (4 bytes that
+ * were always 0 in version 1) and compacted commits. Version 1 journals are read as
+ * they are and appended to in version 1's form; their first compaction rewrites
+ * them as version 2. A program that reads only version 1 refuses a version 2
+ * journal in one line ("journal version 2, this program reads version 1").
+ *
+ * Compaction (the store's, src/store/compact.c; as SQLite checkpoints its WAL). A
+ * JR_COMMIT first carries the cell's values in full. Once the HDF5 view is flushed and
+ * fsynced and the cell has been read back from it with the CRC-32 of its packed values
+ * equal to the journaled one, the journal is rewritten into OUT.h5.journal.compact.PID
+ * -- every record in the same order, each verified (or superseded) done commit with
+ * flags = JF_COMPACT and a JOURNAL_COMPACT_BYTES payload instead of the values:
+ *   uint32 CRC-32 of the packed values, uint32 0, uint64 their length --
+ * fsynced, renamed over OUT.h5.journal, and the directory fsynced. A kill at any step
+ * leaves the old journal (whole) or the new one (compacted, and the view durable and
+ * verified), never a mix; a leftover OUT.h5.journal.compact.* is removed by the next
+ * open. Damaged ranges (above) are not copied: their note stays in /provenance.
+ * Identity, dispatch, segments and per-cell bookkeeping are all kept.
+ *
+ * After compaction the journal and the HDF5 view together are the truth: the journal
+ * says which cells are done and what their values' checksum is, the view holds the
+ * values. A view that has to be rebuilt (missing, unreadable, other axes after an
+ * extension, or behind the journal) takes each compacted cell from the old view read
+ * read-only and checked against its checksum; a compacted cell it cannot get back
+ * intact -- the view deleted, its chunk damaged -- is NOT trusted: it becomes pending
+ * again (a JR_COMMIT with status 0 says so in the journal) and is computed again, and
+ * the open's note (stderr, /provenance/note) counts such cells. Nothing wrong is ever
+ * kept; at worst a lost view costs recomputation, as it would without any journal.
+ * STORE_KEEP_JOURNAL (store.h) never compacts, for a journal that can rebuild a lost
+ * view alone at 2x the disk.
+ *
  * Record types (fields not listed are 0):
  *   JR_CONFIG     payload = the config text; t_start = time written.
  *   JR_DISPATCH   a cell was handed to a worker: window, L (the L VALUE, not
@@ -37,7 +68,10 @@
  *                 t_start.
  *   JR_COMMIT     a cell finished: window, L, window_start, status (1 done,
  *                 2 failed), attempt, rank, t_start, t_end, wall_time;
- *                 payload = the packed results (empty for a failed cell).
+ *                 payload = the packed results (empty for a failed cell), or with
+ *                 flags JF_COMPACT the digest of the values (Compaction). Status 0
+ *                 (version 2): a compacted cell whose values a rebuild could not
+ *                 recover is pending again (empty payload).
  *   JR_SEG_BEGIN  a run segment began: window = segment number, rank = MPI
  *                 size, t_start; payload = "hosts\0slurm_job_id", optionally
  *                 followed by "\0note" (what the segment's open found wrong, e.g.
