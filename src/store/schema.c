@@ -2,6 +2,7 @@
  * (datasets, dimension scales, attributes, /provenance). See store.h, store_int.h. */
 #include "store_int.h"
 
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -444,13 +445,37 @@ void st_discard_view(store *s, const char *path) {
     unlink(path);
 }
 
-/* The same for OUT.h5 itself, which keeps its (empty) name: an empty OUT.h5
- * does not open, so the next store_open rebuilds it from the journal. */
+/* The same for OUT.h5 itself after a commit's write failed. With a compacted journal the
+ * view holds the only copy of the compacted cells' values, so truncating it would cost
+ * them all (recomputed, never wrong, but hours of work). So the reserve file is given up
+ * first: its space lets the close's metadata writes succeed, and the view keeps every cell
+ * committed before (the failed batch is in the journal, and the next open repairs the view
+ * from it). Only when that flush still fails is the view truncated: an empty OUT.h5 does not
+ * open, so the next store_open rebuilds it from the journal and the view's readable rest. */
 void st_discard_view_keep_name(store *s) {
     if (s->file < 0) return;
-    if (truncate(s->path, 0)) { /* see st_discard_view */ }
-    H5E_BEGIN_TRY { H5Fflush(s->file, H5F_SCOPE_GLOBAL); } H5E_END_TRY;
+    herr_t flushed = -1;
+    if (s->have_reserve) {
+        st_reserve_release(s);
+        H5E_BEGIN_TRY { flushed = H5Fflush(s->file, H5F_SCOPE_GLOBAL); } H5E_END_TRY;
+    }
+    if (flushed < 0) {
+        if (truncate(s->path, 0)) { /* see st_discard_view */ }
+        H5E_BEGIN_TRY { H5Fflush(s->file, H5F_SCOPE_GLOBAL); } H5E_END_TRY;
+    }
     st_close_handles(s);
+}
+
+void st_reserve_create(store *s) {
+    int fd = open(s->reserve_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    s->have_reserve = fd >= 0 && posix_fallocate(fd, 0, ST_RESERVE_BYTES) == 0;
+    if (fd >= 0) close(fd);
+    if (!s->have_reserve) unlink(s->reserve_path);
+}
+
+void st_reserve_release(store *s) {
+    unlink(s->reserve_path);
+    s->have_reserve = 0;
 }
 
 hid_t st_file_access(void) {

@@ -98,6 +98,7 @@ static void remove_stale_temps(const store *s) {
 static void store_free(store *s) {
     if (!s) return;
     st_close_handles(s);
+    if (s->have_reserve) st_reserve_release(s);
     journal_close(s->jr);
     free(s->window_start);
     free(s->Lv), free(s->Nv), free(s->layerv), free(s->headv), free(s->Tv), free(s->epsv);
@@ -300,7 +301,8 @@ store *store_open(const char *path, const store_axes *axes, const store_provenan
     if (store_sidecar(s->path, sizeof s->path, path, "") ||
         store_sidecar(s->journal_path, sizeof s->journal_path, path, ".journal") ||
         store_sidecar(s->lock_path, sizeof s->lock_path, path, ".lock") ||
-        store_sidecar(s->status_path, sizeof s->status_path, path, ".status")) {
+        store_sidecar(s->status_path, sizeof s->status_path, path, ".status") ||
+        store_sidecar(s->reserve_path, sizeof s->reserve_path, path, ".reserve")) {
         as_fail(err, "%s: path too long", path);
         store_free(s);
         return NULL;
@@ -321,6 +323,7 @@ store *store_open(const char *path, const store_axes *axes, const store_provenan
     }
     s->locked = 1;
     remove_stale_temps(s);
+    st_reserve_create(s);
     int have_journal = exists(s->journal_path), have_file = exists(s->path);
     journal_header want;
     memset(&want, 0, sizeof want);
@@ -600,6 +603,7 @@ int store_close(store *s, const char *state, as_err *err) {
      * in the view (a failed close leaves the journal whole). */
     if (!rc && s->full_bytes && s->compact_bytes != UINT64_MAX && st_compact(s, err)) rc = -1;
     st_close_handles(s);
+    st_reserve_release(s);
     if (store_write_status(s, 0, state ? state : "finished", rc ? NULL : err)) rc = -1;
     if (lock_release(s->lock_path, s->lock_fd, rc ? NULL : err)) rc = -1;
     store_free(s);

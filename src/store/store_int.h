@@ -36,6 +36,10 @@ extern const st_metric_def st_metric_defs[N_METRICS];
 
 static inline size_t vtype_size(vtype t) { return t == VT_F64 ? 8 : 4; }
 
+/* Bytes OUT.h5.reserve holds: more than HDF5's metadata cache (at most 32 MiB by default is
+ * dirty only in huge files; a results file's is well under 1 MiB) needs to close the file. */
+#define ST_RESERVE_BYTES (8u << 20)
+
 /* ---- the writer's state ---- */
 
 typedef struct {
@@ -47,6 +51,8 @@ typedef struct {
 
 struct store {
     char path[4096], journal_path[4200], lock_path[4200], status_path[4200];
+    char reserve_path[4200]; /* OUT.h5.reserve: disk space kept for a full disk (st_reserve_*) */
+    int have_reserve;
     store_axes ax;      /* deep copies below */
     int64_t *window_start;
     int32_t *Lv, *Nv, *layerv, *headv;
@@ -115,6 +121,10 @@ int st_open_view(store *s);   /* 0 ok, 1 unusable or other axes (rebuild) */
 void st_close_handles(store *s);
 void st_discard_view(store *s, const char *path);
 void st_discard_view_keep_name(store *s);
+/* OUT.h5.reserve (schema.c): created at open (best effort: a disk without 8 MiB free simply
+ * gets none), removed at close, and given up on a full disk so the view can still close. */
+void st_reserve_create(store *s);
+void st_reserve_release(store *s);
 int st_write_root_attrs(store *s, hid_t file);
 int st_write_segments(store *s, hid_t file);
 int st_write_cell_values(store *s, size_t w, size_t l, const unsigned char *packed);

@@ -37,7 +37,7 @@ import h5py
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from sweeptest import ENV, check, run_cases, same_values, summary, values
+from sweeptest import ENV, check, run_cases, same_values, summary, values, wait_for_phase
 
 BIN, MODEL, SCRATCH = sys.argv[1:4]
 BIN, MODEL, SCRATCH = os.path.abspath(BIN), os.path.abspath(MODEL), os.path.abspath(SCRATCH)
@@ -399,9 +399,71 @@ def case_compact_killed():
                   f"{name}: the journal ends compacted")
 
 
+def case_disk_full_compacted():
+    """A disk that fills up after the journal was compacted: the failed commit gives up the
+    8 MiB OUT.h5.reserve instead of truncating the view, so the compacted cells (whose values
+    only the view holds) survive: after space is freed the resume computes again only the
+    batch whose commit failed, and the file equals an undisturbed run."""
+    name = "disk_full_compacted"
+    d = setup(name)
+    disk = f"{d}/disk"
+    os.makedirs(disk)
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=40m", "tmpfs", disk],
+                      capture_output=True).returncode != 0:
+        print(f"SKIPPED {name}: cannot mount a tmpfs (not root?)", flush=True)
+        return
+    try:
+        # cells of ~0.3 MB, so that a commit needs new file space (tiny ones fit in blocks
+        # HDF5 allocated before)
+        grid = ["--set", "grid.N=1:48", "--set", 'grid.T={min=0.01; max=100.0; count=24; spacing="log";}']
+        ref = cli(["run", "a.cfg", "--set", 'output="ref.h5"'] + grid, d)
+        check(ref.returncode == 0, f"{name}: reference run exit {ref.returncode}: {ref.stderr[-300:]}")
+        sets = ["--set", 'output="disk/out.h5"'] + grid
+        # One rank computes and commits (commit_every = 2): batch 1 is committed, compacted
+        # (after every batch here) and its status written before cell 4 is dispatched; the
+        # next write is batch 2's HDF5 data.
+        env = hook_env(d, hold="dispatch_written 4")
+        env["ATTNSWEEP_TEST_COMPACT_BYTES"] = "1"
+        p = start(["run", "a.cfg"] + sets, d, env)
+        held = wait_for_phase(f"{d}/phases", "dispatch_written", 4, p)
+        check(held, f"{name}: the writer reached the dispatch of batch 2's second cell")
+        done_before, compacted = set(), 0
+        if held:
+            check(os.path.exists(f"{disk}/out.h5.reserve"), f"{name}: a running writer keeps a reserve")
+            for r in records(f"{disk}/out.h5.journal"):
+                if r[1] == JR_COMMIT and r[4] == 1:
+                    done_before.add((r[2], r[3]))
+                    compacted += r[5] == 16
+            check(compacted > 0, f"{name}: cells done before the disk filled are compacted ({compacted})")
+            # the disk fills up under the writer, to the last byte
+            fd = os.open(f"{disk}/filler", os.O_WRONLY | os.O_CREAT, 0o644)
+            for size in (1 << 20, 1 << 12, 1):
+                try:
+                    while True:
+                        os.write(fd, b"\0" * size)
+                except OSError:
+                    pass
+            os.close(fd)
+            release(d)
+            _, err = p.communicate(timeout=300)
+            check(p.returncode != 0 and "disk full" in err,
+                  f"{name}: the full disk is an error that says so: exit {p.returncode}: {err[-300:]!r}")
+        os.remove(f"{disk}/filler")
+        p = cli(["run", "a.cfg"] + sets, d)
+        check(p.returncode == 0, f"{name}: resume exit {p.returncode}: {p.stderr[-300:]}")
+        att = attempts_by_cell(f"{disk}/out.h5")
+        check(done_before and all(att[c] == 1 for c in done_before),
+              f"{name}: the compacted cells done before the disk filled are not computed again: "
+              f"{ {c: att[c] for c in done_before} }")
+        check(not os.path.exists(f"{disk}/out.h5.reserve"), f"{name}: the reserve is removed at close")
+        same_values(f"{d}/ref.h5", f"{disk}/out.h5", f"{name}: resumed file vs undisturbed run")
+    finally:
+        subprocess.run(["umount", "-l", disk], capture_output=True)
+
+
 CASES = [case_journal_flip_middle, case_journal_cut_middle, case_journal_identity, case_lock_race,
          case_lock_overwritten, case_lock_pid_reused, case_lock_other_host, case_merge_killed,
-         case_status_no_journal, case_compact_killed]
+         case_status_no_journal, case_compact_killed, case_disk_full_compacted]
 
 if __name__ == "__main__":
     os.makedirs(SCRATCH, exist_ok=True)
