@@ -499,18 +499,58 @@ void met_direction(double *u, size_t n, uint64_t key) {
 
 /* ---------------- the head job ---------------- */
 
+/* Workspace of one head job. Names follow docs/metrics.md: x_j the token vectors, y_j =
+ * x_j / |x_j| (section 6), G = X X^T, a the weights of one row at one T, I_N the top-N set
+ * (section 3) grown in the sorted order `order`. "_T" arrays hold one entry (or one row) per
+ * temperature of the grid, for the normalizer being processed. */
 typedef struct {
     size_t L, dim, ld, nU, Kmax, nout;
     const met_axes *ax;
     const float *scores;
-    double *X, *XT, *G, *gd, *nrm, *inv, *yy, *delta_run, *l, *a, *ap, *z, *u, *c, *cy, *md, *e,
-        *S, *acc, *cntN, *d1U, *mU, *valU, *unsel, *selinf, *Aall, *W, *Cm, *Sm, *Em, *sel,
-        *S2T, *AT, *QT;
+    /* per head */
+    double *X;         /* [L][dim] x_j in double */
+    double *XT;        /* [dim][L] X transposed (e = S X^T reads its rows) */
+    double *G;         /* [L][L] Gram matrix G_ij = x_i . x_j */
+    double *x_sq;      /* [L] |x_j|^2 = G_jj */
+    double *x_norm;    /* [L] |x_j| */
+    double *x_inv;     /* [L] 1 / |x_j|, 0 for a zero vector */
+    double *y_sq;      /* [L] |y_j|^2: 1, or 0 for a zero vector */
+    double *delta_run; /* [L] delta of row t: min_{i < j <= t} |y_i - y_j| (section 6) */
+    /* per row */
+    double *l;         /* [L] raw logits l_j of the row (section 3) */
+    double *z;         /* [L] scaled logits, scratch of the normalizers */
+    double *ap;        /* [L] perturbed weights of grad_fd (section 7), scratch */
+    double *u;         /* [nEps][L] grad_fd directions (section 7) */
+    double *a_T;       /* [nT][L] weights a_j of every T */
+    uint32_t *order;   /* [L] top-K order (section 3): I_N = order[0 .. N) */
+    uint32_t *scratch; /* [L] */
+    /* section 4, dist_expect: S = sum_j a_j x_j over every j, e_j = x_j . S, |S|^2 */
+    double *S_T;       /* [nT][dim] */
+    double *e_T;       /* [nT][L] */
+    double *S_sq_T;    /* [nT] */
+    uint32_t *sparse_T;  /* [nT] 1: at most n/4 weights are nonzero, visit only those */
+    uint32_t *nz_idx_T;  /* [nT][L] indices of the nonzero weights (sparse T only) */
+    uint32_t *nnz_T;     /* [nT] their count */
+    /* sections 4 and 6, grown with N: c_j = sum_{i in I_N} a_i G_ij and
+     * |x_j| c^y_j = sum_{i in I_N} (a_i / |x_i|) G_ij, so that
+     * |a_j x_j - s|^2 = a_j^2 |x_j|^2 - 2 a_j c_j + |s|^2 and likewise for y */
+    double *sel_w;     /* [2 nT][K]: row 2T a_{order[k]}, row 2T+1 a_{order[k]} / |x_{order[k]}| */
+    uint32_t *sel_w_end; /* [2 nT] row r of sel_w is 0 from this column on */
+    double *c_T;       /* [2 nT][L]: row 2T c_j, row 2T+1 |x_j| c^y_j */
+    double *A_T;       /* [nT] selected mass A = sum_{i in I_N} a_i */
+    double *Q_T;       /* [nT] sum_{i in I_N} a_i^2 (section 6's Q, before removing i) */
+    size_t *zero_sel_T; /* [nT] selected entries of weight exactly 0 */
+    double *is_unsel;  /* [L] 1 for j not in I_N, 0 in I_N */
+    double *sel_inf;   /* [L] +inf for j in I_N, 0 otherwise (keeps them out of min D_j) */
+    uint32_t *rank;    /* [L] position of j in order when j in I_N, UINT32_MAX otherwise */
+    double *d1_sq_run; /* [L] max_{p in I_N} |x_j - x_p|^2 (section 4's d1, before the max over j) */
+    double *d1_N, *m_N; /* [nU] d1 and m of each unique grid N (normalizer-independent) */
+    double *sel_gather; /* [5][K] per selected q: a, c, c^y, |y|^2, the sep_upper exponent */
+    /* grid bookkeeping and accumulators */
+    double *acc, *cntN;
     double cntT;
     int finite; /* every vector entry finite: zero weights may be skipped (0 * x = 0) */
-    uint32_t *order, *scratch, *rank, *uN, *uOf, *iota, *kend, *uStart, *uIdx, *nzIdx, *nnzT,
-        *sparseT;
-    size_t *zselT;
+    uint32_t *uN, *uOf, *iota, *uStart, *uIdx;
 } met_ws;
 
 #define NVAL 6 /* per-N values: dist_true dist_bound dist_expect sep_ratio sep_lower sep_upper */
@@ -541,63 +581,57 @@ size_t met_out_count(const met_axes *ax) {
 
 static size_t carve(met_ws *w, char *base, size_t L, size_t dim, const met_axes *ax) {
     size_t nout = met_out_count(ax), at = 0;
-    size_t nN = ax->nN ? ax->nN : 1;
+    size_t nN = ax->nN ? ax->nN : 1, nT = ax->nT;
 #define TAKE(ptr, count, type)                                  \
     do {                                                        \
         if (base) (ptr) = (type *)(void *)(base + at);          \
         at += (((count) * sizeof(type)) + 63) / 64 * 64;        \
     } while (0)
-    TAKE(w->X, L * dim, double);
-    TAKE(w->XT, dim * L, double);
-    TAKE(w->G, L * L, double);
-    TAKE(w->gd, L, double);
-    TAKE(w->nrm, L, double);
-    TAKE(w->inv, L, double);
-    TAKE(w->yy, L, double);
-    TAKE(w->delta_run, L, double);
-    TAKE(w->l, L, double);
-    TAKE(w->a, L, double);
-    TAKE(w->ap, L, double);
-    TAKE(w->z, L, double);
-    TAKE(w->u, (ax->nEps ? ax->nEps : 1) * L, double);
-    TAKE(w->c, L, double);
-    TAKE(w->cy, L, double);
-    TAKE(w->md, L, double);
-    TAKE(w->e, L, double);
-    TAKE(w->unsel, L, double);
     size_t Kmax = 1;
     for (size_t i = 0; i < ax->nN; i++)
         if ((size_t)ax->N[i] > Kmax) Kmax = (size_t)ax->N[i];
     if (Kmax > L) Kmax = L;
-    TAKE(w->Aall, ax->nT * L, double);
-    TAKE(w->W, 2 * ax->nT * Kmax, double);
-    TAKE(w->sel, 5 * Kmax, double);
-    TAKE(w->Cm, 2 * ax->nT * L, double);
-    TAKE(w->Sm, ax->nT * dim, double);
-    TAKE(w->Em, ax->nT * L, double);
-    TAKE(w->S2T, ax->nT, double);
-    TAKE(w->AT, ax->nT, double);
-    TAKE(w->QT, ax->nT, double);
-    TAKE(w->selinf, L, double);
-    TAKE(w->S, dim, double);
-    TAKE(w->acc, nout, double);
-    TAKE(w->cntN, nN, double);
-    TAKE(w->d1U, nN, double);
-    TAKE(w->mU, nN, double);
-    TAKE(w->valU, nN * NVAL, double);
+    TAKE(w->X, L * dim, double);
+    TAKE(w->XT, dim * L, double);
+    TAKE(w->G, L * L, double);
+    TAKE(w->x_sq, L, double);
+    TAKE(w->x_norm, L, double);
+    TAKE(w->x_inv, L, double);
+    TAKE(w->y_sq, L, double);
+    TAKE(w->delta_run, L, double);
+    TAKE(w->l, L, double);
+    TAKE(w->z, L, double);
+    TAKE(w->ap, L, double);
+    TAKE(w->u, (ax->nEps ? ax->nEps : 1) * L, double);
+    TAKE(w->a_T, nT * L, double);
     TAKE(w->order, L, uint32_t);
     TAKE(w->scratch, L, uint32_t);
+    TAKE(w->S_T, nT * dim, double);
+    TAKE(w->e_T, nT * L, double);
+    TAKE(w->S_sq_T, nT, double);
+    TAKE(w->sparse_T, nT, uint32_t);
+    TAKE(w->nz_idx_T, nT * L, uint32_t);
+    TAKE(w->nnz_T, nT, uint32_t);
+    TAKE(w->sel_w, 2 * nT * Kmax, double);
+    TAKE(w->sel_w_end, 2 * nT, uint32_t);
+    TAKE(w->c_T, 2 * nT * L, double);
+    TAKE(w->A_T, nT, double);
+    TAKE(w->Q_T, nT, double);
+    TAKE(w->zero_sel_T, nT, size_t);
+    TAKE(w->is_unsel, L, double);
+    TAKE(w->sel_inf, L, double);
     TAKE(w->rank, L, uint32_t);
+    TAKE(w->d1_sq_run, L, double);
+    TAKE(w->d1_N, nN, double);
+    TAKE(w->m_N, nN, double);
+    TAKE(w->sel_gather, 5 * Kmax, double);
+    TAKE(w->acc, nout, double);
+    TAKE(w->cntN, nN, double);
     TAKE(w->uN, nN, uint32_t);
     TAKE(w->uOf, nN, uint32_t);
     TAKE(w->iota, L > dim ? L : dim, uint32_t);
-    TAKE(w->kend, 2 * ax->nT, uint32_t);
     TAKE(w->uStart, nN + 1, uint32_t);
     TAKE(w->uIdx, nN, uint32_t);
-    TAKE(w->nzIdx, ax->nT * L, uint32_t);
-    TAKE(w->nnzT, ax->nT, uint32_t);
-    TAKE(w->sparseT, ax->nT, uint32_t);
-    TAKE(w->zselT, ax->nT, size_t);
 #undef TAKE
     return at;
 }
@@ -605,104 +639,6 @@ static size_t carve(met_ws *w, char *base, size_t L, size_t dim, const met_axes 
 size_t met_workspace_bytes(size_t L_max, size_t dim, const met_axes *ax) {
     met_ws w;
     return carve(&w, NULL, L_max, dim, ax) + 64;
-}
-
-/* The O(n) part of one grid N (sections 4 and 6): over unselected i, the sum of
- * ||a_i x_i - s|| and the minimum of D_i = ||s^y - a_i y_i||; over all i, the
- * dist_expect sum. Eight independent lanes keep the sums vectorizable without
- * reassociation flags (the lane order is fixed, so results do not depend on the CPU). */
-static void eval_unselected(double *t_true, double *t_exp, double *r_out, size_t n,
-                            const double *a, const double *gd, const double *c, const double *e,
-                            const double *yy, const double *inv, const double *cy,
-                            const double *unsel, const double *selinf, double s2, double sy2,
-                            double S2, double alpha, double beta) {
-    double at[LANES] = {0}, ae[LANES] = {0}, rm[LANES];
-    for (int q = 0; q < LANES; q++) rm[q] = INFINITY;
-    double a2 = alpha * alpha, ab2 = 2 * alpha * beta, b2S2 = beta * beta * S2;
-    size_t i = 0;
-    for (; i + LANES <= n; i += LANES) {
-        for (int q = 0; q < LANES; q++) {
-            size_t j = i + q;
-            double aj = a[j];
-            double ex = a2 * aj * aj * gd[j] - ab2 * aj * e[j] + b2S2;
-            ae[q] += sqrt(ex > 0 ? ex : 0);
-            double dt = aj * aj * gd[j] - 2 * aj * c[j] + s2;
-            at[q] += unsel[j] * sqrt(dt > 0 ? dt : 0);
-            double dy = aj * aj * yy[j] - 2 * aj * inv[j] * cy[j] + sy2;
-            dy = (dy > 0 ? dy : 0) + selinf[j];
-            rm[q] = dy < rm[q] ? dy : rm[q];
-        }
-    }
-    for (; i < n; i++) {
-        double aj = a[i];
-        double ex = a2 * aj * aj * gd[i] - ab2 * aj * e[i] + b2S2;
-        ae[0] += sqrt(ex > 0 ? ex : 0);
-        double dt = aj * aj * gd[i] - 2 * aj * c[i] + s2;
-        at[0] += unsel[i] * sqrt(dt > 0 ? dt : 0);
-        double dy = aj * aj * yy[i] - 2 * aj * inv[i] * cy[i] + sy2;
-        dy = (dy > 0 ? dy : 0) + selinf[i];
-        rm[0] = dy < rm[0] ? dy : rm[0];
-    }
-    double st = 0, se = 0, r = INFINITY;
-    for (int q = 0; q < LANES; q++) {
-        st += at[q];
-        se += ae[q];
-        r = rm[q] < r ? rm[q] : r;
-    }
-    /* the minimum runs over squares: sqrt is monotone, so this is the same r, one sqrt */
-    *t_true = st, *t_exp = se, *r_out = sqrt(r);
-}
-
-/* eval_unselected on a sparse row: only the nz entries idx [nz] with a_j != 0 are visited;
- * each of the n - nz zero-weight entries has the same terms (a_j = 0 and finite vectors:
- * ||a_j x_j - s||^2 = ||s||^2, the dist_expect square = beta^2 S2, D_j^2 = ||s^y||^2), added
- * once, times their count (zsel of them are selected). */
-static void eval_unselected_sparse(double *t_true, double *t_exp, double *r_out, size_t n,
-                                   const uint32_t *idx, size_t nz, size_t zsel, const double *a,
-                                   const double *gd, const double *c, const double *e,
-                                   const double *yy, const double *inv, const double *cy,
-                                   const double *unsel, const double *selinf, double s2,
-                                   double sy2, double S2, double alpha, double beta) {
-    double at[LANES] = {0}, ae[LANES] = {0}, rm[LANES];
-    for (int q = 0; q < LANES; q++) rm[q] = INFINITY;
-    double a2 = alpha * alpha, ab2 = 2 * alpha * beta, b2S2 = beta * beta * S2;
-    size_t i = 0;
-    for (; i + LANES <= nz; i += LANES) {
-        for (int q = 0; q < LANES; q++) {
-            size_t j = idx[i + q];
-            double aj = a[j];
-            double ex = a2 * aj * aj * gd[j] - ab2 * aj * e[j] + b2S2;
-            ae[q] += sqrt(ex > 0 ? ex : 0);
-            double dt = aj * aj * gd[j] - 2 * aj * c[j] + s2;
-            at[q] += unsel[j] * sqrt(dt > 0 ? dt : 0);
-            double dy = aj * aj * yy[j] - 2 * aj * inv[j] * cy[j] + sy2;
-            dy = (dy > 0 ? dy : 0) + selinf[j];
-            rm[q] = dy < rm[q] ? dy : rm[q];
-        }
-    }
-    for (; i < nz; i++) {
-        size_t j = idx[i];
-        double aj = a[j];
-        double ex = a2 * aj * aj * gd[j] - ab2 * aj * e[j] + b2S2;
-        ae[0] += sqrt(ex > 0 ? ex : 0);
-        double dt = aj * aj * gd[j] - 2 * aj * c[j] + s2;
-        at[0] += unsel[j] * sqrt(dt > 0 ? dt : 0);
-        double dy = aj * aj * yy[j] - 2 * aj * inv[j] * cy[j] + sy2;
-        dy = (dy > 0 ? dy : 0) + selinf[j];
-        rm[0] = dy < rm[0] ? dy : rm[0];
-    }
-    double st = 0, se = 0, r = INFINITY;
-    for (int q = 0; q < LANES; q++) {
-        st += at[q];
-        se += ae[q];
-        r = rm[q] < r ? rm[q] : r;
-    }
-    size_t z = n - nz, zu = z - zsel; /* zero-weight entries, of them unselected */
-    st += (double)zu * sqrt(s2 > 0 ? s2 : 0);
-    se += (double)z * sqrt(b2S2 > 0 ? b2S2 : 0);
-    double sy = sy2 > 0 ? sy2 : 0;
-    if (zu > 0 && sy < r) r = sy;
-    *t_true = st, *t_exp = se, *r_out = sqrt(r);
 }
 
 /* C [rows][ldc] += W [rows][ldw] (columns k0..k1) times the G rows order[k0..k1), over
@@ -751,7 +687,7 @@ static inline __attribute__((always_inline)) void c_block(double *C, size_t ldc,
 
 /* kend (or NULL): row r of W is zero from column kend[r] on, so a block of rows stops at the
  * largest kend of its rows (exact: the skipped terms are 0 * G with G finite, which the caller
- * guarantees before passing kend). md (or NULL): also the running maximum of section 4.2's d1,
+ * guarantees before passing kend). md (or NULL): also the running maximum of section 4's d1,
  * md_i = max over the stretch's p of |x_i - x_p|^2 = gd_i + gd_p - 2 G_pi, done on the 16
  * columns just read, while the G rows are in L1 (a separate pass read them from memory). */
 static void c_update(double *C, size_t ldc, size_t rows, const double *W, size_t ldw,
@@ -826,28 +762,82 @@ static void c_update(double *C, size_t ldc, size_t rows, const double *W, size_t
         }
 }
 
-/* Sections 4 and 6 for one row at one normalizer, every T and every grid N at once.
- * The weights of all T are in Aall [nT][L] (row T holds a for that T). As N walks up through
- * the sorted order, C [2 nT][n] accumulates c_i = sum_{j in I_N} a_j G_ij (row 2 iT)
- * and c^y_i * |x_i| = sum_{j in I_N} a_j/|x_j| G_ij (row 2 iT + 1): one kernel call per stretch
- * between consecutive grid N, W [2 nT][K] times the G rows of the stretch (c_update), so
- * each G row is read once per row instead of once per T. */
-static void row_per_n(met_ws *w, size_t n, size_t nv, size_t K, double delta, size_t iZ) {
-    const met_axes *ax = w->ax;
-    const size_t L = w->L, nT = ax->nT, dim = w->dim;
-    double *gd = w->gd, *inv = w->inv, *yy = w->yy;
-    const uint32_t *order = w->order;
+/* ---------------- sections 4 and 6 per row: the phases of row_per_n ---------------- */
 
-    /* dist_expect pieces (section 4.3): S_T = sum_j a_j x_j (only j < nv weigh), e_i = x_i.S_T */
-    size_t n16 = (n + 15) / 16 * 16;
-    if (n16 > L) n16 = n; /* c_update then finishes the last columns one by one */
-    /* (the same kernel as the c update: S = A X over the rows of X, E = S X^T over the rows
-     * of XT [dim][L]; both shapes are short-and-wide, where dgemm's packing does not pay) */
-    /* sparse T (at most n/4 nonzero weights, finite vectors): the nonzero entries are listed
-     * once (idx, in index order) and S, e and the O(n) pass visit only them; S and e then get
-     * the same sums in the same order as the dense kernel, minus exact zeros */
+/* What the O(n) pass of one (grid N, T) reads: per entry j, its weight a_j, |x_j|^2, c_j,
+ * e_j, |y_j|^2, 1/|x_j|, |x_j| c^y_j and the selection masks; per row, |s|^2, |s^y|^2,
+ * |S|^2 and dist_expect's factors alpha = 1 + beta, beta = N / (n - 1). */
+typedef struct {
+    const double *a, *x_sq, *c, *e, *y_sq, *x_inv, *cy, *is_unsel, *sel_inf;
+    double s_sq, sy_sq, S_sq, alpha, beta;
+} unsel_in;
+
+/* docs/metrics.md sections 4 and 6, the O(n) part of one grid N at one T: over unselected j,
+ * the sum of |a_j x_j - s| (dist_true) and the minimum of D_j^2 = |s^y - a_j y_j|^2 (r^2);
+ * over every j, the dist_expect sum of |a_j x_j - beta (S - a_j x_j)| =
+ * |alpha a_j x_j - beta S|. Entries: j = 0..n-1 when idx is NULL (dense), else the nidx
+ * listed entries idx [nidx], the n - nidx others having a_j = 0 and finite vectors, so that
+ * each has the same terms (|a_j x_j - s|^2 = |s|^2, the dist_expect square beta^2 |S|^2,
+ * D_j^2 = |s^y|^2), added once times their count (zero_sel of them are selected). Eight
+ * independent lanes keep the sums vectorizable without reassociation flags (the lane order is
+ * fixed, so results do not depend on the CPU). Inlined twice: the dense copy has no index
+ * loads. */
+static inline __attribute__((always_inline)) void
+unselected_terms(double *t_true, double *t_exp, double *r_out, const unsel_in *in, size_t n,
+                 const uint32_t *idx, size_t nidx, size_t zero_sel) {
+    const double *a = in->a, *x_sq = in->x_sq, *c = in->c, *e = in->e, *y_sq = in->y_sq,
+                 *x_inv = in->x_inv, *cy = in->cy, *is_unsel = in->is_unsel,
+                 *sel_inf = in->sel_inf;
+    const double s_sq = in->s_sq, sy_sq = in->sy_sq, alpha = in->alpha, beta = in->beta;
+    double at[LANES] = {0}, ae[LANES] = {0}, rm[LANES];
+    for (int q = 0; q < LANES; q++) rm[q] = INFINITY;
+    double a2 = alpha * alpha, ab2 = 2 * alpha * beta, b2S2 = beta * beta * in->S_sq;
+    size_t m = idx ? nidx : n, i = 0;
+#define MET_UNSEL_TERM(lane, j)                                                     \
+    do {                                                                            \
+        double aj = a[j];                                                           \
+        double ex = a2 * aj * aj * x_sq[j] - ab2 * aj * e[j] + b2S2;                \
+        ae[lane] += sqrt(ex > 0 ? ex : 0);                                          \
+        double dt = aj * aj * x_sq[j] - 2 * aj * c[j] + s_sq;                       \
+        at[lane] += is_unsel[j] * sqrt(dt > 0 ? dt : 0);                            \
+        double dy = aj * aj * y_sq[j] - 2 * aj * x_inv[j] * cy[j] + sy_sq;          \
+        dy = (dy > 0 ? dy : 0) + sel_inf[j];                                        \
+        rm[lane] = dy < rm[lane] ? dy : rm[lane];                                   \
+    } while (0)
+    for (; i + LANES <= m; i += LANES)
+        for (int q = 0; q < LANES; q++) {
+            size_t j = idx ? idx[i + q] : i + q;
+            MET_UNSEL_TERM(q, j);
+        }
+    for (; i < m; i++) {
+        size_t j = idx ? idx[i] : i;
+        MET_UNSEL_TERM(0, j);
+    }
+#undef MET_UNSEL_TERM
+    double st = 0, se = 0, r = INFINITY;
+    for (int q = 0; q < LANES; q++) {
+        st += at[q];
+        se += ae[q];
+        r = rm[q] < r ? rm[q] : r;
+    }
+    if (idx) {
+        size_t z = n - nidx, zu = z - zero_sel; /* zero-weight entries, of them unselected */
+        st += (double)zu * sqrt(s_sq > 0 ? s_sq : 0);
+        se += (double)z * sqrt(b2S2 > 0 ? b2S2 : 0);
+        double sy = sy_sq > 0 ? sy_sq : 0;
+        if (zu > 0 && sy < r) r = sy;
+    }
+    /* the minimum runs over squares: sqrt is monotone, so this is the same r, one sqrt */
+    *t_true = st, *t_exp = se, *r_out = sqrt(r);
+}
+
+/* Which T are sparse: with finite vectors, a T with at most n/4 nonzero weights lists them
+ * once (nz_idx_T, in index order); S, e and the O(n) pass then visit only them. Skipping
+ * 0 * (finite) terms leaves S, e, c bit-identical. */
+static void list_nonzero_weights(met_ws *w, size_t n) {
+    const size_t L = w->L, nT = w->ax->nT;
     for (size_t iT = 0; iT < nT; iT++) {
-        const double *a = w->Aall + iT * L;
+        const double *a = w->a_T + iT * L;
         size_t nz = 0;
         if (w->finite) {
             double cl[LANES] = {0};
@@ -859,16 +849,31 @@ static void row_per_n(met_ws *w, size_t n, size_t nv, size_t K, double delta, si
             for (int q = 0; q < LANES; q++) c += cl[q];
             nz = (size_t)c;
         }
-        w->sparseT[iT] = w->finite && 4 * nz <= n;
-        if (!w->sparseT[iT]) continue;
-        uint32_t *idx = w->nzIdx + iT * L;
+        w->sparse_T[iT] = w->finite && 4 * nz <= n;
+        if (!w->sparse_T[iT]) continue;
+        uint32_t *idx = w->nz_idx_T + iT * L;
         size_t m = 0;
         for (size_t j = 0; j < n; j++) {
             idx[m] = (uint32_t)j;
             m += a[j] != 0;
         }
-        w->nnzT[iT] = (uint32_t)m;
-        double *S = w->Sm + iT * dim, *E = w->Em + iT * L;
+        w->nnz_T[iT] = (uint32_t)m;
+    }
+}
+
+/* docs/metrics.md section 4, dist_expect's pieces for every T: S = sum_j a_j x_j (only
+ * j < nv weigh), e_j = x_j . S, |S|^2. Dense runs of T use the c-update kernel (S = A X over
+ * the rows of X, e = S X^T over the rows of XT [dim][L]; both shapes are short-and-wide,
+ * where dgemm's packing does not pay); sparse T the same sums in the same order over their
+ * nonzero weights. */
+static void expect_sums(met_ws *w, size_t n, size_t nv, size_t n16) {
+    const size_t L = w->L, nT = w->ax->nT, dim = w->dim;
+    for (size_t iT = 0; iT < nT; iT++) {
+        if (!w->sparse_T[iT]) continue;
+        const double *a = w->a_T + iT * L;
+        const uint32_t *idx = w->nz_idx_T + iT * L;
+        size_t m = w->nnz_T[iT];
+        double *S = w->S_T + iT * dim, *E = w->e_T + iT * L;
         memset(S, 0, dim * sizeof *S);
         for (size_t q = 0; q < m; q++) {
             const double *xj = w->X + (size_t)idx[q] * dim;
@@ -883,162 +888,222 @@ static void row_per_n(met_ws *w, size_t n, size_t nv, size_t K, double delta, si
         }
     }
     for (size_t r0 = 0; r0 < nT;) { /* dense runs of T */
-        if (w->sparseT[r0]) {
+        if (w->sparse_T[r0]) {
             r0++;
             continue;
         }
         size_t r1 = r0;
-        while (r1 < nT && !w->sparseT[r1]) r1++;
-        memset(w->Sm + r0 * dim, 0, (r1 - r0) * dim * sizeof *w->Sm);
-        c_update(w->Sm + r0 * dim, dim, r1 - r0, w->Aall + r0 * L, L, w->X, dim, w->iota, 0, nv,
+        while (r1 < nT && !w->sparse_T[r1]) r1++;
+        memset(w->S_T + r0 * dim, 0, (r1 - r0) * dim * sizeof *w->S_T);
+        c_update(w->S_T + r0 * dim, dim, r1 - r0, w->a_T + r0 * L, L, w->X, dim, w->iota, 0, nv,
                  dim, dim / 16 * 16, NULL, NULL, NULL);
-        for (size_t r = r0; r < r1; r++) memset(w->Em + r * L, 0, n16 * sizeof *w->Em);
-        c_update(w->Em + r0 * L, L, r1 - r0, w->Sm + r0 * dim, dim, w->XT, L, w->iota, 0, dim, n,
-                 n16 / 16 * 16, NULL, NULL, NULL);
+        for (size_t r = r0; r < r1; r++) memset(w->e_T + r * L, 0, n16 * sizeof *w->e_T);
+        c_update(w->e_T + r0 * L, L, r1 - r0, w->S_T + r0 * dim, dim, w->XT, L, w->iota, 0, dim,
+                 n, n16 / 16 * 16, NULL, NULL, NULL);
         r0 = r1;
     }
     for (size_t iT = 0; iT < nT; iT++) {
         double S2 = 0;
-        const double *S = w->Sm + iT * dim;
+        const double *S = w->S_T + iT * dim;
         for (size_t k = 0; k < dim; k++) S2 += S[k] * S[k];
-        w->S2T[iT] = S2;
-        w->AT[iT] = 0;
-        w->QT[iT] = 0;
-        w->zselT[iT] = 0;
+        w->S_sq_T[iT] = S2;
     }
-    /* W rows interleaved (c of T, then c^y of T) so that a 6-row block holds 3 neighbouring
-     * T, which have similar sparsity; kend[r]: row r of W is 0 from there on (weights fall
-     * along the logit order, so at small T most of the K columns are exact zeros) */
+}
+
+/* The weights of the selection walk in sorted order (sections 4 and 6): row 2T of sel_w holds
+ * a_{order[k]}, row 2T+1 a_{order[k]} / |x_{order[k]}| (the weights of s^y), interleaved so
+ * that a 6-row block of c_update holds 3 neighbouring T, which have similar sparsity.
+ * sel_w_end[r]: row r is 0 from there on (weights fall along the logit order, so at small T
+ * most of the K columns are exact zeros). */
+static void selection_weights(met_ws *w, size_t K) {
+    const size_t L = w->L, nT = w->ax->nT;
+    const uint32_t *order = w->order;
     for (size_t iT = 0; iT < nT; iT++) {
-        const double *a = w->Aall + iT * L;
-        double *wc = w->W + 2 * iT * K, *wy = wc + K;
+        const double *a = w->a_T + iT * L;
+        double *wc = w->sel_w + 2 * iT * K, *wy = wc + K;
         uint32_t last = 0;
         for (size_t k = 0; k < K; k++) {
             uint32_t p = order[k];
             double apk = a[p];
             wc[k] = apk;
-            wy[k] = apk * inv[p];
+            wy[k] = apk * w->x_inv[p];
             last = apk != 0 ? (uint32_t)(k + 1) : last; /* NaN counts as nonzero */
         }
-        w->kend[2 * iT] = w->kend[2 * iT + 1] = last;
+        w->sel_w_end[2 * iT] = w->sel_w_end[2 * iT + 1] = last;
     }
-    const uint32_t *kend = w->finite ? w->kend : NULL; /* 0 * inf would be NaN: no skipping */
-    double *md = iZ == 0 ? w->md : NULL; /* d1 is T- and normalizer-independent */
-    if (md)
+}
+
+/* I_N empty: c = c^y = 0, every entry unselected, A = Q = 0, and (when d1 is computed, on
+ * the first normalizer) the running max of d1 at 0. */
+static void start_walk(met_ws *w, size_t n, size_t n16, double *d1_sq_run) {
+    const size_t L = w->L, nT = w->ax->nT;
+    for (size_t r = 0; r < 2 * nT; r++) memset(w->c_T + r * L, 0, n16 * sizeof *w->c_T);
+    for (size_t iT = 0; iT < nT; iT++) w->A_T[iT] = 0, w->Q_T[iT] = 0, w->zero_sel_T[iT] = 0;
+    if (d1_sq_run)
         for (size_t i = 0; i < n16; i++) {
             w->rank[i] = UINT32_MAX;
-            md[i] = 0;
+            d1_sq_run[i] = 0;
         }
-    double m = 0;
     for (size_t i = 0; i < n; i++) {
-        w->unsel[i] = 1.0;
-        w->selinf[i] = 0.0;
+        w->is_unsel[i] = 1.0;
+        w->sel_inf[i] = 0.0;
     }
+}
+
+/* I_N grows from order[0..k0) to order[0..N): c and |x| c^y of every T gain the G rows of the
+ * stretch (one c_update for all T), the masks move, and (d1_sq_run non-NULL) docs/metrics.md
+ * section 4's d1 = max_{i not in I_N, j in I_N} |x_i - x_j| and m = max_{j in I_N} |x_j| are
+ * taken into d1_N[u], m_N[u]; *m is the running m. */
+static void grow_selection(met_ws *w, size_t k0, size_t N, size_t n, size_t n16, size_t K,
+                           double *d1_sq_run, double *m, size_t u) {
+    const size_t L = w->L, nT = w->ax->nT;
+    const uint32_t *order = w->order;
+    const uint32_t *end = w->finite ? w->sel_w_end : NULL; /* 0 * inf would be NaN */
+    c_update(w->c_T, L, 2 * nT, w->sel_w, K, w->G, L, order, k0, N, n, n16 / 16 * 16, end,
+             d1_sq_run, w->x_sq);
+    for (size_t q = k0; q < N; q++) {
+        w->is_unsel[order[q]] = 0.0;
+        w->sel_inf[order[q]] = INFINITY;
+    }
+    if (!d1_sq_run) return;
+    for (size_t q = k0; q < N; q++) {
+        uint32_t p = order[q];
+        w->rank[p] = (uint32_t)q;
+        if (w->x_norm[p] > *m) *m = w->x_norm[p];
+    }
+    double dl[LANES] = {0};
+    const uint32_t *rank = w->rank;
+    size_t k = N - 1, i = 0;
+    for (; i + LANES <= n; i += LANES)
+        for (int q = 0; q < LANES; q++) {
+            double v = rank[i + q] > k ? d1_sq_run[i + q] : 0.0;
+            dl[q] = v > dl[q] ? v : dl[q];
+        }
+    for (; i < n; i++) {
+        double v = rank[i] > k ? d1_sq_run[i] : 0.0;
+        dl[0] = v > dl[0] ? v : dl[0];
+    }
+    double d1sq = 0;
+    for (int q = 0; q < LANES; q++) d1sq = dl[q] > d1sq ? dl[q] : d1sq;
+    w->d1_N[u] = sqrt(d1sq);
+    w->m_N[u] = *m;
+}
+
+/* docs/metrics.md sections 4 and 6: A = sum_{i in I_N} a_i and Q = sum_{i in I_N} a_i^2 of
+ * one T, grown by the stretch order[k0..N). */
+static void selected_mass(met_ws *w, size_t iT, size_t k0, size_t N) {
+    const double *a = w->a_T + iT * w->L;
+    double A = w->A_T[iT], Q = w->Q_T[iT];
+    size_t zsel = w->zero_sel_T[iT];
+    for (size_t q = k0; q < N; q++) {
+        double ap = a[w->order[q]];
+        A += ap;
+        Q += ap * ap;
+        zsel += ap == 0;
+    }
+    w->A_T[iT] = A, w->Q_T[iT] = Q, w->zero_sel_T[iT] = zsel;
+}
+
+/* The selected entries of one T gathered once (weight, c, c^y = c^y_j scaled by 1/|x_j|,
+ * |y|^2) into sel_gather; returns |s|^2 = sum_{j in I_N} a_j c_j (section 4) and sets
+ * *sy_sq = |s^y|^2 = sum_{j in I_N} a_j c^y_j (section 6). */
+static double gather_selected(met_ws *w, size_t iT, size_t N, size_t K, double *sy_sq) {
+    const double *a = w->a_T + iT * w->L, *c = w->c_T + 2 * iT * w->L, *cy = c + w->L;
+    double *sa = w->sel_gather, *sc = sa + K, *scy = sc + K, *syy = scy + K;
+    for (size_t q = 0; q < N; q++) {
+        uint32_t j = w->order[q];
+        sa[q] = a[j], sc[q] = c[j], scy[q] = w->x_inv[j] * cy[j], syy[q] = w->y_sq[j];
+    }
+    *sy_sq = lane_dot(sa, scy, N);
+    return lane_dot(sa, sc, N);
+}
+
+/* docs/metrics.md section 6 over the selected set of one T: N_s = #{i in I_N : D_i < r}
+ * (returned) and the reconstructed bounds' sums, *xi_sum = sum_i xi_i and *upper_sum =
+ * sum_i exp(-(max(0, xi_i - r))^2 / 2). Lanes keep it vectorizable; the exponents (<= 0) go
+ * to exp_nonpos. */
+static size_t separability(double *xi_sum, double *upper_sum, const double *sel_gather, size_t K,
+                           size_t N, double A, double Q, double sy_sq, double r, double delta) {
+    const double *sa = sel_gather, *scy = sa + 2 * K, *syy = sa + 3 * K;
+    double *sarg = (double *)sel_gather + 4 * K;
+    double d2h = 0.5 * delta * delta, nsl[LANES] = {0}, xil[LANES] = {0};
+#define MET_SEP_TERM(lane, q)                                                       \
+    do {                                                                            \
+        double ai = sa[q];                                                          \
+        double dy = ai * ai * syy[q] - 2 * ai * scy[q] + sy_sq;                     \
+        dy = sqrt(dy > 0 ? dy : 0);                                                 \
+        nsl[lane] += dy < r ? 1.0 : 0.0;                                            \
+        double B = A - ai, Qi = Q - ai * ai;                                        \
+        double xi2 = B * B - d2h * (B * B - Qi);                                    \
+        double xi = sqrt(xi2 > 0 ? xi2 : 0);                                        \
+        xil[lane] += xi;                                                            \
+        double ex = xi - r;                                                         \
+        sarg[q] = ex > 0 ? -0.5 * ex * ex : 0.0;                                    \
+    } while (0)
+    size_t q = 0;
+    for (; q + LANES <= N; q += LANES)
+        for (int l = 0; l < LANES; l++) MET_SEP_TERM(l, q + l);
+    for (; q < N; q++) MET_SEP_TERM(0, q);
+#undef MET_SEP_TERM
+    exp_nonpos(sarg, sarg, N);
+    double up = lane_sum(sarg, N), xisum = 0, nsum = 0;
+    for (int l = 0; l < LANES; l++) xisum += xil[l], nsum += nsl[l];
+    *xi_sum = xisum, *upper_sum = up;
+    return (size_t)nsum;
+}
+
+/* Sections 4 and 6 of one row at one normalizer, every T and every grid N at once. The
+ * weights of all T are in a_T [nT][L]. As N walks up through the sorted order, c_T
+ * accumulates c_j and |x_j| c^y_j of every T (grow_selection: one kernel call per stretch
+ * between consecutive grid N, so each G row is read once per row instead of once per T); each
+ * (grid N, T) then costs O(n) (unselected_terms) plus O(N) (separability). */
+static void row_per_n(met_ws *w, size_t n, size_t nv, size_t K, double delta, size_t iZ) {
+    const met_axes *ax = w->ax;
+    const size_t L = w->L, nT = ax->nT;
+    size_t n16 = (n + 15) / 16 * 16;
+    if (n16 > L) n16 = n; /* c_update then finishes the last columns one by one */
+
+    list_nonzero_weights(w, n);
+    expect_sums(w, n, nv, n16);
+    selection_weights(w, K);
+    double *d1_sq_run = iZ == 0 ? w->d1_sq_run : NULL; /* d1, m: T- and normalizer-free */
+    start_walk(w, n, n16, d1_sq_run);
+    double m = 0;
     size_t k0 = 0;
     for (size_t u = 0; u < w->nU && w->uN[u] <= K; u++) {
         size_t N = w->uN[u];
-        if (k0 == 0)
-            for (size_t r = 0; r < 2 * nT; r++) memset(w->Cm + r * L, 0, n16 * sizeof *w->Cm);
-        c_update(w->Cm, L, 2 * nT, w->W, K, w->G, L, order, k0, N, n, n16 / 16 * 16, kend, md,
-                 gd);
-        for (size_t q = k0; q < N; q++) {
-            w->unsel[order[q]] = 0.0;
-            w->selinf[order[q]] = INFINITY;
-        }
-        if (md) { /* section 4.2: d1 over unselected i, m over the selected set */
-            for (size_t q = k0; q < N; q++) {
-                uint32_t p = order[q];
-                w->rank[p] = (uint32_t)q;
-                if (w->nrm[p] > m) m = w->nrm[p];
-            }
-            double dl[LANES] = {0};
-            const uint32_t *rank = w->rank;
-            size_t k = N - 1, i = 0;
-            for (; i + LANES <= n; i += LANES)
-                for (int q = 0; q < LANES; q++) {
-                    double v = rank[i + q] > k ? md[i + q] : 0.0;
-                    dl[q] = v > dl[q] ? v : dl[q];
-                }
-            for (; i < n; i++) {
-                double v = rank[i] > k ? md[i] : 0.0;
-                dl[0] = v > dl[0] ? v : dl[0];
-            }
-            double d1sq = 0;
-            for (int q = 0; q < LANES; q++) d1sq = dl[q] > d1sq ? dl[q] : d1sq;
-            w->d1U[u] = sqrt(d1sq);
-            w->mU[u] = m;
-        }
-        double beta = (double)N / (double)(n - 1), alpha = 1.0 + beta;
+        grow_selection(w, k0, N, n, n16, K, d1_sq_run, &m, u);
+        double beta = (double)N / (double)(n - 1);
         for (size_t iT = 0; iT < nT; iT++) {
-            const double *a = w->Aall + iT * L, *c = w->Cm + 2 * iT * L, *cy = c + L;
-            double A = w->AT[iT], Q = w->QT[iT];
-            size_t zsel = w->zselT[iT]; /* selected entries of weight 0 */
-            for (size_t q = k0; q < N; q++) {
-                double ap = a[order[q]];
-                A += ap;
-                Q += ap * ap;
-                zsel += ap == 0;
-            }
-            w->AT[iT] = A, w->QT[iT] = Q, w->zselT[iT] = zsel;
-            /* the selected entries gathered once: weight, c, c^y (scaled by 1/|x_j|), |y|^2 */
-            double *sa = w->sel, *sc = sa + K, *scy = sc + K, *syy = scy + K, *sarg = syy + K;
-            for (size_t q = 0; q < N; q++) {
-                uint32_t j = order[q];
-                sa[q] = a[j], sc[q] = c[j], scy[q] = inv[j] * cy[j], syy[q] = yy[j];
-            }
-            /* ||s||^2 = sum_{j in I} a_j c_j; the same for s^y with c^y_j */
-            double s2 = lane_dot(sa, sc, N), sy2 = lane_dot(sa, scy, N);
+            selected_mass(w, iT, k0, N);
+            double A = w->A_T[iT], Q = w->Q_T[iT];
+            double sy_sq, s_sq = gather_selected(w, iT, N, K, &sy_sq);
+            const double *c = w->c_T + 2 * iT * L;
+            unsel_in in = {.a = w->a_T + iT * L, .x_sq = w->x_sq, .c = c, .e = w->e_T + iT * L,
+                           .y_sq = w->y_sq, .x_inv = w->x_inv, .cy = c + L,
+                           .is_unsel = w->is_unsel, .sel_inf = w->sel_inf, .s_sq = s_sq,
+                           .sy_sq = sy_sq, .S_sq = w->S_sq_T[iT], .alpha = 1.0 + beta,
+                           .beta = beta};
             double t_true, t_exp, r;
-            if (w->sparseT[iT])
-                eval_unselected_sparse(&t_true, &t_exp, &r, n, w->nzIdx + iT * L, w->nnzT[iT],
-                                       zsel, a, gd, c, w->Em + iT * L, yy, inv, cy, w->unsel,
-                                       w->selinf, s2, sy2, w->S2T[iT], alpha, beta);
+            if (w->sparse_T[iT])
+                unselected_terms(&t_true, &t_exp, &r, &in, n, w->nz_idx_T + iT * L,
+                                 w->nnz_T[iT], w->zero_sel_T[iT]);
             else
-                eval_unselected(&t_true, &t_exp, &r, n, a, gd, c, w->Em + iT * L, yy, inv, cy,
-                                w->unsel, w->selinf, s2, sy2, w->S2T[iT], alpha, beta);
-            /* section 6: N_s, xi_i over the selected set */
-            /* (lanes keep it vectorizable; the exponent -(xi - r)^2/2 <= 0 goes to exp_nonpos) */
-            double d2h = 0.5 * delta * delta, nsl[LANES] = {0}, xil[LANES] = {0};
-            size_t q = 0;
-            for (; q + LANES <= N; q += LANES)
-                for (int l = 0; l < LANES; l++) {
-                    double ai = sa[q + l];
-                    double dy = ai * ai * syy[q + l] - 2 * ai * scy[q + l] + sy2;
-                    dy = sqrt(dy > 0 ? dy : 0);
-                    nsl[l] += dy < r ? 1.0 : 0.0;
-                    double B = A - ai, Qi = Q - ai * ai;
-                    double xi2 = B * B - d2h * (B * B - Qi);
-                    double xi = sqrt(xi2 > 0 ? xi2 : 0);
-                    xil[l] += xi;
-                    double ex = xi - r;
-                    sarg[q + l] = ex > 0 ? -0.5 * ex * ex : 0.0;
-                }
-            for (; q < N; q++) {
-                double ai = sa[q];
-                double dy = ai * ai * syy[q] - 2 * ai * scy[q] + sy2;
-                dy = sqrt(dy > 0 ? dy : 0);
-                nsl[0] += dy < r ? 1.0 : 0.0;
-                double B = A - ai, Qi = Q - ai * ai;
-                double xi2 = B * B - d2h * (B * B - Qi);
-                double xi = sqrt(xi2 > 0 ? xi2 : 0);
-                xil[0] += xi;
-                double ex = xi - r;
-                sarg[q] = ex > 0 ? -0.5 * ex * ex : 0.0;
-            }
-            exp_nonpos(sarg, sarg, N);
-            double up = lane_sum(sarg, N), xisum = 0, nsum = 0;
-            for (int l = 0; l < LANES; l++) xisum += xil[l], nsum += nsl[l];
-            size_t Ns = (size_t)nsum;
+                unselected_terms(&t_true, &t_exp, &r, &in, n, NULL, n, 0);
+            double xisum, up;
+            size_t Ns = separability(&xisum, &up, w->sel_gather, K, N, A, Q, sy_sq, r, delta);
             double val[NVAL];
+            /* section 4 */
             val[MET_DIST_TRUE] = t_true;
             val[MET_DIST_BOUND] =
-                (1 - A) * w->d1U[u] + ((double)(n - N) * A - (1 - A)) * w->mU[u];
+                (1 - A) * w->d1_N[u] + ((double)(n - N) * A - (1 - A)) * w->m_N[u];
             val[MET_DIST_EXPECT] = (double)(n - N) / (double)n * t_exp;
+            /* section 6 */
             val[MET_SEP_RATIO] = (double)Ns / (double)N;
             double lower = r > 0 ? 1.0 - xisum / ((double)N * r) : 0.0;
             val[MET_SEP_LOWER] = lower > 0 ? lower : 0.0;
             val[MET_SEP_UPPER] = up / (double)N;
-            /* scatter to every grid index holding this N */
+            /* section 9: scatter to every grid index holding this N */
             for (size_t g = w->uStart[u]; g < w->uStart[u + 1]; g++) {
                 size_t iN = w->uIdx[g];
                 for (int v = 0; v < NVAL; v++) w->acc[met_at_per_n(ax, v, iN, iT, iZ)] += val[v];
@@ -1077,7 +1142,7 @@ static void process_row(met_ws *w, size_t t, size_t n, double delta) {
         met_normalizer zn = ax->norm[iZ];
         for (size_t iT = 0; iT < ax->nT; iT++) {
             double T = ax->T[iT];
-            double *a = w->Aall + iT * L;
+            double *a = w->a_T + iT * L;
             /* logit factor of the normalizer (section 10) */
             double f = 1.0 / T;
             if (zn == MET_SSMAX) f *= ssmax_factor(ax->ssmax_scale, n);
@@ -1209,7 +1274,7 @@ int met_head(double *out, void *workspace, size_t workspace_bytes, const float *
         if (!isfinite(w.X[i])) w.finite = 0;
     }
     /* zero past Lmax too: the kernels read whole 16-column blocks */
-    memset(w.gd, 0, L * sizeof *w.gd);
+    memset(w.x_sq, 0, L * sizeof *w.x_sq);
     /* XT [dim][L]: X transposed, zero past Lmax (c_update reads whole 16-column blocks) */
     memset(w.XT, 0, dim * L * sizeof *w.XT);
     for (size_t i = 0; i < Lmax; i++)
@@ -1219,17 +1284,17 @@ int met_head(double *out, void *workspace, size_t workspace_bytes, const float *
                 0.0, w.G, (int)L);
     for (size_t i = 0; i < Lmax; i++) {
         for (size_t j = i + 1; j < Lmax; j++) w.G[i * L + j] = w.G[j * L + i];
-        w.gd[i] = w.G[i * L + i];
-        w.nrm[i] = sqrt(w.gd[i]);
-        w.inv[i] = w.nrm[i] > 0 ? 1.0 / w.nrm[i] : 0.0;
-        w.yy[i] = w.nrm[i] > 0 ? 1.0 : 0.0;
+        w.x_sq[i] = w.G[i * L + i];
+        w.x_norm[i] = sqrt(w.x_sq[i]);
+        w.x_inv[i] = w.x_norm[i] > 0 ? 1.0 / w.x_norm[i] : 0.0;
+        w.y_sq[i] = w.x_norm[i] > 0 ? 1.0 : 0.0;
     }
     /* delta (section 6): running minimum over t of |y_i - y_t|, i < t */
     double run = INFINITY;
     for (size_t t = 0; t < Lmax; t++) {
         const double *Gt = w.G + t * L;
         for (size_t i = 0; i < t; i++) {
-            double d2 = w.yy[i] + w.yy[t] - 2 * w.inv[i] * w.inv[t] * Gt[i];
+            double d2 = w.y_sq[i] + w.y_sq[t] - 2 * w.x_inv[i] * w.x_inv[t] * Gt[i];
             d2 = d2 > 0 ? d2 : 0;
             if (d2 < run) run = d2;
         }
