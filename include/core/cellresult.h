@@ -9,7 +9,8 @@
  *
  * Variable shapes inside the block, C order (last index fastest):
  *   per_N vars  [nN][nT][nNorm][nLayer][nHead]   dist_true dist_bound dist_expect
- *                                                sep_ratio sep_lower sep_upper rows_used
+ *                                                sep_ratio sep_lower sep_upper sep_marginal
+ *                                                rows_used
  *   per_T vars  [nT][nNorm][nLayer][nHead]       entropy entropy_norm grad_exact grad_bound
  *   grad_fd     [nT][nEps][nNorm][nLayer][nHead]
  *   ks vars     [nN][nT][nNorm]                  ks_stat ks_pvalue
@@ -22,7 +23,7 @@
 
 typedef enum {
     CR_DIST_TRUE, CR_DIST_BOUND, CR_DIST_EXPECT,
-    CR_SEP_RATIO, CR_SEP_LOWER, CR_SEP_UPPER, CR_ROWS_USED,
+    CR_SEP_RATIO, CR_SEP_LOWER, CR_SEP_UPPER, CR_SEP_MARGINAL, CR_ROWS_USED,
     CR_ENTROPY, CR_ENTROPY_NORM, CR_GRAD_EXACT, CR_GRAD_BOUND,
     CR_GRAD_FD,
     CR_KS_STAT, CR_KS_PVALUE,

@@ -104,12 +104,13 @@ typedef struct {
 
 /* Per-cut output block of one head (doubles), C order, last index fastest:
  *   per_N  [MET_NPERN][nN][nT][nNorm]    dist_true dist_bound dist_expect sep_ratio
- *                                        sep_lower sep_upper rows_used (= cellresult order)
+ *                                        sep_lower sep_upper sep_marginal rows_used
+ *                                        (= cellresult order)
  *   per_T  [MET_NPERT][nT][nNorm]        entropy entropy_norm grad_exact grad_bound
  *   grad_fd [nT][nEps][nNorm]
  * Means over the rows of section 9; a mean over zero rows is NaN (rows_used = 0). */
 enum { MET_DIST_TRUE, MET_DIST_BOUND, MET_DIST_EXPECT, MET_SEP_RATIO, MET_SEP_LOWER,
-       MET_SEP_UPPER, MET_ROWS_USED, MET_NPERN };
+       MET_SEP_UPPER, MET_SEP_MARGINAL, MET_ROWS_USED, MET_NPERN };
 enum { MET_ENTROPY, MET_ENTROPY_NORM, MET_GRAD_EXACT, MET_GRAD_BOUND, MET_NPERT };
 
 size_t met_out_count(const met_axes *ax); /* doubles per cut */

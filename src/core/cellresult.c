@@ -11,6 +11,7 @@ static const struct {
     [CR_SEP_RATIO] = {"sep_ratio", CR_SHAPE_PER_N},
     [CR_SEP_LOWER] = {"sep_lower", CR_SHAPE_PER_N},
     [CR_SEP_UPPER] = {"sep_upper", CR_SHAPE_PER_N},
+    [CR_SEP_MARGINAL] = {"sep_marginal", CR_SHAPE_PER_N},
     [CR_ROWS_USED] = {"rows_used", CR_SHAPE_PER_N},
     [CR_ENTROPY] = {"entropy", CR_SHAPE_PER_T},
     [CR_ENTROPY_NORM] = {"entropy_norm", CR_SHAPE_PER_T},

@@ -22,9 +22,12 @@ static size_t keep_finite_sorted(double *dst, const double *src, size_t n) {
 
 double ks_pvalue_exact(size_t n1, size_t n2, uint64_t H, double *p) {
     if (H == 0) return 1.0;
-    /* p[j] = probability of being at (i, j) having stayed strictly inside */
+    /* p[j] = probability of being at (i, j) having stayed strictly inside; out = the mass
+     * that leaves the band, summed as it leaves (1 - P(inside) would round every p-value below
+     * ~1e-16 to a multiple of the double spacing near 1) */
     for (size_t j = 0; j <= n2; j++) p[j] = 0;
     p[0] = 1.0;
+    double out = 0;
     for (size_t i = 0; i <= n1; i++) {
         for (size_t j = 0; j <= n2; j++) {
             /* arrival from the left (i-1, j) is already in p[j] from the previous row, scaled
@@ -34,7 +37,10 @@ double ks_pvalue_exact(size_t n1, size_t n2, uint64_t H, double *p) {
                 p[j] += p[j - 1] * (double)rj / (double)(ri + rj);
             }
             int64_t diff = (int64_t)(i * n2) - (int64_t)(j * n1);
-            if ((uint64_t)llabs(diff) >= H) p[j] = 0;
+            if ((uint64_t)llabs(diff) >= H) {
+                out += p[j];
+                p[j] = 0;
+            }
         }
         if (i == n1) break;
         /* step right from (i, j) to (i+1, j) */
@@ -43,8 +49,7 @@ double ks_pvalue_exact(size_t n1, size_t n2, uint64_t H, double *p) {
             p[j] *= (double)ri / (double)(ri + rj);
         }
     }
-    double pv = 1.0 - p[n2];
-    return pv < 0 ? 0 : (pv > 1 ? 1 : pv);
+    return out < 0 ? 0 : (out > 1 ? 1 : out);
 }
 
 void ks_2samp_exact(double *stat, double *pvalue, const double *x, size_t n1, const double *y,

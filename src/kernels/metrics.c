@@ -82,17 +82,46 @@ static void exp_nonpos(double *y, const double *x, size_t n) {
     }
 }
 
+/* ln Z of the shifted logits x (max 0) from exp(x) = e: Z = c + R with c the count of the
+ * maximal entries (exp(0) = 1 exactly) and R the rest, so ln Z = ln c + log1p(R / c) keeps R's
+ * digits in near-one-hot rows, where log(1 + R) would round R < 1e-16 away (docs/metrics.md
+ * section 8). NaN entries fall into R and propagate. Returns Z in *Z. */
+static double log_partition(double *Z, const double *x, const double *e, size_t n) {
+    double cl[8] = {0}, rl[8] = {0};
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int q = 0; q < 8; q++) {
+            int top = x[i + q] == 0;
+            cl[q] += top ? 1.0 : 0.0;
+            rl[q] += top ? 0.0 : e[i + q];
+        }
+    for (; i < n; i++) {
+        int top = x[i] == 0;
+        cl[0] += top ? 1.0 : 0.0;
+        rl[0] += top ? 0.0 : e[i];
+    }
+    double c = 0, R = 0;
+    for (int q = 0; q < 8; q++) c += cl[q], R += rl[q];
+    *Z = c + R;
+    if (!(c > 0)) return log(*Z); /* all logits NaN: NaN */
+    return log(c) + log1p(R / c);
+}
+
 double met_softmax(double *a, const double *z, size_t n) {
     double zmax = -INFINITY;
     for (size_t j = 0; j < n; j++)
         if (z[j] > zmax) zmax = z[j];
     for (size_t j = 0; j < n; j++) a[j] = z[j] - zmax;
     exp_nonpos(a, a, n);
-    double sum = 0;
-    for (size_t j = 0; j < n; j++) sum += a[j];
-    double inv = 1.0 / sum;
+    double cl = 0, R = 0; /* ln Z as in log_partition (z may alias a: count exp = 1) */
+    for (size_t j = 0; j < n; j++) {
+        int top = a[j] == 1.0;
+        cl += top ? 1.0 : 0.0;
+        R += top ? 0.0 : a[j];
+    }
+    double sum = cl + R, inv = 1.0 / sum;
     for (size_t j = 0; j < n; j++) a[j] *= inv;
-    return log(sum);
+    return cl > 0 ? log(cl) + log1p(R / cl) : log(sum);
 }
 
 /* Sums in 8 independent lanes, combined in a fixed order: vectorizable without reassociation
@@ -137,46 +166,50 @@ static double lane_sqdiff(const double *x, double s, const double *y, size_t n) 
 }
 
 /* Softmax of z = f l over n >= 1 entries, the hot path of the head job: x [n] gets
- * z_j - max z (the entropy needs it), a [n] the weights (a may alias l). Returns ln Z of the
- * shifted logits. NaN logits are skipped by the max and propagate through exp and the sum,
- * as in met_softmax. */
+ * z_j - max z = f (l_j - max l) (the entropy needs it), a [n] the weights (a may alias l).
+ * Shift, then scale (docs/metrics.md section 10): l_j - max l is exact for float32 logits held
+ * in double, so the only rounding is the one product (scaling first rounded f l_j, whose
+ * error is relative to |f l_j|, before the shift cancelled it). Returns ln Z of the shifted
+ * logits (log_partition). NaN logits are skipped by the max and propagate through exp and the
+ * sum, as in met_softmax. */
 static double softmax_scaled(double *a, double *x, const double *l, double f, size_t n) {
     double mx[LANES];
     for (int q = 0; q < LANES; q++) mx[q] = -INFINITY;
     size_t i = 0;
     for (; i + LANES <= n; i += LANES)
         for (int q = 0; q < LANES; q++) {
-            double z = l[i + q] * f;
-            x[i + q] = z;
+            double z = l[i + q];
             mx[q] = z > mx[q] ? z : mx[q];
         }
-    for (; i < n; i++) {
-        double z = l[i] * f;
-        x[i] = z;
-        mx[0] = z > mx[0] ? z : mx[0];
-    }
-    double zmax = -INFINITY;
-    for (int q = 0; q < LANES; q++) zmax = mx[q] > zmax ? mx[q] : zmax;
-    for (size_t j = 0; j < n; j++) x[j] -= zmax;
+    for (; i < n; i++) mx[0] = l[i] > mx[0] ? l[i] : mx[0];
+    double lmax = -INFINITY;
+    for (int q = 0; q < LANES; q++) lmax = mx[q] > lmax ? mx[q] : lmax;
+    for (size_t j = 0; j < n; j++) x[j] = (l[j] - lmax) * f;
     exp_nonpos(a, x, n);
-    double sum = lane_sum(a, n), inv = 1.0 / sum;
+    double sum, lnZ = log_partition(&sum, x, a, n), inv = 1.0 / sum;
     for (size_t j = 0; j < n; j++) a[j] *= inv;
-    return log(sum);
+    return lnZ;
 }
 
 /* Michelot: tau = (sum_{S} z - 1)/|S| with S shrinking to {z > tau}; tau only grows and S
  * is exactly the support when it stops changing. */
 void met_sparsemax(double *a, const double *z, size_t n) {
+    /* on z - max z (docs/metrics.md section 10): tau is then O(1) whatever the logits' size, so
+     * sum a - 1 stays at round-off (unshifted, (sum z - 1)/k lost the 1 at T = 1e-3) */
+    double zmax = -INFINITY;
+    for (size_t j = 0; j < n; j++)
+        if (z[j] > zmax) zmax = z[j];
+    if (!(zmax > -INFINITY)) zmax = 0; /* all NaN: let NaN through */
     double sum = 0;
-    for (size_t j = 0; j < n; j++) sum += z[j];
+    for (size_t j = 0; j < n; j++) sum += z[j] - zmax;
     size_t k = n;
     double tau = (sum - 1.0) / (double)k;
     for (;;) {
         double s2 = 0;
         size_t k2 = 0;
         for (size_t j = 0; j < n; j++)
-            if (z[j] > tau) {
-                s2 += z[j];
+            if (z[j] - zmax > tau) {
+                s2 += z[j] - zmax;
                 k2++;
             }
         /* exact arithmetic shrinks the set until it is stable; rounding can make tau dip and
@@ -185,7 +218,10 @@ void met_sparsemax(double *a, const double *z, size_t n) {
         k = k2;
         tau = (s2 - 1.0) / (double)k;
     }
-    for (size_t j = 0; j < n; j++) a[j] = z[j] > tau ? z[j] - tau : 0.0;
+    for (size_t j = 0; j < n; j++) {
+        double zj = z[j] - zmax;
+        a[j] = zj > tau ? zj - tau : 0.0;
+    }
 }
 
 static double ssmax_factor(double scale, size_t n) {
@@ -199,12 +235,12 @@ static double weights_with_z(double *a, double *z, double *zmax_out, const doubl
                              size_t n, double T, met_normalizer zn, double ssmax_scale) {
     double f = 1.0 / T;
     if (zn == MET_SSMAX) f *= ssmax_factor(ssmax_scale, n);
-    double zmax = -INFINITY;
-    for (size_t j = 0; j < nv; j++) {
-        z[j] = l[j] * f;
-        if (z[j] > zmax) zmax = z[j];
-    }
-    double lnZ = 0;
+    /* shift, then scale (see softmax_scaled) */
+    double lmax = -INFINITY;
+    for (size_t j = 0; j < nv; j++)
+        if (l[j] > lmax) lmax = l[j];
+    for (size_t j = 0; j < nv; j++) z[j] = (l[j] - lmax) * f;
+    double zmax = lmax * f, lnZ = 0;
     if (zn == MET_SPARSEMAX)
         met_sparsemax(a, z, nv);
     else
@@ -219,12 +255,106 @@ void met_weights(double *a, const double *l, size_t nv, size_t n, double T, met_
     /* in place: both normalizers write a[j] only in element-wise passes after reading z */
     double f = 1.0 / T;
     if (zn == MET_SSMAX) f *= ssmax_factor(ssmax_scale, n);
-    for (size_t j = 0; j < nv; j++) a[j] = l[j] * f;
+    double lmax = -INFINITY; /* shift, then scale (see softmax_scaled) */
+    for (size_t j = 0; j < nv; j++)
+        if (l[j] > lmax) lmax = l[j];
+    if (!(lmax > -INFINITY)) lmax = 0;
+    for (size_t j = 0; j < nv; j++) a[j] = (l[j] - lmax) * f;
     if (zn == MET_SPARSEMAX)
         met_sparsemax(a, a, nv);
     else
         met_softmax(a, a, nv);
     for (size_t j = nv; j < n; j++) a[j] = 0.0;
+}
+
+/* ---------------- grad_fd (section 7) ---------------- */
+
+/* expm1(x) for |x| <= 0.5 by its Taylor polynomial to x^16 (truncation below 2e-18 relative),
+ * branch-free so that the loops calling it vectorize. */
+static inline double expm1_small(double x) {
+    double p = 1.0 / 20922789888000.0;
+    p = p * x + 1.0 / 1307674368000.0;
+    p = p * x + 1.0 / 87178291200.0;
+    p = p * x + 1.0 / 6227020800.0;
+    p = p * x + 1.0 / 479001600.0;
+    p = p * x + 1.0 / 39916800.0;
+    p = p * x + 1.0 / 3628800.0;
+    p = p * x + 1.0 / 362880.0;
+    p = p * x + 1.0 / 40320.0;
+    p = p * x + 1.0 / 5040.0;
+    p = p * x + 1.0 / 720.0;
+    p = p * x + 1.0 / 120.0;
+    p = p * x + 1.0 / 24.0;
+    p = p * x + 1.0 / 6.0;
+    p = p * x + 0.5;
+    p = p * x + 1.0;
+    return p * x;
+}
+
+/* docs/metrics.md section 7: |softmax(f (l + eps u)) - softmax(f l)|_2 for the row's weights
+ * a = softmax(f l) over n entries, dominant entry p (a_p = max a), without subtracting the two
+ * nearly equal softmaxes (their difference has an absolute floor of ulp(max a), and the
+ * dominant weight's change is lost entirely where 1 - 1 = 0). With delta_j = f eps (u_j - u_p)
+ * (softmax is shift-invariant), E_j = expm1(delta_j) and mu = sum_j a_j E_j, exactly
+ *   a'_j - a_j = a_j (E_j - mu) / (1 + mu),
+ * used when every |delta_j| <= 1/2 (expm1 by a polynomial there). Otherwise the perturbed
+ * softmax is formed (ap: scratch [n], z: scratch [n]), a'_j - a_j taken directly for j != p
+ * (no cancellation of the dominant 1) and the dominant's change as minus their sum (both
+ * rows sum to 1). */
+static double softmax_change_norm(const double *a, size_t p, const double *l, const double *u,
+                                  double umin, double umax, double f, double eps, size_t n,
+                                  double *ap, double *z) {
+    /* max_j |delta_j| from the direction's range (umin, umax: min and max of u [n]) */
+    double fe = f * eps, up = u[p], dlo = fe * (up - umin), dhi = fe * (umax - up);
+    double dmax = dlo > dhi ? dlo : dhi;
+    size_t i = 0;
+    double acc[LANES] = {0};
+    if (dmax <= 0.5) {
+        double mul[LANES] = {0};
+        for (; i + LANES <= n; i += LANES)
+            for (int q = 0; q < LANES; q++) {
+                double E = expm1_small(fe * (u[i + q] - up));
+                ap[i + q] = E;
+                mul[q] += a[i + q] * E;
+            }
+        for (; i < n; i++) {
+            double E = expm1_small(fe * (u[i] - up));
+            ap[i] = E;
+            mul[0] += a[i] * E;
+        }
+        double mu = 0;
+        for (int q = 0; q < LANES; q++) mu += mul[q];
+        double inv = 1.0 / (1.0 + mu);
+        for (i = 0; i + LANES <= n; i += LANES)
+            for (int q = 0; q < LANES; q++) {
+                double d = a[i + q] * (ap[i + q] - mu) * inv;
+                acc[q] += d * d;
+            }
+        for (; i < n; i++) {
+            double d = a[i] * (ap[i] - mu) * inv;
+            acc[0] += d * d;
+        }
+        double ss = 0;
+        for (int q = 0; q < LANES; q++) ss += acc[q];
+        return sqrt(ss);
+    }
+    for (size_t j = 0; j < n; j++) ap[j] = l[j] + eps * u[j];
+    softmax_scaled(ap, z, ap, f, n);
+    double rl[LANES] = {0};
+    for (i = 0; i + LANES <= n; i += LANES)
+        for (int q = 0; q < LANES; q++) {
+            double d = i + q == p ? 0.0 : ap[i + q] - a[i + q];
+            rl[q] += d;
+            acc[q] += d * d;
+        }
+    for (; i < n; i++) {
+        double d = i == p ? 0.0 : ap[i] - a[i];
+        rl[0] += d;
+        acc[0] += d * d;
+    }
+    double ss = 0, rest = 0;
+    for (int q = 0; q < LANES; q++) ss += acc[q], rest += rl[q];
+    return sqrt(ss + rest * rest);
 }
 
 /* ---------------- grad_exact (section 7) ---------------- */
@@ -504,7 +634,7 @@ void met_direction(double *u, size_t n, uint64_t key) {
  * (section 3) grown in the sorted order `order`. "_T" arrays hold one entry (or one row) per
  * temperature of the grid, for the normalizer being processed. */
 typedef struct {
-    size_t L, dim, ld, nU, Kmax, nout;
+    size_t L, dim, ld, nU, Kmax, nout, U_ld;
     const met_axes *ax;
     const float *scores;
     /* per head */
@@ -521,6 +651,7 @@ typedef struct {
     double *z;         /* [L] scaled logits, scratch of the normalizers */
     double *ap;        /* [L] perturbed weights of grad_fd (section 7), scratch */
     double *u;         /* [nEps][L] grad_fd directions (section 7) */
+    double *u_range;   /* [nEps][2] min and max of each direction's entries */
     double *a_T;       /* [nT][L] weights a_j of every T */
     uint32_t *order;   /* [L] top-K order (section 3): I_N = order[0 .. N) */
     uint32_t *scratch; /* [L] */
@@ -545,6 +676,11 @@ typedef struct {
     uint32_t *rank;    /* [L] position of j in order when j in I_N, UINT32_MAX otherwise */
     double *d1_sq_run; /* [L] max_{p in I_N} |x_j - x_p|^2 (section 4's d1, before the max over j) */
     double *d1_N, *m_N; /* [nU] d1 and m of each unique grid N (normalizer-independent) */
+    double x_sq_max;   /* max_j |x_j|^2 over the row (scale of d1's cancellation guard) */
+    double *not_topK;  /* [L] 1 for j outside the top-K order[0..K), 0 inside */
+    double *U_T;       /* [nT][K+1] unselected mass U_N = sum_{j not in I_N} a_j, summed
+                        * directly (U_N = U_{N+1} + a_{order[N]}), not as 1 - A */
+    double *s_vec;     /* [dim] s or s^y formed explicitly (cancellation fallbacks) */
     double *sel_gather; /* [5][K] per selected q: a, c, c^y, |y|^2, the sep_upper exponent */
     /* grid bookkeeping and accumulators */
     double *acc, *cntN;
@@ -553,7 +689,8 @@ typedef struct {
     uint32_t *uN, *uOf, *iota, *uStart, *uIdx;
 } met_ws;
 
-#define NVAL 6 /* per-N values: dist_true dist_bound dist_expect sep_ratio sep_lower sep_upper */
+#define NVAL 7 /* per-N values: dist_true dist_bound dist_expect sep_ratio sep_lower sep_upper
+                 sep_marginal (the MET_ order up to MET_ROWS_USED) */
 
 static size_t axes_unique_n(const met_axes *ax, uint32_t *uN, uint32_t *uOf) {
     /* sorted unique N values; uOf[iN] = index of N[iN] in uN */
@@ -591,6 +728,7 @@ static size_t carve(met_ws *w, char *base, size_t L, size_t dim, const met_axes 
     for (size_t i = 0; i < ax->nN; i++)
         if ((size_t)ax->N[i] > Kmax) Kmax = (size_t)ax->N[i];
     if (Kmax > L) Kmax = L;
+    w->U_ld = Kmax + 1;
     TAKE(w->X, L * dim, double);
     TAKE(w->XT, dim * L, double);
     TAKE(w->G, L * L, double);
@@ -603,6 +741,7 @@ static size_t carve(met_ws *w, char *base, size_t L, size_t dim, const met_axes 
     TAKE(w->z, L, double);
     TAKE(w->ap, L, double);
     TAKE(w->u, (ax->nEps ? ax->nEps : 1) * L, double);
+    TAKE(w->u_range, 2 * (ax->nEps ? ax->nEps : 1), double);
     TAKE(w->a_T, nT * L, double);
     TAKE(w->order, L, uint32_t);
     TAKE(w->scratch, L, uint32_t);
@@ -623,6 +762,9 @@ static size_t carve(met_ws *w, char *base, size_t L, size_t dim, const met_axes 
     TAKE(w->rank, L, uint32_t);
     TAKE(w->d1_sq_run, L, double);
     TAKE(w->d1_N, nN, double);
+    TAKE(w->not_topK, L, double);
+    TAKE(w->U_T, nT * (Kmax + 1), double);
+    TAKE(w->s_vec, dim, double);
     TAKE(w->m_N, nN, double);
     TAKE(w->sel_gather, 5 * Kmax, double);
     TAKE(w->acc, nout, double);
@@ -764,45 +906,108 @@ static void c_update(double *C, size_t ldc, size_t rows, const double *W, size_t
 
 /* ---------------- sections 4 and 6 per row: the phases of row_per_n ---------------- */
 
+/* Cancellation guard of the Gram expansions (docs/metrics.md section 4.4): a squared
+ * distance |p - q|^2 = |p|^2 - 2 p.q + |q|^2 whose value falls below MET_CANCEL (|p|^2 + |q|^2)
+ * has lost more than ~6 of its digits to the subtraction (the Gram sums carry ~(d + N) ulps);
+ * such entries are evaluated again as an explicit difference. Realistic heads never get
+ * there: it takes vectors equal to ~1e-3 relative (near-duplicates, exact twins). */
+#define MET_CANCEL 1e-6
+/* sep_marginal (docs/metrics.md section 6): a selected i whose |D_i^2 - r^2| is at most
+ * MET_MARGINAL |s^y|^2 is inside or outside by a margin no float evaluation of D_i itself
+ * resolves (D_i and r both round to |s^y|). */
+#define MET_MARGINAL 1e-12
+
 /* What the O(n) pass of one (grid N, T) reads: per entry j, its weight a_j, |x_j|^2, c_j,
- * e_j, |y_j|^2, 1/|x_j|, |x_j| c^y_j and the selection masks; per row, |s|^2, |s^y|^2,
- * |S|^2 and dist_expect's factors alpha = 1 + beta, beta = N / (n - 1). */
+ * e_j, |y_j|^2, 1/|x_j|, |x_j| c^y_j and the selection masks; per row, |s|^2, |S|^2 and
+ * dist_expect's factors alpha = 1 + beta, beta = N / (n - 1); for the fallbacks, X, S, the
+ * selected set order[0..N) and a scratch vector for s. */
 typedef struct {
     const double *a, *x_sq, *c, *e, *y_sq, *x_inv, *cy, *is_unsel, *sel_inf;
-    double s_sq, sy_sq, S_sq, alpha, beta;
+    double s_sq, S_sq, alpha, beta;
+    const double *X, *S, *x_norm;
+    const uint32_t *order;
+    size_t dim, N;
+    double *s_vec;
 } unsel_in;
 
+/* y_i [k] = x_i [k] / |x_i| (0 for a zero vector), by division as docs/metrics.md section 6
+ * writes it: the fallbacks below must not add the rounding of 1/|x| to a difference they
+ * compute because the expansion could not */
+static inline double y_of(const double *x, size_t k, double norm) {
+    return norm > 0 ? x[k] / norm : 0.0;
+}
+
+/* s = sum_{i in I_N} a_i x_i (norm = NULL) or s^y = sum a_i y_i (norm = x_norm), formed
+ * explicitly into s [dim]. */
+static void form_s(double *s, const unsel_in *in, const double *norm) {
+    memset(s, 0, in->dim * sizeof *s);
+    for (size_t q = 0; q < in->N; q++) {
+        uint32_t i = in->order[q];
+        double ai = in->a[i];
+        const double *xi = in->X + (size_t)i * in->dim;
+        for (size_t k = 0; k < in->dim; k++) s[k] += ai * (norm ? y_of(xi, k, norm[i]) : xi[k]);
+    }
+}
+
+/* |alpha y - s|^2 with y = x / norm, as an explicit difference */
+static double sq_diff_y(const double *x, double norm, double alpha, const double *s, size_t dim) {
+    double t = 0;
+    for (size_t k = 0; k < dim; k++) {
+        double d = alpha * y_of(x, k, norm) - s[k];
+        t += d * d;
+    }
+    return t;
+}
+
+/* |alpha x - beta s|^2 for two vectors of dim entries, as an explicit difference */
+static double sq_diff(const double *x, double alpha, const double *s, double beta, size_t dim) {
+    double t = 0;
+    for (size_t k = 0; k < dim; k++) {
+        double d = alpha * x[k] - beta * s[k];
+        t += d * d;
+    }
+    return t;
+}
+
 /* docs/metrics.md sections 4 and 6, the O(n) part of one grid N at one T: over unselected j,
- * the sum of |a_j x_j - s| (dist_true) and the minimum of D_j^2 = |s^y - a_j y_j|^2 (r^2);
- * over every j, the dist_expect sum of |a_j x_j - beta (S - a_j x_j)| =
- * |alpha a_j x_j - beta S|. Entries: j = 0..n-1 when idx is NULL (dense), else the nidx
- * listed entries idx [nidx], the n - nidx others having a_j = 0 and finite vectors, so that
- * each has the same terms (|a_j x_j - s|^2 = |s|^2, the dist_expect square beta^2 |S|^2,
- * D_j^2 = |s^y|^2), added once times their count (zero_sel of them are selected). Eight
- * independent lanes keep the sums vectorizable without reassociation flags (the lane order is
- * fixed, so results do not depend on the CPU). Inlined twice: the dense copy has no index
- * loads. */
+ * the sum of |a_j x_j - s| (dist_true) and the minimum of g_j = D_j^2 - |s^y|^2 =
+ * a_j^2 |y_j|^2 - 2 a_j (s^y . y_j) (section 6's exact rewrite: no |s^y|^2 to cancel against,
+ * so the order of the g_j is right even for weights 1e-30 of the dominant one); over every j,
+ * the dist_expect sum of |a_j x_j - beta (S - a_j x_j)| = |alpha a_j x_j - beta S|.
+ * Entries: j = 0..n-1 when idx is NULL (dense), else the nidx listed entries idx [nidx], the
+ * n - nidx others having a_j = 0 and finite vectors, so that each has the same terms
+ * (|a_j x_j - s| = |s|, the dist_expect term beta |S|, g_j = 0), added once times their
+ * count (zero_sel of them are selected). Entries whose expansion cancels (MET_CANCEL) are
+ * left out of the lanes and done again directly after them. Eight independent lanes keep the
+ * sums vectorizable without reassociation flags (the lane order is fixed, so results do not
+ * depend on the CPU). Inlined twice: the dense copy has no index loads. */
 static inline __attribute__((always_inline)) void
-unselected_terms(double *t_true, double *t_exp, double *r_out, const unsel_in *in, size_t n,
+unselected_terms(double *t_true, double *t_exp, double *g_min_out, const unsel_in *in, size_t n,
                  const uint32_t *idx, size_t nidx, size_t zero_sel) {
     const double *a = in->a, *x_sq = in->x_sq, *c = in->c, *e = in->e, *y_sq = in->y_sq,
                  *x_inv = in->x_inv, *cy = in->cy, *is_unsel = in->is_unsel,
                  *sel_inf = in->sel_inf;
-    const double s_sq = in->s_sq, sy_sq = in->sy_sq, alpha = in->alpha, beta = in->beta;
-    double at[LANES] = {0}, ae[LANES] = {0}, rm[LANES];
-    for (int q = 0; q < LANES; q++) rm[q] = INFINITY;
+    const double s_sq = in->s_sq, alpha = in->alpha, beta = in->beta;
+    double at[LANES] = {0}, ae[LANES] = {0}, rm[LANES], gl[LANES];
+    for (int q = 0; q < LANES; q++) rm[q] = INFINITY, gl[q] = INFINITY;
     double a2 = alpha * alpha, ab2 = 2 * alpha * beta, b2S2 = beta * beta * in->S_sq;
     size_t m = idx ? nidx : n, i = 0;
+    /* gl: the minimum of each square's value minus MET_CANCEL times its magnitude; a
+     * negative one sends the pass to the explicit differences (the selected entries' own
+     * dist_true terms do not count: + sel_inf) */
 #define MET_UNSEL_TERM(lane, j)                                                     \
     do {                                                                            \
-        double aj = a[j];                                                           \
-        double ex = a2 * aj * aj * x_sq[j] - ab2 * aj * e[j] + b2S2;                \
+        double aj = a[j], pj = aj * aj * x_sq[j];                                   \
+        double ex = a2 * pj - ab2 * aj * e[j] + b2S2;                               \
         ae[lane] += sqrt(ex > 0 ? ex : 0);                                          \
-        double dt = aj * aj * x_sq[j] - 2 * aj * c[j] + s_sq;                       \
+        double dt = pj - 2 * aj * c[j] + s_sq;                                      \
         at[lane] += is_unsel[j] * sqrt(dt > 0 ? dt : 0);                            \
-        double dy = aj * aj * y_sq[j] - 2 * aj * x_inv[j] * cy[j] + sy_sq;          \
-        dy = (dy > 0 ? dy : 0) + sel_inf[j];                                        \
-        rm[lane] = dy < rm[lane] ? dy : rm[lane];                                   \
+        double ge = ex - MET_CANCEL * (a2 * pj + b2S2);                             \
+        double gt = dt - MET_CANCEL * (pj + s_sq) + sel_inf[j];                     \
+        ge = gt < ge ? gt : ge;                                                     \
+        gl[lane] = ge < gl[lane] ? ge : gl[lane];                                   \
+        double g = aj * aj * y_sq[j] - 2 * aj * x_inv[j] * cy[j] + sel_inf[j];      \
+        rm[lane] = g < rm[lane] ? g : rm[lane];                                     \
     } while (0)
     for (; i + LANES <= m; i += LANES)
         for (int q = 0; q < LANES; q++) {
@@ -814,21 +1019,53 @@ unselected_terms(double *t_true, double *t_exp, double *r_out, const unsel_in *i
         MET_UNSEL_TERM(0, j);
     }
 #undef MET_UNSEL_TERM
-    double st = 0, se = 0, r = INFINITY;
+    double st = 0, se = 0, g_min = INFINITY, guard = INFINITY;
     for (int q = 0; q < LANES; q++) {
         st += at[q];
         se += ae[q];
-        r = rm[q] < r ? rm[q] : r;
+        g_min = rm[q] < g_min ? rm[q] : g_min;
+        guard = gl[q] < guard ? gl[q] : guard;
+    }
+    if (guard < 0) { /* some square cancelled: the sums again, those entries explicitly */
+        form_s(in->s_vec, in, NULL);
+        st = se = 0;
+        for (size_t q = 0; q < m; q++) {
+            size_t j = idx ? idx[q] : q;
+            double aj = a[j], pj = aj * aj * x_sq[j];
+            const double *xj = in->X + j * in->dim;
+            double ex = a2 * pj - ab2 * aj * e[j] + b2S2;
+            if (ex < MET_CANCEL * (a2 * pj + b2S2))
+                ex = sq_diff(xj, alpha * aj, in->S, beta, in->dim);
+            se += sqrt(ex > 0 ? ex : 0);
+            if (!(is_unsel[j] > 0)) continue;
+            double dt = pj - 2 * aj * c[j] + s_sq;
+            if (dt < MET_CANCEL * (pj + s_sq)) dt = sq_diff(xj, aj, in->s_vec, 1.0, in->dim);
+            st += is_unsel[j] * sqrt(dt > 0 ? dt : 0);
+        }
     }
     if (idx) {
         size_t z = n - nidx, zu = z - zero_sel; /* zero-weight entries, of them unselected */
         st += (double)zu * sqrt(s_sq > 0 ? s_sq : 0);
         se += (double)z * sqrt(b2S2 > 0 ? b2S2 : 0);
-        double sy = sy_sq > 0 ? sy_sq : 0;
-        if (zu > 0 && sy < r) r = sy;
+        if (zu > 0 && 0 < g_min) g_min = 0;
     }
-    /* the minimum runs over squares: sqrt is monotone, so this is the same r, one sqrt */
-    *t_true = st, *t_exp = se, *r_out = sqrt(r);
+    *t_true = st, *t_exp = se, *g_min_out = g_min;
+}
+
+/* docs/metrics.md section 6's radius r = min_{j not in I_N} |s^y - a_j y_j| from g_min =
+ * r^2 - |s^y|^2; where that sum cancels (an unselected a_j y_j within ~1e-3 of s^y), the
+ * minimum again over explicit differences. */
+static double radius(double g_min, double sy_sq, const unsel_in *in, size_t n) {
+    double r2 = g_min + sy_sq;
+    if (!(r2 < MET_CANCEL * sy_sq)) return sqrt(r2 > 0 ? r2 : 0);
+    form_s(in->s_vec, in, in->x_norm);
+    double best = INFINITY;
+    for (size_t j = 0; j < n; j++) {
+        if (!(in->is_unsel[j] > 0)) continue;
+        double d = sq_diff_y(in->X + j * in->dim, in->x_norm[j], in->a[j], in->s_vec, in->dim);
+        best = d < best ? d : best;
+    }
+    return sqrt(best);
 }
 
 /* Which T are sparse: with finite vectors, a T with at most n/4 nonzero weights lists them
@@ -915,9 +1152,11 @@ static void expect_sums(met_ws *w, size_t n, size_t nv, size_t n16) {
  * that a 6-row block of c_update holds 3 neighbouring T, which have similar sparsity.
  * sel_w_end[r]: row r is 0 from there on (weights fall along the logit order, so at small T
  * most of the K columns are exact zeros). */
-static void selection_weights(met_ws *w, size_t K) {
+static void selection_weights(met_ws *w, size_t n, size_t K) {
     const size_t L = w->L, nT = w->ax->nT;
     const uint32_t *order = w->order;
+    for (size_t j = 0; j < n; j++) w->not_topK[j] = 1.0;
+    for (size_t k = 0; k < K; k++) w->not_topK[order[k]] = 0.0;
     for (size_t iT = 0; iT < nT; iT++) {
         const double *a = w->a_T + iT * L;
         double *wc = w->sel_w + 2 * iT * K, *wy = wc + K;
@@ -930,6 +1169,11 @@ static void selection_weights(met_ws *w, size_t K) {
             last = apk != 0 ? (uint32_t)(k + 1) : last; /* NaN counts as nonzero */
         }
         w->sel_w_end[2 * iT] = w->sel_w_end[2 * iT + 1] = last;
+        /* section 4's unselected mass, summed from the tail: U_K over the entries outside
+         * the top K, then U_k = U_{k+1} + a_{order[k]} */
+        double *U = w->U_T + iT * w->U_ld;
+        U[K] = lane_dot(a, w->not_topK, n);
+        for (size_t k = K; k-- > 0;) U[k] = U[k + 1] + wc[k];
     }
 }
 
@@ -939,11 +1183,15 @@ static void start_walk(met_ws *w, size_t n, size_t n16, double *d1_sq_run) {
     const size_t L = w->L, nT = w->ax->nT;
     for (size_t r = 0; r < 2 * nT; r++) memset(w->c_T + r * L, 0, n16 * sizeof *w->c_T);
     for (size_t iT = 0; iT < nT; iT++) w->A_T[iT] = 0, w->Q_T[iT] = 0, w->zero_sel_T[iT] = 0;
-    if (d1_sq_run)
+    if (d1_sq_run) {
         for (size_t i = 0; i < n16; i++) {
             w->rank[i] = UINT32_MAX;
             d1_sq_run[i] = 0;
         }
+        double mx = 0;
+        for (size_t i = 0; i < n; i++) mx = w->x_sq[i] > mx ? w->x_sq[i] : mx;
+        w->x_sq_max = mx;
+    }
     for (size_t i = 0; i < n; i++) {
         w->is_unsel[i] = 1.0;
         w->sel_inf[i] = 0.0;
@@ -985,6 +1233,17 @@ static void grow_selection(met_ws *w, size_t k0, size_t N, size_t n, size_t n16,
     }
     double d1sq = 0;
     for (int q = 0; q < LANES; q++) d1sq = dl[q] > d1sq ? dl[q] : d1sq;
+    if (d1sq < MET_CANCEL * 2 * w->x_sq_max) { /* every pair nearly equal: cancelled */
+        d1sq = 0;
+        for (size_t j = 0; j < n; j++) {
+            if (rank[j] <= k) continue;
+            for (size_t q = 0; q < N; q++) {
+                double dd = sq_diff(w->X + j * w->dim, 1.0, w->X + (size_t)order[q] * w->dim,
+                                    1.0, w->dim);
+                d1sq = dd > d1sq ? dd : d1sq;
+            }
+        }
+    }
     w->d1_N[u] = sqrt(d1sq);
     w->m_N[u] = *m;
 }
@@ -1019,20 +1278,24 @@ static double gather_selected(met_ws *w, size_t iT, size_t N, size_t K, double *
 }
 
 /* docs/metrics.md section 6 over the selected set of one T: N_s = #{i in I_N : D_i < r}
- * (returned) and the reconstructed bounds' sums, *xi_sum = sum_i xi_i and *upper_sum =
+ * (returned), decided as g_i < g_min with g = D^2 - |s^y|^2 = a_i^2 |y_i|^2 - 2 a_i c^y_i
+ * (the exact rewrite), *marginal = #{i : |g_i - g_min| <= MET_MARGINAL |s^y|^2}, and the
+ * reconstructed bounds' sums, *xi_sum = sum_i xi_i and *upper_sum =
  * sum_i exp(-(max(0, xi_i - r))^2 / 2). Lanes keep it vectorizable; the exponents (<= 0) go
  * to exp_nonpos. */
-static size_t separability(double *xi_sum, double *upper_sum, const double *sel_gather, size_t K,
-                           size_t N, double A, double Q, double sy_sq, double r, double delta) {
+static size_t separability(double *xi_sum, double *upper_sum, size_t *marginal,
+                           const double *sel_gather, size_t K, size_t N, double A, double Q,
+                           double sy_sq, double g_min, double r, double delta) {
     const double *sa = sel_gather, *scy = sa + 2 * K, *syy = sa + 3 * K;
     double *sarg = (double *)sel_gather + 4 * K;
-    double d2h = 0.5 * delta * delta, nsl[LANES] = {0}, xil[LANES] = {0};
+    double d2h = 0.5 * delta * delta, nsl[LANES] = {0}, nml[LANES] = {0}, xil[LANES] = {0};
+    double tie = MET_MARGINAL * sy_sq;
 #define MET_SEP_TERM(lane, q)                                                       \
     do {                                                                            \
         double ai = sa[q];                                                          \
-        double dy = ai * ai * syy[q] - 2 * ai * scy[q] + sy_sq;                     \
-        dy = sqrt(dy > 0 ? dy : 0);                                                 \
-        nsl[lane] += dy < r ? 1.0 : 0.0;                                            \
+        double g = ai * ai * syy[q] - 2 * ai * scy[q];                              \
+        nsl[lane] += g < g_min ? 1.0 : 0.0;                                         \
+        nml[lane] += fabs(g - g_min) <= tie ? 1.0 : 0.0;                            \
         double B = A - ai, Qi = Q - ai * ai;                                        \
         double xi2 = B * B - d2h * (B * B - Qi);                                    \
         double xi = sqrt(xi2 > 0 ? xi2 : 0);                                        \
@@ -1046,9 +1309,9 @@ static size_t separability(double *xi_sum, double *upper_sum, const double *sel_
     for (; q < N; q++) MET_SEP_TERM(0, q);
 #undef MET_SEP_TERM
     exp_nonpos(sarg, sarg, N);
-    double up = lane_sum(sarg, N), xisum = 0, nsum = 0;
-    for (int l = 0; l < LANES; l++) xisum += xil[l], nsum += nsl[l];
-    *xi_sum = xisum, *upper_sum = up;
+    double up = lane_sum(sarg, N), xisum = 0, nsum = 0, msum = 0;
+    for (int l = 0; l < LANES; l++) xisum += xil[l], nsum += nsl[l], msum += nml[l];
+    *xi_sum = xisum, *upper_sum = up, *marginal = (size_t)msum;
     return (size_t)nsum;
 }
 
@@ -1065,7 +1328,7 @@ static void row_per_n(met_ws *w, size_t n, size_t nv, size_t K, double delta, si
 
     list_nonzero_weights(w, n);
     expect_sums(w, n, nv, n16);
-    selection_weights(w, K);
+    selection_weights(w, n, K);
     double *d1_sq_run = iZ == 0 ? w->d1_sq_run : NULL; /* d1, m: T- and normalizer-free */
     start_walk(w, n, n16, d1_sq_run);
     double m = 0;
@@ -1082,27 +1345,30 @@ static void row_per_n(met_ws *w, size_t n, size_t nv, size_t K, double delta, si
             unsel_in in = {.a = w->a_T + iT * L, .x_sq = w->x_sq, .c = c, .e = w->e_T + iT * L,
                            .y_sq = w->y_sq, .x_inv = w->x_inv, .cy = c + L,
                            .is_unsel = w->is_unsel, .sel_inf = w->sel_inf, .s_sq = s_sq,
-                           .sy_sq = sy_sq, .S_sq = w->S_sq_T[iT], .alpha = 1.0 + beta,
-                           .beta = beta};
-            double t_true, t_exp, r;
+                           .S_sq = w->S_sq_T[iT], .alpha = 1.0 + beta, .beta = beta, .X = w->X,
+                           .x_norm = w->x_norm, .S = w->S_T + iT * w->dim, .order = w->order, .dim = w->dim, .N = N,
+                           .s_vec = w->s_vec};
+            double t_true, t_exp, g_min;
             if (w->sparse_T[iT])
-                unselected_terms(&t_true, &t_exp, &r, &in, n, w->nz_idx_T + iT * L,
+                unselected_terms(&t_true, &t_exp, &g_min, &in, n, w->nz_idx_T + iT * L,
                                  w->nnz_T[iT], w->zero_sel_T[iT]);
             else
-                unselected_terms(&t_true, &t_exp, &r, &in, n, NULL, n, 0);
-            double xisum, up;
-            size_t Ns = separability(&xisum, &up, w->sel_gather, K, N, A, Q, sy_sq, r, delta);
+                unselected_terms(&t_true, &t_exp, &g_min, &in, n, NULL, n, 0);
+            double r = radius(g_min, sy_sq, &in, n);
+            double xisum, up, U = w->U_T[iT * w->U_ld + N];
+            size_t Nm, Ns = separability(&xisum, &up, &Nm, w->sel_gather, K, N, A, Q, sy_sq,
+                                         g_min, r, delta);
             double val[NVAL];
             /* section 4 */
             val[MET_DIST_TRUE] = t_true;
-            val[MET_DIST_BOUND] =
-                (1 - A) * w->d1_N[u] + ((double)(n - N) * A - (1 - A)) * w->m_N[u];
+            val[MET_DIST_BOUND] = U * w->d1_N[u] + ((double)(n - N) * A - U) * w->m_N[u];
             val[MET_DIST_EXPECT] = (double)(n - N) / (double)n * t_exp;
             /* section 6 */
             val[MET_SEP_RATIO] = (double)Ns / (double)N;
             double lower = r > 0 ? 1.0 - xisum / ((double)N * r) : 0.0;
             val[MET_SEP_LOWER] = lower > 0 ? lower : 0.0;
             val[MET_SEP_UPPER] = up / (double)N;
+            val[MET_SEP_MARGINAL] = (double)Nm / (double)N;
             /* section 9: scatter to every grid index holding this N */
             for (size_t g = w->uStart[u]; g < w->uStart[u + 1]; g++) {
                 size_t iN = w->uIdx[g];
@@ -1132,10 +1398,17 @@ static void process_row(met_ws *w, size_t t, size_t n, double delta) {
         if ((size_t)ax->N[iN] < n) w->cntN[iN] += 1;
     w->cntT += 1;
 
-    for (size_t iE = 0; iE < ax->nEps; iE++)
-        met_direction(w->u + iE * L, nv,
+    for (size_t iE = 0; iE < ax->nEps; iE++) {
+        double *uu = w->u + iE * L, lo = INFINITY, hi = -INFINITY;
+        met_direction(uu, nv,
                       met_direction_key(ax->seed, ax->window, ax->layer, ax->head, (int64_t)t,
                                         (int64_t)iE));
+        for (size_t j = 0; j < nv; j++) {
+            lo = uu[j] < lo ? uu[j] : lo;
+            hi = uu[j] > hi ? uu[j] : hi;
+        }
+        w->u_range[2 * iE] = lo, w->u_range[2 * iE + 1] = hi;
+    }
 
     double lnn = log((double)n);
     for (size_t iZ = 0; iZ < ax->nNorm; iZ++) {
@@ -1165,18 +1438,22 @@ static void process_row(met_ws *w, size_t t, size_t n, double delta) {
             if (zn == MET_SOFTMAX)
                 acc[met_at_per_t(ax, MET_GRAD_EXACT, iT, iZ)] +=
                     jacobian_norm(a, nv, w->ap) / T;
+            size_t p = w->order[0]; /* the dominant entry: the largest logit's weight */
             for (size_t iE = 0; iE < ax->nEps; iE++) {
                 double eps = ax->eps[iE];
                 const double *uu = w->u + iE * L;
-                for (size_t j = 0; j < nv; j++) w->ap[j] = w->l[j] + eps * uu[j];
-                /* z is free again (entropy is done); ap is both the perturbed logits and
-                 * the output: each z[j] is taken from it before the normalizer writes */
-                if (zn == MET_SPARSEMAX)
+                double dn;
+                if (zn == MET_SPARSEMAX) {
+                    /* z is free again (entropy is done); ap is both the perturbed logits and
+                     * the output: each z[j] is taken from it before the normalizer writes */
+                    for (size_t j = 0; j < nv; j++) w->ap[j] = w->l[j] + eps * uu[j];
                     weights_with_z(w->ap, w->z, NULL, w->ap, nv, n, T, zn, ax->ssmax_scale);
-                else
-                    softmax_scaled(w->ap, w->z, w->ap, f, nv);
-                double ss = lane_sqdiff(w->ap, 1.0, a, nv);
-                acc[met_at_grad_fd(ax, iT, iE, iZ)] += sqrt(ss) / eps;
+                    dn = sqrt(lane_sqdiff(w->ap, 1.0, a, nv));
+                } else {
+                    dn = softmax_change_norm(a, p, w->l, uu, w->u_range[2 * iE],
+                                             w->u_range[2 * iE + 1], f, eps, nv, w->ap, w->z);
+                }
+                acc[met_at_grad_fd(ax, iT, iE, iZ)] += dn / eps;
             }
         }
         row_per_n(w, n, nv, K, delta, iZ);
@@ -1295,6 +1572,10 @@ int met_head(double *out, void *workspace, size_t workspace_bytes, const float *
         const double *Gt = w.G + t * L;
         for (size_t i = 0; i < t; i++) {
             double d2 = w.y_sq[i] + w.y_sq[t] - 2 * w.x_inv[i] * w.x_inv[t] * Gt[i];
+            if (d2 < MET_CANCEL * (w.y_sq[i] + w.y_sq[t])) { /* near-duplicates: directly */
+                for (size_t k = 0; k < dim; k++) w.s_vec[k] = y_of(w.X + t * dim, k, w.x_norm[t]);
+                d2 = sq_diff_y(w.X + i * dim, w.x_norm[i], 1.0, w.s_vec, dim);
+            }
             d2 = d2 > 0 ? d2 : 0;
             if (d2 < run) run = d2;
         }

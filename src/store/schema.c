@@ -28,6 +28,7 @@ const st_metric_def st_metric_defs[N_METRICS] = {
     [CR_SEP_RATIO] = {VT_F32, "mean over rows of the fraction of top-N keys geometrically separable from the unselected keys", "1"},
     [CR_SEP_LOWER] = {VT_F32, "mean over rows of the reconstructed Theorem 2 lower bound on the separable fraction", "1"},
     [CR_SEP_UPPER] = {VT_F32, "mean over rows of the reconstructed Theorem 2 upper bound on the separable fraction", "1"},
+    [CR_SEP_MARGINAL] = {VT_F32, "mean over rows of the share of top-N keys whose separability decision rests on a margin |D_i^2 - r^2| <= 1e-12 |s|^2", "1"},
     [CR_ROWS_USED] = {VT_I32, "number of query rows in the per-N means (rows with more than N keys)", "1"},
     [CR_ENTROPY] = {VT_F32, "mean over rows of the attention entropy -sum(a ln a), in nats", "1"},
     [CR_ENTROPY_NORM] = {VT_F32, "mean over rows of the attention entropy divided by ln(number of keys)", "1"},

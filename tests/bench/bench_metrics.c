@@ -95,7 +95,8 @@ static void direct_row(const float *scores, const float *v, int t, int d, const 
 }
 
 static const char *var_names[MET_NPERN + MET_NPERT + 1] = {
-    "dist_true", "dist_bound", "dist_expect", "sep_ratio", "sep_lower", "sep_upper", "rows_used",
+    "dist_true", "dist_bound", "dist_expect", "sep_ratio", "sep_lower", "sep_upper",
+    "sep_marginal", "rows_used",
     "entropy", "entropy_norm", "grad_exact", "grad_bound", "grad_fd"};
 
 /* index of the variable an output slot belongs to (per_N, then per_T, then grad_fd) */

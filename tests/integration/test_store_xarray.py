@@ -20,13 +20,13 @@ import numpy as np
 import xarray as xr
 
 VARS = ["dist_true", "dist_bound", "dist_expect", "sep_ratio", "sep_lower", "sep_upper",
-        "rows_used", "entropy", "entropy_norm", "grad_exact", "grad_bound", "grad_fd",
+        "sep_marginal", "rows_used", "entropy", "entropy_norm", "grad_exact", "grad_bound", "grad_fd",
         "ks_stat", "ks_pvalue", "crit_N"]
 INTS = {"rows_used", "crit_N"}
 DIMS = {
     **{v: ("window", "L", "N", "T", "normalizer", "layer", "head")
        for v in ["dist_true", "dist_bound", "dist_expect", "sep_ratio", "sep_lower",
-                 "sep_upper", "rows_used"]},
+                 "sep_upper", "sep_marginal", "rows_used"]},
     **{v: ("window", "L", "T", "normalizer", "layer", "head")
        for v in ["entropy", "entropy_norm", "grad_exact", "grad_bound"]},
     "grad_fd": ("window", "L", "T", "eps", "normalizer", "layer", "head"),

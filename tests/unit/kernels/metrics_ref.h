@@ -1,0 +1,336 @@
+/* metrics_ref.h -- the float64 brute force of docs/metrics.md sections 2, 4, 5, 6, 7 that
+ * test_metrics.c and test_metrics_regimes.c check met_head against, written independently of
+ * metrics.c: O(n^2 d) and worse, no Gram matrix (every distance is an explicit difference
+ * a_i x_i - s formed entry by entry), sort-based sparsemax, Jacobi eigenvalues for grad_exact.
+ *  - sep_ratio decides D_i < r with the exact rewrite D_i^2 - |s|^2 = a_i^2 |y_i|^2 -
+ *    2 a_i (s . y_i) (s = s^y formed explicitly): comparing D_i < r in float64 follows the
+ *    rounding once the selected weights fall below ~1e-16 of the dominant one (both round to
+ *    |s|). sep_marginal counts |D_i^2 - r^2| <= 1e-12 |s|^2 the same way; the library's counts
+ *    must fall in the band [decisions with margin > 2e-12 |s|^2, and those plus the marginal
+ *    ones] (ref_lo / ref_hi), since a decision closer than that is round-off in any float.
+ *  - dist_bound takes the unselected mass as the sum of the unselected weights.
+ *  - entropy and grad_fd are evaluated in quad precision (__float128; long double without
+ *    libquadmath): in float64, grad_fd's softmax difference has a floor of ulp(max a) / eps and
+ *    the entropy of a near-one-hot row loses R in log(1 + R), which is what is being tested.
+ *    The weights are float64 softmax/sparsemax of the shifted logits (l - max l) / T. */
+#ifndef ATTNSWEEP_METRICS_REF_H
+#define ATTNSWEEP_METRICS_REF_H
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "metrics.h"
+
+#ifdef AS_HAVE_QUADMATH
+#include <quadmath.h>
+typedef __float128 refq;
+#define REFQ_EXP expq
+#define REFQ_LOG logq
+#define REFQ_SQRT sqrtq
+#else
+typedef long double refq;
+#define REFQ_EXP expl
+#define REFQ_LOG logl
+#define REFQ_SQRT sqrtl
+#endif
+
+#define REF_MARGINAL 1e-12
+
+static void ref_softmax(double *a, const double *z, int n) {
+    double mx = -INFINITY, s = 0;
+    for (int j = 0; j < n; j++) mx = z[j] > mx ? z[j] : mx;
+    for (int j = 0; j < n; j++) s += exp(z[j] - mx);
+    for (int j = 0; j < n; j++) a[j] = exp(z[j] - mx) / s;
+}
+
+/* sort-based sparsemax (Martins & Astudillo's formula), a different algorithm from the
+ * library's Michelot iteration */
+static void ref_sparsemax(double *a, const double *z, int n) {
+    double *zs = malloc(n * sizeof *zs);
+    memcpy(zs, z, n * sizeof *zs);
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && zs[j] > zs[j - 1]; j--) {
+            double t = zs[j]; zs[j] = zs[j - 1]; zs[j - 1] = t;
+        }
+    double cum = 0, tau = 0;
+    for (int k = 1; k <= n; k++) {
+        cum += zs[k - 1];
+        if (1 + k * zs[k - 1] > cum) tau = (cum - 1) / k;
+    }
+    for (int j = 0; j < n; j++) a[j] = z[j] > tau ? z[j] - tau : 0;
+    free(zs);
+}
+
+/* quad softmax of z [n] (already shifted or not) */
+static void ref_softmax_q(refq *a, const refq *z, int n) {
+    refq mx = z[0], s = 0;
+    for (int j = 1; j < n; j++) mx = z[j] > mx ? z[j] : mx;
+    for (int j = 0; j < n; j++) s += REFQ_EXP(z[j] - mx);
+    for (int j = 0; j < n; j++) a[j] = REFQ_EXP(z[j] - mx) / s;
+}
+
+/* cyclic Jacobi: largest eigenvalue of a symmetric n x n matrix (destroys M) */
+static double ref_max_eig(double *M, int n) {
+    for (int sweep = 0; sweep < 100; sweep++) {
+        double off = 0;
+        for (int p = 0; p < n; p++)
+            for (int q = p + 1; q < n; q++) off += M[p * n + q] * M[p * n + q];
+        if (off < 1e-300) break;
+        for (int p = 0; p < n; p++)
+            for (int q = p + 1; q < n; q++) {
+                double apq = M[p * n + q];
+                if (fabs(apq) < 1e-300) continue;
+                double theta = (M[q * n + q] - M[p * n + p]) / (2 * apq);
+                double t = (theta >= 0 ? 1 : -1) / (fabs(theta) + sqrt(theta * theta + 1));
+                double c = 1 / sqrt(t * t + 1), s = t * c;
+                for (int k = 0; k < n; k++) {
+                    double mkp = M[k * n + p], mkq = M[k * n + q];
+                    M[k * n + p] = c * mkp - s * mkq;
+                    M[k * n + q] = s * mkp + c * mkq;
+                }
+                for (int k = 0; k < n; k++) {
+                    double mpk = M[p * n + k], mqk = M[q * n + k];
+                    M[p * n + k] = c * mpk - s * mqk;
+                    M[q * n + k] = s * mpk + c * mqk;
+                }
+            }
+    }
+    double mx = -INFINITY;
+    for (int i = 0; i < n; i++) mx = M[i * n + i] > mx ? M[i * n + i] : mx;
+    return mx;
+}
+
+/* || ax x - ay y ||, entry by entry */
+static double norm_diff(const double *x, const double *y, double ax, double ay, int d) {
+    double s = 0;
+    for (int k = 0; k < d; k++) {
+        double v = ax * x[k] - ay * y[k];
+        s += v * v;
+    }
+    return sqrt(s);
+}
+
+/* Band of the counting variables (sep_ratio, sep_marginal): the library must fall in
+ * [ref_lo, ref_hi] at those indices (elsewhere they are unused). */
+static double *ref_lo, *ref_hi;
+
+/* The head's means straight from docs/metrics.md, for one cut Lc. out laid out as met_head's.
+ * rows_out (or NULL): per row t the N-loop values of (N index 0, T 0, normalizer 0) for
+ * per-row checks: [Lc][MET_ROWS_USED]. */
+static void ref_head(double *out, const float *scores, int ld, const float *vec, int Lc, int d,
+                     const met_axes *ax) {
+    size_t nout = met_out_count(ax);
+    free(ref_lo), free(ref_hi);
+    ref_lo = calloc(nout, sizeof *ref_lo), ref_hi = calloc(nout, sizeof *ref_hi);
+    double *sum = calloc(nout, sizeof *sum), *cntN = calloc(ax->nN, sizeof *cntN), cntT = 0;
+    double *X = malloc((size_t)Lc * d * sizeof *X), *Y = malloc((size_t)Lc * d * sizeof *Y);
+    for (int i = 0; i < Lc; i++) {
+        double nn = 0;
+        for (int k = 0; k < d; k++) {
+            X[i * d + k] = vec[i * d + k];
+            nn += X[i * d + k] * X[i * d + k];
+        }
+        nn = sqrt(nn);
+        for (int k = 0; k < d; k++) Y[i * d + k] = nn > 0 ? X[i * d + k] / nn : 0;
+    }
+    double *l = malloc(Lc * sizeof *l), *z = malloc(Lc * sizeof *z), *a = malloc(Lc * sizeof *a),
+           *ap = malloc(Lc * sizeof *ap), *u = malloc(Lc * sizeof *u), *s = malloc(d * sizeof *s),
+           *M = malloc((size_t)Lc * Lc * sizeof *M), *g = malloc(Lc * sizeof *g);
+    refq *zq = malloc(Lc * sizeof *zq), *aq = malloc(Lc * sizeof *aq),
+         *apq = malloc(Lc * sizeof *apq);
+    int *ord = malloc(Lc * sizeof *ord), *insel = malloc(Lc * sizeof *insel);
+    for (int t = 0; t < Lc; t++) {
+        int nv = t + 1, n = ax->full_row ? Lc : nv;
+        if (n < 2) continue;
+        for (int j = 0; j < n; j++) l[j] = j < nv ? scores[t * ld + j] : -INFINITY;
+        double lmax = -INFINITY;
+        for (int j = 0; j < nv; j++) lmax = l[j] > lmax ? l[j] : lmax;
+        /* order: logit desc, lower index first on ties (insertion sort is stable) */
+        for (int j = 0; j < n; j++) ord[j] = j;
+        for (int i = 1; i < n; i++)
+            for (int j = i; j > 0 && l[ord[j]] > l[ord[j - 1]]; j--) {
+                int tt = ord[j]; ord[j] = ord[j - 1]; ord[j - 1] = tt;
+            }
+        double delta = INFINITY; /* over the visible y (all Lc in full_row) */
+        int ndel = ax->full_row ? Lc : nv;
+        for (int i = 0; i < ndel; i++)
+            for (int j = i + 1; j < ndel; j++) {
+                double v = norm_diff(Y + i * d, Y + j * d, 1, 1, d);
+                delta = v < delta ? v : delta;
+            }
+        cntT += 1;
+        for (size_t iN = 0; iN < ax->nN; iN++) cntN[iN] += ax->N[iN] < n;
+        for (size_t iZ = 0; iZ < ax->nNorm; iZ++) {
+            met_normalizer zn = ax->norm[iZ];
+            double f = 1;
+            if (zn == MET_SSMAX)
+                f = (ax->ssmax_scale > 0 ? ax->ssmax_scale : 1 / log(1024.0)) * log((double)n);
+            for (size_t iT = 0; iT < ax->nT; iT++) {
+                double T = ax->T[iT];
+                for (int j = 0; j < nv; j++) z[j] = f * (l[j] - lmax) / T;
+                if (zn == MET_SPARSEMAX) ref_sparsemax(a, z, nv); else ref_softmax(a, z, nv);
+                for (int j = nv; j < n; j++) a[j] = 0;
+                /* entropy: quad softmax weights (sparsemax: its float64 weights) */
+                refq Hq = 0;
+                if (zn == MET_SPARSEMAX) {
+                    for (int j = 0; j < nv; j++)
+                        if (a[j] > 0) Hq -= (refq)a[j] * REFQ_LOG((refq)a[j]);
+                } else {
+                    for (int j = 0; j < nv; j++) zq[j] = (refq)f * ((refq)l[j] - (refq)lmax) / (refq)T;
+                    ref_softmax_q(aq, zq, nv);
+                    for (int j = 0; j < nv; j++)
+                        if (aq[j] > 0) Hq -= aq[j] * REFQ_LOG(aq[j]);
+                }
+                double H = (double)Hq;
+                sum[met_at_per_t(ax, MET_ENTROPY, iT, iZ)] += H;
+                sum[met_at_per_t(ax, MET_ENTROPY_NORM, iT, iZ)] += H / log((double)n);
+                if (zn == MET_SOFTMAX) {
+                    for (int i = 0; i < nv; i++)
+                        for (int j = 0; j < nv; j++)
+                            M[i * nv + j] = ((i == j) ? a[i] : 0) - a[i] * a[j];
+                    sum[met_at_per_t(ax, MET_GRAD_EXACT, iT, iZ)] += ref_max_eig(M, nv) / T;
+                }
+                for (size_t iE = 0; iE < ax->nEps; iE++) {
+                    double eps = ax->eps[iE];
+                    uint64_t key = met_direction_key(ax->seed, ax->window, ax->layer, ax->head, t, iE);
+                    double un = 0;
+                    for (int j = 0; j < nv; j++) {
+                        u[j] = met_normal(key, j);
+                        un += u[j] * u[j];
+                    }
+                    double dd = 0;
+                    if (zn == MET_SPARSEMAX) {
+                        for (int j = 0; j < nv; j++) z[j] = f * (l[j] + eps * u[j] / sqrt(un)) / T;
+                        ref_sparsemax(ap, z, nv);
+                        for (int j = 0; j < nv; j++) dd += (ap[j] - a[j]) * (ap[j] - a[j]);
+                    } else { /* the difference of two quad softmaxes */
+                        for (int j = 0; j < nv; j++)
+                            zq[j] = (refq)f * ((refq)l[j] + (refq)eps * ((refq)u[j] / REFQ_SQRT((refq)un))) / (refq)T;
+                        ref_softmax_q(apq, zq, nv);
+                        refq ddq = 0;
+                        for (int j = 0; j < nv; j++) ddq += (apq[j] - aq[j]) * (apq[j] - aq[j]);
+                        dd = (double)ddq;
+                    }
+                    sum[met_at_grad_fd(ax, iT, iE, iZ)] += sqrt(dd) / eps;
+                }
+                for (size_t iN = 0; iN < ax->nN; iN++) {
+                    int N = ax->N[iN];
+                    if (N >= n) continue;
+                    memset(insel, 0, n * sizeof *insel);
+                    for (int q = 0; q < N; q++) insel[ord[q]] = 1;
+                    double A = 0, U = 0, m = 0, d1 = 0, dt = 0;
+                    memset(s, 0, d * sizeof *s);
+                    for (int j = 0; j < n; j++)
+                        if (insel[j]) {
+                            A += a[j];
+                            for (int k = 0; k < d; k++) s[k] += a[j] * X[j * d + k];
+                            double nj = norm_diff(X + j * d, X + j * d, 1, 0, d);
+                            m = nj > m ? nj : m;
+                        } else {
+                            U += a[j];
+                        }
+                    for (int i = 0; i < n; i++) {
+                        if (insel[i]) continue;
+                        dt += norm_diff(X + i * d, s, a[i], 1, d);
+                        for (int j = 0; j < n; j++)
+                            if (insel[j]) {
+                                double v = norm_diff(X + i * d, X + j * d, 1, 1, d);
+                                d1 = v > d1 ? v : d1;
+                            }
+                    }
+                    double bound = U * d1 + ((n - N) * A - U) * m;
+                    /* expectation: ((n-N)/n) sum_i || a_i x_i - (N/(n-1)) sum_{j!=i} a_j x_j || */
+                    double ex = 0;
+                    for (int i = 0; i < n; i++) {
+                        double acc2 = 0;
+                        for (int k = 0; k < d; k++) {
+                            double o = 0;
+                            for (int j = 0; j < n; j++)
+                                if (j != i) o += a[j] * X[j * d + k];
+                            double v = a[i] * X[i * d + k] - (double)N / (n - 1) * o;
+                            acc2 += v * v;
+                        }
+                        ex += sqrt(acc2);
+                    }
+                    ex *= (double)(n - N) / n;
+                    /* separability on y: s = s^y explicitly; r from explicit differences;
+                     * decisions by g_i = D_i^2 - |s|^2 = a_i^2 |y_i|^2 - 2 a_i (s . y_i) */
+                    memset(s, 0, d * sizeof *s);
+                    for (int j = 0; j < n; j++)
+                        if (insel[j])
+                            for (int k = 0; k < d; k++) s[k] += a[j] * Y[j * d + k];
+                    double s2 = 0, r = INFINITY, gmin = INFINITY;
+                    for (int k = 0; k < d; k++) s2 += s[k] * s[k];
+                    for (int i = 0; i < n; i++) {
+                        double sy = 0, yy = 0;
+                        for (int k = 0; k < d; k++) sy += s[k] * Y[i * d + k], yy += Y[i * d + k] * Y[i * d + k];
+                        g[i] = a[i] * a[i] * yy - 2 * a[i] * sy;
+                        if (!insel[i]) {
+                            double D = norm_diff(Y + i * d, s, a[i], 1, d);
+                            r = D < r ? D : r;
+                            gmin = g[i] < gmin ? g[i] : gmin;
+                        }
+                    }
+                    int Ns = 0, Nlo = 0, Nhi = 0, Nm = 0, Nmlo = 0, Nmhi = 0;
+                    double xs = 0, up = 0, tie = REF_MARGINAL * s2;
+                    for (int i = 0; i < n; i++) {
+                        if (!insel[i]) continue;
+                        double mg = g[i] - gmin;
+                        Ns += mg < 0;
+                        Nlo += mg < -2 * tie;
+                        Nhi += mg < 2 * tie;
+                        Nm += fabs(mg) <= tie;
+                        Nmlo += fabs(mg) <= 0.5 * tie;
+                        Nmhi += fabs(mg) <= 2 * tie;
+                        double B = A - a[i], Q = 0;
+                        for (int j = 0; j < n; j++)
+                            if (insel[j] && j != i) Q += a[j] * a[j];
+                        double xi2 = B * B - delta * delta / 2 * (B * B - Q);
+                        double xi = sqrt(xi2 > 0 ? xi2 : 0);
+                        xs += xi;
+                        double e = xi - r > 0 ? xi - r : 0;
+                        up += exp(-e * e / 2);
+                    }
+                    double lower = r > 0 ? 1 - xs / (N * r) : 0;
+                    double vals[MET_ROWS_USED] = {dt, bound, ex, (double)Ns / N,
+                                                  lower > 0 ? lower : 0, up / N, (double)Nm / N};
+                    for (int v = 0; v < MET_ROWS_USED; v++) sum[met_at_per_n(ax, v, iN, iT, iZ)] += vals[v];
+                    size_t at = met_at_per_n(ax, MET_SEP_RATIO, iN, iT, iZ);
+                    ref_lo[at] += (double)Nlo / N, ref_hi[at] += (double)Nhi / N;
+                    at = met_at_per_n(ax, MET_SEP_MARGINAL, iN, iT, iZ);
+                    ref_lo[at] += (double)Nmlo / N, ref_hi[at] += (double)Nmhi / N;
+                }
+            }
+        }
+    }
+    for (size_t iN = 0; iN < ax->nN; iN++)
+        for (size_t iT = 0; iT < ax->nT; iT++)
+            for (size_t iZ = 0; iZ < ax->nNorm; iZ++) {
+                for (int v = 0; v < MET_ROWS_USED; v++) {
+                    size_t at = met_at_per_n(ax, v, iN, iT, iZ);
+                    out[at] = cntN[iN] > 0 ? sum[at] / cntN[iN] : NAN;
+                    ref_lo[at] /= cntN[iN], ref_hi[at] /= cntN[iN];
+                }
+                out[met_at_per_n(ax, MET_ROWS_USED, iN, iT, iZ)] = cntN[iN];
+            }
+    for (size_t iT = 0; iT < ax->nT; iT++)
+        for (size_t iZ = 0; iZ < ax->nNorm; iZ++) {
+            for (int v = 0; v < MET_NPERT; v++) {
+                size_t at = met_at_per_t(ax, v, iT, iZ);
+                out[at] = cntT > 0 ? sum[at] / cntT : NAN;
+            }
+            double T = ax->T[iT];
+            out[met_at_per_t(ax, MET_GRAD_BOUND, iT, iZ)] =
+                cntT > 0 ? fmin(1 / (4 * T), sqrt(2.0)) : NAN;
+            if (ax->norm[iZ] != MET_SOFTMAX) out[met_at_per_t(ax, MET_GRAD_EXACT, iT, iZ)] = NAN;
+            for (size_t iE = 0; iE < ax->nEps; iE++) {
+                size_t at = met_at_grad_fd(ax, iT, iE, iZ);
+                out[at] = cntT > 0 ? sum[at] / cntT : NAN;
+            }
+        }
+    free(sum), free(cntN), free(X), free(Y), free(l), free(z), free(a), free(ap), free(u), free(s);
+    free(M), free(g), free(ord), free(insel), free(zq), free(aq), free(apq);
+}
+
+#endif
