@@ -20,6 +20,20 @@
 
 #define MET_DEFAULT_CONTEXT 1024.0
 
+/* The explicit differences of the cancellation fallbacks must not be contracted: a*y - s with
+ * s = round(a*y) fused into one FMA gives the rounding error of a*y (1e-17) where the
+ * difference of two equal products is 0 (exact twins: r = 0, delta = 0). */
+#if defined(__clang__)
+#define MET_NO_CONTRACT
+#define MET_NO_CONTRACT_BODY _Pragma("clang fp contract(off)")
+#elif defined(__GNUC__)
+#define MET_NO_CONTRACT __attribute__((optimize("fp-contract=off")))
+#define MET_NO_CONTRACT_BODY
+#else
+#define MET_NO_CONTRACT
+#define MET_NO_CONTRACT_BODY
+#endif
+
 int met_normalizer_from_name(const char *name) {
     if (!strcmp(name, "softmax")) return MET_SOFTMAX;
     if (!strcmp(name, "sparsemax")) return MET_SPARSEMAX;
@@ -939,7 +953,8 @@ static inline double y_of(const double *x, size_t k, double norm) {
 
 /* s = sum_{i in I_N} a_i x_i (norm = NULL) or s^y = sum a_i y_i (norm = x_norm), formed
  * explicitly into s [dim]. */
-static void form_s(double *s, const unsel_in *in, const double *norm) {
+MET_NO_CONTRACT static void form_s(double *s, const unsel_in *in, const double *norm) {
+    MET_NO_CONTRACT_BODY
     memset(s, 0, in->dim * sizeof *s);
     for (size_t q = 0; q < in->N; q++) {
         uint32_t i = in->order[q];
@@ -950,7 +965,9 @@ static void form_s(double *s, const unsel_in *in, const double *norm) {
 }
 
 /* |alpha y - s|^2 with y = x / norm, as an explicit difference */
-static double sq_diff_y(const double *x, double norm, double alpha, const double *s, size_t dim) {
+MET_NO_CONTRACT static double sq_diff_y(const double *x, double norm, double alpha,
+                                        const double *s, size_t dim) {
+    MET_NO_CONTRACT_BODY
     double t = 0;
     for (size_t k = 0; k < dim; k++) {
         double d = alpha * y_of(x, k, norm) - s[k];
@@ -960,7 +977,9 @@ static double sq_diff_y(const double *x, double norm, double alpha, const double
 }
 
 /* |alpha x - beta s|^2 for two vectors of dim entries, as an explicit difference */
-static double sq_diff(const double *x, double alpha, const double *s, double beta, size_t dim) {
+MET_NO_CONTRACT static double sq_diff(const double *x, double alpha, const double *s, double beta,
+                                      size_t dim) {
+    MET_NO_CONTRACT_BODY
     double t = 0;
     for (size_t k = 0; k < dim; k++) {
         double d = alpha * x[k] - beta * s[k];
@@ -1561,7 +1580,12 @@ int met_head(double *out, void *workspace, size_t workspace_bytes, const float *
                 0.0, w.G, (int)L);
     for (size_t i = 0; i < Lmax; i++) {
         for (size_t j = i + 1; j < Lmax; j++) w.G[i * L + j] = w.G[j * L + i];
-        w.x_sq[i] = w.G[i * L + i];
+        /* |x_i|^2 summed from X itself, not G_ii: dsyrk may round the diagonal of two
+         * identical rows differently, and y_i = x_i / |x_i| of exact duplicates must be equal
+         * (delta = 0, r = 0 for twins) */
+        double sq = 0;
+        for (size_t k = 0; k < dim; k++) sq += w.X[i * dim + k] * w.X[i * dim + k];
+        w.x_sq[i] = sq;
         w.x_norm[i] = sqrt(w.x_sq[i]);
         w.x_inv[i] = w.x_norm[i] > 0 ? 1.0 / w.x_norm[i] : 0.0;
         w.y_sq[i] = w.x_norm[i] > 0 ? 1.0 : 0.0;

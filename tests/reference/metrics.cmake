@@ -7,3 +7,35 @@ if(TEST test_ks)
   set_tests_properties(test_ks PROPERTIES FIXTURES_REQUIRED ks_ref_cases)
 endif()
 
+
+# sep_mpmath.py: a few sink rows of test_metrics_regimes, their separability decisions
+# recomputed at 80 digits (python3-mpmath), confirm the brute force's exact rewrite.
+add_test(NAME metrics_sep_rows
+         COMMAND test_metrics_regimes --dump-rows ${CMAKE_BINARY_DIR}/metrics_sep_rows.txt)
+set_tests_properties(metrics_sep_rows PROPERTIES FIXTURES_SETUP metrics_sep_rows)
+add_test(NAME metrics_sep_mpmath
+         COMMAND ${AS_PYTHON} ${CMAKE_SOURCE_DIR}/tests/reference/sep_mpmath.py
+                 ${CMAKE_BINARY_DIR}/metrics_sep_rows.txt)
+set_tests_properties(metrics_sep_mpmath PROPERTIES FIXTURES_REQUIRED metrics_sep_rows)
+
+# The FMA and no-FMA builds of metrics.c agree (issue 16 item 6): test_metrics_regimes_nofma
+# (metrics.c compiled with -mno-fma -mno-avx512f: no FMA instruction, so the file's
+# fp-contract pragma fuses nothing) saves
+# every output of the regimes; the default build compares: 1e-9 relative, counts within
+# sep_marginal.
+add_executable(test_metrics_regimes_nofma ${CMAKE_SOURCE_DIR}/tests/unit/kernels/test_metrics_regimes.c
+               ${CMAKE_SOURCE_DIR}/src/kernels/metrics.c)
+target_compile_options(test_metrics_regimes_nofma PRIVATE -mno-fma -mno-avx512f)
+target_include_directories(test_metrics_regimes_nofma PRIVATE ${AS_TEST_LIB}
+                           ${CMAKE_SOURCE_DIR}/include/kernels)
+target_link_libraries(test_metrics_regimes_nofma PRIVATE attnsweep_core PkgConfig::OPENBLAS m)
+if(AS_QUADMATH)
+  target_compile_definitions(test_metrics_regimes_nofma PRIVATE AS_HAVE_QUADMATH)
+  target_link_libraries(test_metrics_regimes_nofma PRIVATE ${AS_QUADMATH})
+endif()
+add_test(NAME metrics_nofma_save
+         COMMAND test_metrics_regimes_nofma --save ${CMAKE_BINARY_DIR}/metrics_nofma.bin)
+set_tests_properties(metrics_nofma_save PROPERTIES FIXTURES_SETUP metrics_nofma)
+add_test(NAME metrics_fma_agree
+         COMMAND test_metrics_regimes --compare ${CMAKE_BINARY_DIR}/metrics_nofma.bin)
+set_tests_properties(metrics_fma_agree PROPERTIES FIXTURES_REQUIRED metrics_nofma)

@@ -5,9 +5,10 @@
  *  - sep_ratio decides D_i < r with the exact rewrite D_i^2 - |s|^2 = a_i^2 |y_i|^2 -
  *    2 a_i (s . y_i) (s = s^y formed explicitly): comparing D_i < r in float64 follows the
  *    rounding once the selected weights fall below ~1e-16 of the dominant one (both round to
- *    |s|). sep_marginal counts |D_i^2 - r^2| <= 1e-12 |s|^2 the same way; the library's counts
- *    must fall in the band [decisions with margin > 2e-12 |s|^2, and those plus the marginal
- *    ones] (ref_lo / ref_hi), since a decision closer than that is round-off in any float.
+ *    |s|). The library's N_s must fall in the band of decisions whose margin exceeds the
+ *    rounding of the rewrite itself (1e-12 a (a + 2|s|), ref_lo / ref_hi): a weight 1e-30 of
+ *    the dominant one is decided by a margin of that size, and the rewrite resolves it.
+ *    sep_marginal counts |D_i^2 - r^2| <= 1e-12 |s|^2 (band: 0.5x .. 2x that threshold).
  *  - dist_bound takes the unselected mass as the sum of the unselected weights.
  *  - entropy and grad_fd are evaluated in quad precision (__float128; long double without
  *    libquadmath): in float64, grad_fd's softmax difference has a floor of ulp(max a) / eps and
@@ -27,11 +28,13 @@
 typedef __float128 refq;
 #define REFQ_EXP expq
 #define REFQ_LOG logq
+#define REFQ_LOG1P log1pq
 #define REFQ_SQRT sqrtq
 #else
 typedef long double refq;
 #define REFQ_EXP expl
 #define REFQ_LOG logl
+#define REFQ_LOG1P log1pl
 #define REFQ_SQRT sqrtl
 #endif
 
@@ -46,8 +49,12 @@ static void ref_softmax(double *a, const double *z, int n) {
 
 /* sort-based sparsemax (Martins & Astudillo's formula), a different algorithm from the
  * library's Michelot iteration */
-static void ref_sparsemax(double *a, const double *z, int n) {
-    double *zs = malloc(n * sizeof *zs);
+static void ref_sparsemax(double *a, const double *z0, int n) {
+    /* on z - max z: sparsemax is shift-invariant, and tau = (sum - 1) / k of unshifted large
+     * logits loses the 1 (sum a - 1 ~ 1e-10 at T = 1e-3) */
+    double *zs = malloc(n * sizeof *zs), *z = malloc(n * sizeof *z), mx = -INFINITY;
+    for (int j = 0; j < n; j++) mx = z0[j] > mx ? z0[j] : mx;
+    for (int j = 0; j < n; j++) z[j] = z0[j] - mx;
     memcpy(zs, z, n * sizeof *zs);
     for (int i = 1; i < n; i++)
         for (int j = i; j > 0 && zs[j] > zs[j - 1]; j--) {
@@ -59,7 +66,7 @@ static void ref_sparsemax(double *a, const double *z, int n) {
         if (1 + k * zs[k - 1] > cum) tau = (cum - 1) / k;
     }
     for (int j = 0; j < n; j++) a[j] = z[j] > tau ? z[j] - tau : 0;
-    free(zs);
+    free(zs), free(z);
 }
 
 /* quad softmax of z [n] (already shifted or not) */
@@ -109,6 +116,48 @@ static double norm_diff(const double *x, const double *y, double ax, double ay, 
         s += v * v;
     }
     return sqrt(s);
+}
+
+/* Section 4's count on one row: s = s^y = sum_{i in I_N} a_i y_i explicitly (s [d] scratch,
+ * g [n] scratch), r = min over unselected of |s - a_j y_j| from explicit differences, and the
+ * decisions by g_i = D_i^2 - |s|^2 = a_i^2 |y_i|^2 - 2 a_i (s . y_i): *Ns = #{g_i < g_min},
+ * *Nm = #{|g_i - g_min| <= REF_MARGINAL |s|^2}, with the bands of ref_lo / ref_hi. */
+static void ref_sep_row(int *Ns, int *Nm, double *r_out, int *Nlo, int *Nhi, int *Nmlo,
+                        int *Nmhi, const double *a, const double *Y, const int *insel, int n,
+                        int d, double *s, double *g) {
+    memset(s, 0, d * sizeof *s);
+    for (int j = 0; j < n; j++)
+        if (insel[j])
+            for (int k = 0; k < d; k++) s[k] += a[j] * Y[j * d + k];
+    double s2 = 0, r = INFINITY, gmin = INFINITY, am = 0;
+    for (int k = 0; k < d; k++) s2 += s[k] * s[k];
+    for (int i = 0; i < n; i++) {
+        double sy = 0, yy = 0;
+        for (int k = 0; k < d; k++) sy += s[k] * Y[i * d + k], yy += Y[i * d + k] * Y[i * d + k];
+        g[i] = a[i] * a[i] * yy - 2 * a[i] * sy;
+        if (!insel[i]) {
+            double D = norm_diff(Y + i * d, s, a[i], 1, d);
+            r = D < r ? D : r;
+            if (g[i] < gmin) gmin = g[i], am = a[i];
+        }
+    }
+    double tie = REF_MARGINAL * s2, sn = sqrt(s2);
+    *Ns = *Nm = *Nlo = *Nhi = *Nmlo = *Nmhi = 0;
+    for (int i = 0; i < n; i++) {
+        if (!insel[i]) continue;
+        double mg = g[i] - gmin;
+        /* the decision's own rounding: g_j = a_j (a_j |y_j|^2 - 2 s.y_j) carries ~1e-15 of
+         * a_j (a_j + 2 |s|); a margin below 1e-12 of that is a tie in any float evaluation
+         * (exact twins), larger ones are decided, however small against |s|^2 */
+        double amb = 1e-12 * (a[i] + am) * (a[i] + am + 2 * sn);
+        *Ns += mg < 0;
+        *Nlo += mg < -amb;
+        *Nhi += mg < amb;
+        *Nm += fabs(mg) <= tie;
+        *Nmlo += fabs(mg) <= 0.5 * tie;
+        *Nmhi += fabs(mg) <= 2 * tie;
+    }
+    *r_out = r;
 }
 
 /* Band of the counting variables (sep_ratio, sep_marginal): the library must fall in
@@ -179,8 +228,15 @@ static void ref_head(double *out, const float *scores, int ld, const float *vec,
                 } else {
                     for (int j = 0; j < nv; j++) zq[j] = (refq)f * ((refq)l[j] - (refq)lmax) / (refq)T;
                     ref_softmax_q(aq, zq, nv);
+                    /* -a_j ln a_j with ln a_j = z_j - ln Z exactly (max z = 0); ln Z =
+                     * ln c + log1p(R / c): even quad rounds 1 + R to 1 for R < 1e-34, and the
+                     * dominant entry's -a ln a = a R is a share 1/(1 + |z|) of the entropy */
+                    refq c = 0, R = 0;
                     for (int j = 0; j < nv; j++)
-                        if (aq[j] > 0) Hq -= aq[j] * REFQ_LOG(aq[j]);
+                        if (zq[j] == 0) c += 1; else R += REFQ_EXP(zq[j]);
+                    refq lnZ = REFQ_LOG(c) + REFQ_LOG1P(R / c);
+                    for (int j = 0; j < nv; j++)
+                        if (aq[j] > 0) Hq += aq[j] * (lnZ - zq[j]);
                 }
                 double H = (double)Hq;
                 sum[met_at_per_t(ax, MET_ENTROPY, iT, iZ)] += H;
@@ -201,16 +257,27 @@ static void ref_head(double *out, const float *scores, int ld, const float *vec,
                     }
                     double dd = 0;
                     if (zn == MET_SPARSEMAX) {
-                        for (int j = 0; j < nv; j++) z[j] = f * (l[j] + eps * u[j] / sqrt(un)) / T;
+                        for (int j = 0; j < nv; j++) /* shifted, as above */
+                            z[j] = f * ((l[j] - lmax) + eps * u[j] / sqrt(un)) / T;
                         ref_sparsemax(ap, z, nv);
                         for (int j = 0; j < nv; j++) dd += (ap[j] - a[j]) * (ap[j] - a[j]);
                     } else { /* the difference of two quad softmaxes */
                         for (int j = 0; j < nv; j++)
                             zq[j] = (refq)f * ((refq)l[j] + (refq)eps * ((refq)u[j] / REFQ_SQRT((refq)un))) / (refq)T;
                         ref_softmax_q(apq, zq, nv);
-                        refq ddq = 0;
-                        for (int j = 0; j < nv; j++) ddq += (apq[j] - aq[j]) * (apq[j] - aq[j]);
-                        dd = (double)ddq;
+                        /* every change as a quad difference but the dominant entry's (the
+                         * largest logit, p): 1 - 1 = 0 in quad too when the rest is below
+                         * 1e-34, so its change is minus the others' (both rows sum to 1) */
+                        int p = 0;
+                        for (int j = 1; j < nv; j++) p = l[j] > l[p] ? j : p;
+                        refq ddq = 0, rest = 0;
+                        for (int j = 0; j < nv; j++)
+                            if (j != p) {
+                                refq dj = apq[j] - aq[j];
+                                rest += dj;
+                                ddq += dj * dj;
+                            }
+                        dd = (double)(ddq + rest * rest);
                     }
                     sum[met_at_grad_fd(ax, iT, iE, iZ)] += sqrt(dd) / eps;
                 }
@@ -254,35 +321,11 @@ static void ref_head(double *out, const float *scores, int ld, const float *vec,
                         ex += sqrt(acc2);
                     }
                     ex *= (double)(n - N) / n;
-                    /* separability on y: s = s^y explicitly; r from explicit differences;
-                     * decisions by g_i = D_i^2 - |s|^2 = a_i^2 |y_i|^2 - 2 a_i (s . y_i) */
-                    memset(s, 0, d * sizeof *s);
-                    for (int j = 0; j < n; j++)
-                        if (insel[j])
-                            for (int k = 0; k < d; k++) s[k] += a[j] * Y[j * d + k];
-                    double s2 = 0, r = INFINITY, gmin = INFINITY;
-                    for (int k = 0; k < d; k++) s2 += s[k] * s[k];
-                    for (int i = 0; i < n; i++) {
-                        double sy = 0, yy = 0;
-                        for (int k = 0; k < d; k++) sy += s[k] * Y[i * d + k], yy += Y[i * d + k] * Y[i * d + k];
-                        g[i] = a[i] * a[i] * yy - 2 * a[i] * sy;
-                        if (!insel[i]) {
-                            double D = norm_diff(Y + i * d, s, a[i], 1, d);
-                            r = D < r ? D : r;
-                            gmin = g[i] < gmin ? g[i] : gmin;
-                        }
-                    }
-                    int Ns = 0, Nlo = 0, Nhi = 0, Nm = 0, Nmlo = 0, Nmhi = 0;
-                    double xs = 0, up = 0, tie = REF_MARGINAL * s2;
+                    double r, xs = 0, up = 0;
+                    int Ns, Nm, Nlo, Nhi, Nmlo, Nmhi;
+                    ref_sep_row(&Ns, &Nm, &r, &Nlo, &Nhi, &Nmlo, &Nmhi, a, Y, insel, n, d, s, g);
                     for (int i = 0; i < n; i++) {
                         if (!insel[i]) continue;
-                        double mg = g[i] - gmin;
-                        Ns += mg < 0;
-                        Nlo += mg < -2 * tie;
-                        Nhi += mg < 2 * tie;
-                        Nm += fabs(mg) <= tie;
-                        Nmlo += fabs(mg) <= 0.5 * tie;
-                        Nmhi += fabs(mg) <= 2 * tie;
                         double B = A - a[i], Q = 0;
                         for (int j = 0; j < n; j++)
                             if (insel[j] && j != i) Q += a[j] * a[j];
