@@ -22,6 +22,10 @@
  *    nothing). Every row then has n = Lc >= 2, so all Lc rows enter the N-independent means
  *    and the per-N means when Lc > N. full_row rows depend on Lc, so prefix cuts cost one
  *    pass per cut (visible rows are shared: one pass serves every cut).
+ *  - distance="aggregate" (issue 16's second reading of section 4): dist_true =
+ *    || sum_{i not in I_N} a_i x_i - s || = || S - 2 s || (S = sum_j a_j x_j), dist_bound =
+ *    U d1 + |U - A| m (U = 1 - A, summed), dist_expect = (|n - 2N| / n) ||S|| (the norm of
+ *    the expected difference for I_N uniform: P(i in I_N) = N/n). Separability is unchanged.
  *  - ssmax (section 10): a = softmax((s ln n) * l / T), s = ssmax_scale (0 -> 1/ln 1024).
  *  - grad_exact is NaN for sparsemax and ssmax (section 10); grad_bound is the
  *    T-only curve min(1/(4T), sqrt 2) for every normalizer.
@@ -96,6 +100,7 @@ typedef struct {
     size_t nNorm;
     double ssmax_scale; /* s of section 10; 0 -> 1/ln(1024) */
     int full_row;       /* 0: rows="visible" (default), 1: rows="full_row" */
+    int aggregate;      /* 0: distance="per_token" (default), 1: distance="aggregate" (below) */
     /* key of the counter-based direction generator (section 7): u depends only on
      * (seed, window, layer, head, t, eps index) */
     uint64_t seed;

@@ -101,6 +101,7 @@ typedef struct {
                                            * given, stored instead of the numbers */
     const char *logits_name;            /* metrics.logits ("raw" | "scaled"); NULL/"" = "raw" */
     const char *model_kind;             /* model_kind() of the model directory; NULL = not stored */
+    const char *distance_name;          /* metrics.distance ("per_token" | "aggregate") */
     double ks_alpha;
     uint64_t seed;
     const char *mpi_library;            /* MPI_Get_library_version, from the caller */

@@ -59,6 +59,7 @@ typedef enum { AS_ROWS_VISIBLE, AS_ROWS_FULL_ROW } as_rows;
  * GPT-2's own attention is then T = sqrt(d_head)); scaled = q.k / sqrt(d_head)
  * (GPT-2's own attention is T = 1). */
 typedef enum { AS_LOGITS_RAW, AS_LOGITS_SCALED } as_logits;
+typedef enum { AS_DISTANCE_PER_TOKEN, AS_DISTANCE_AGGREGATE } as_distance;
 typedef enum { AS_NORM_SOFTMAX, AS_NORM_SPARSEMAX, AS_NORM_SSMAX } as_normalizer;
 
 /* The grid axes as plain arrays, all sorted ascending except normalizer
@@ -100,6 +101,7 @@ typedef struct {
     as_vectors vectors;
     as_rows rows;
     as_logits logits;
+    as_distance distance; /* metrics.distance: "per_token" | "aggregate" */
     double ks_alpha;
     double ssmax_scale;           /* resolved: never 0 */
     int64_t seed;

@@ -1334,6 +1334,30 @@ static size_t separability(double *xi_sum, double *upper_sum, size_t *marginal,
     return (size_t)nsum;
 }
 
+/* Section 4 in the aggregate reading (metrics.distance = "aggregate"): with S = sum_j a_j x_j
+ * and s the selected part, the unselected sum minus s is S - 2 s, so
+ *   dist_true   = |S - 2 s|, |S - 2s|^2 = |S|^2 - 4 S.s + 4 |s|^2, S.s = sum_{j in I_N} a_j e_j
+ *                 (explicitly where that cancels, MET_CANCEL),
+ *   dist_bound  = U d1 + |U - A| m (U the unselected mass: |sum_u a_i (x_i - s/A) + (U - A) s/A|),
+ *   dist_expect = |E over uniform I_N of (S - 2 s)| = (|n - 2N| / n) |S| (P(j in I_N) = N/n).
+ * sel_gather holds the selected weights in order (gather_selected). */
+static void aggregate_distance(double *val, const unsel_in *in, size_t n, const double *sel_gather,
+                               double U, double A, double d1, double m) {
+    const double *sa = sel_gather;
+    double Ss = 0, S_sq = in->S_sq, s_sq = in->s_sq;
+    for (size_t q = 0; q < in->N; q++) /* a zero weight's e_j may be unset (sparse T) */
+        Ss += sa[q] != 0 ? sa[q] * in->e[in->order[q]] : 0.0;
+    double v2 = S_sq - 4 * Ss + 4 * s_sq;
+    if (v2 < MET_CANCEL * (S_sq + 4 * s_sq)) {
+        form_s(in->s_vec, in, NULL);
+        v2 = sq_diff(in->S, 1.0, in->s_vec, 2.0, in->dim);
+    }
+    val[MET_DIST_TRUE] = sqrt(v2 > 0 ? v2 : 0);
+    val[MET_DIST_BOUND] = U * d1 + fabs(U - A) * m;
+    double k = (double)n - 2.0 * (double)in->N;
+    val[MET_DIST_EXPECT] = fabs(k) / (double)n * sqrt(S_sq > 0 ? S_sq : 0);
+}
+
 /* Sections 4 and 6 of one row at one normalizer, every T and every grid N at once. The
  * weights of all T are in a_T [nT][L]. As N walks up through the sorted order, c_T
  * accumulates c_j and |x_j| c^y_j of every T (grow_selection: one kernel call per stretch
@@ -1379,9 +1403,13 @@ static void row_per_n(met_ws *w, size_t n, size_t nv, size_t K, double delta, si
                                          g_min, r, delta);
             double val[NVAL];
             /* section 4 */
-            val[MET_DIST_TRUE] = t_true;
-            val[MET_DIST_BOUND] = U * w->d1_N[u] + ((double)(n - N) * A - U) * w->m_N[u];
-            val[MET_DIST_EXPECT] = (double)(n - N) / (double)n * t_exp;
+            if (ax->aggregate) {
+                aggregate_distance(val, &in, n, w->sel_gather, U, A, w->d1_N[u], w->m_N[u]);
+            } else {
+                val[MET_DIST_TRUE] = t_true;
+                val[MET_DIST_BOUND] = U * w->d1_N[u] + ((double)(n - N) * A - U) * w->m_N[u];
+                val[MET_DIST_EXPECT] = (double)(n - N) / (double)n * t_exp;
+            }
             /* section 6 */
             val[MET_SEP_RATIO] = (double)Ns / (double)N;
             double lower = r > 0 ? 1.0 - xisum / ((double)N * r) : 0.0;

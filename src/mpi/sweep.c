@@ -357,6 +357,7 @@ static int open_store(sweep_state *st, MPI_Comm comm, const sweep_opts *opts, as
         .rows = c->rows, .vectors_name = c->vectors == AS_VECTORS_RESID ? "resid" : "value",
         .rows_name = c->rows == AS_ROWS_FULL_ROW ? "full_row" : "visible",
         .logits_name = config_logits_name(c->logits), .model_kind = model_kind(c->model_dir), .ks_alpha = c->ks_alpha, .seed = (uint64_t)c->seed,
+        .distance_name = c->distance == AS_DISTANCE_AGGREGATE ? "aggregate" : "per_token",
         .mpi_library = mpi_lib, .openblas_config = openblas_get_config(), .hosts = hosts,
         .mpi_size = st->size, .slurm_job_id = getenv("SLURM_JOB_ID")};
     int flags = 0;

@@ -276,6 +276,8 @@ int st_write_root_attrs(store *s, hid_t file) {
     if (p->rows_name && p->rows_name[0]) rc |= attr_str(file, "rows", p->rows_name);
     else rc |= attr_write(file, "rows", H5T_STD_I64LE, H5T_NATIVE_LONG, 1, &p->rows);
     rc |= attr_str(file, "logits", p->logits_name && p->logits_name[0] ? p->logits_name : "raw");
+    rc |= attr_str(file, "distance",
+                   p->distance_name && p->distance_name[0] ? p->distance_name : "per_token");
     if (p->model_kind && p->model_kind[0]) rc |= attr_str(file, "model_kind", p->model_kind);
     rc |= attr_f64(file, "ks_alpha", p->ks_alpha);
     rc |= attr_write(file, "seed", H5T_STD_U64LE, H5T_NATIVE_UINT64, 1, &p->seed);

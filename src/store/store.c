@@ -185,7 +185,7 @@ static void copy_provenance(store *s, const store_provenance *p) {
                              &s->prov.tokenizer_files, &s->prov.mpi_library,
                              &s->prov.openblas_config, &s->prov.hosts, &s->prov.slurm_job_id,
                              &s->prov.vectors_name, &s->prov.rows_name, &s->prov.logits_name,
-                             &s->prov.model_kind};
+                             &s->prov.model_kind, &s->prov.distance_name};
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
         s->prov_strings[i] = st_dupstr(*fields[i]);
         *fields[i] = s->prov_strings[i];

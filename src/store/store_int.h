@@ -94,7 +94,7 @@ struct store {
     journal_header jhdr; /* the journal's identity, kept by compaction */
     hid_t file, metric_ds[N_METRICS], status_ds, wall_ds, rank_ds, attempts_ds;
     store_provenance prov; /* strings copied */
-    char *prov_strings[15];
+    char *prov_strings[16];
     int locked, lock_fd; /* lock_fd holds the kernel lock (lockfile.h) */
 };
 

@@ -51,6 +51,7 @@ int cell_worker_init(cell_worker *w, const gpt2_model *model, const as_config *c
         .N = a->N, .nN = a->nN, .T = a->T, .nT = a->nT, .eps = a->eps, .nEps = a->nEps,
         .norm = w->norms, .nNorm = a->nNorm, .ssmax_scale = cfg->ssmax_scale,
         .full_row = cfg->rows == AS_ROWS_FULL_ROW, .seed = (uint64_t)cfg->seed,
+        .aggregate = cfg->distance == AS_DISTANCE_AGGREGATE,
     };
 
     size_t max_L = (size_t)config_max_L(cfg);

@@ -24,7 +24,8 @@ const char *const config_known_keys[] = {
     "grid.L", "grid.N", "grid.T", "grid.T.min", "grid.T.max", "grid.T.count",
     "grid.T.spacing", "grid.T.include", "grid.eps", "grid.normalizer", "grid.layers",
     "grid.heads",
-    "metrics.vectors", "metrics.rows", "metrics.logits", "metrics.ks_alpha",
+    "metrics.vectors", "metrics.rows", "metrics.logits", "metrics.distance",
+    "metrics.ks_alpha",
     "metrics.ssmax_scale", "metrics.seed",
     "runtime.blas_threads", "runtime.commit_every", "runtime.compress", "runtime.stop_grace",
     NULL,
@@ -968,7 +969,10 @@ static char *canonical_text(const as_config *cfg) {
     sb_printf(&b, ";\n  normalizer = [");
     for (size_t i = 0; i < a->nNorm; i++)
         sb_printf(&b, "%s\"%s\"", i ? ", " : "", config_normalizer_name(a->normalizer[i]));
-    sb_printf(&b, "];\n};\nmetrics = {\n  ks_alpha = ");
+    sb_printf(&b, "];\n};\nmetrics = {\n  ");
+    /* (added later too: only when not the default, see below) */
+    if (cfg->distance != AS_DISTANCE_PER_TOKEN) sb_printf(&b, "distance = \"aggregate\";\n  ");
+    sb_printf(&b, "ks_alpha = ");
     sb_double(&b, cfg->ks_alpha);
     /* Keys added after results files existed appear only when they differ from
      * their default, so those files' canonical text (and resume) is unchanged. */
@@ -1052,7 +1056,8 @@ static int load_values(ctx *c, as_config *cfg, const char *const *sets, size_t n
     static const char *const vectors[] = {"value", "resid", NULL};
     static const char *const rows[] = {"visible", "full_row", NULL};
     static const char *const logits[] = {"raw", "scaled", NULL};
-    int fmt, vec, row, lgt;
+    static const char *const distances[] = {"per_token", "aggregate", NULL};
+    int fmt, vec, row, lgt, dist;
     const char *start_at;
     if (get_choice(c, "text.format", formats, 0, &fmt) ||
         get_bool(c, "text.strip_gutenberg", 1, &cfg->strip_gutenberg) ||
@@ -1060,8 +1065,10 @@ static int load_values(ctx *c, as_config *cfg, const char *const *sets, size_t n
         get_int64(c, "text.start_occurrence", 1, &cfg->start_occurrence) ||
         get_choice(c, "metrics.vectors", vectors, 0, &vec) ||
         get_choice(c, "metrics.rows", rows, 0, &row) ||
-        get_choice(c, "metrics.logits", logits, 0, &lgt))
+        get_choice(c, "metrics.logits", logits, 0, &lgt) ||
+        get_choice(c, "metrics.distance", distances, 0, &dist))
         return -1;
+    cfg->distance = (as_distance)dist;
     cfg->text_format = (as_text_format)fmt;
     cfg->vectors = (as_vectors)vec;
     cfg->rows = (as_rows)row;

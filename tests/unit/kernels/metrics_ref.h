@@ -321,6 +321,23 @@ static void ref_head(double *out, const float *scores, int ld, const float *vec,
                         ex += sqrt(acc2);
                     }
                     ex *= (double)(n - N) / n;
+                    if (ax->aggregate) { /* || sum_{i unselected} a_i x_i - s ||, formed entry
+                                          * by entry; bound U d1 + |U - A| m; expectation
+                                          * || E (unselected sum - s) || = |n - 2N| / n ||S|| */
+                        double v2 = 0, S2 = 0;
+                        for (int k = 0; k < d; k++) {
+                            double o = 0, all = 0;
+                            for (int j = 0; j < n; j++) {
+                                if (!insel[j]) o += a[j] * X[j * d + k];
+                                all += a[j] * X[j * d + k];
+                            }
+                            v2 += (o - s[k]) * (o - s[k]);
+                            S2 += all * all;
+                        }
+                        dt = sqrt(v2);
+                        bound = U * d1 + fabs(U - A) * m;
+                        ex = fabs((double)n - 2.0 * N) / n * sqrt(S2);
+                    }
                     double r, xs = 0, up = 0;
                     int Ns, Nm, Nlo, Nhi, Nmlo, Nmhi;
                     ref_sep_row(&Ns, &Nm, &r, &Nlo, &Nhi, &Nmlo, &Nmhi, a, Y, insel, n, d, s, g);

@@ -105,15 +105,16 @@ static void test_against_reference(void) {
     int ncases = 0;
     for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++)
         for (int kind = 0; kind < 5; kind++)
-            for (int full = 0; full < 2; full++) {
+            for (int mode = 0; mode < 4; mode++) {
+                int full = mode & 1, agg = mode >> 1; /* rows x metrics.distance */
                 int L = shapes[sh][0], d = shapes[sh][1];
                 float *scores = malloc((size_t)L * L * sizeof *scores);
                 float *vec = malloc((size_t)L * d * sizeof *vec);
                 make_head(scores, vec, L, d, kind);
                 met_axes ax = {.N = Ns, .nN = 5, .T = Ts, .nT = 3, .eps = eps, .nEps = 3,
                                .norm = norms, .nNorm = 3, .ssmax_scale = (kind & 1) ? 0.7 : 0,
-                               .full_row = full, .seed = 7, .window = 2, .layer = 3,
-                               .head = (int64_t)sh};
+                               .full_row = full, .aggregate = agg, .seed = 7, .window = 2,
+                               .layer = 3, .head = (int64_t)sh};
                 size_t cuts[3] = {(size_t)(L + 1) / 2, (size_t)L - (L > 2), (size_t)L};
                 size_t nout = met_out_count(&ax), wsb = met_workspace_bytes(L, d, &ax);
                 void *ws = malloc(wsb);
@@ -124,8 +125,9 @@ static void test_against_reference(void) {
                 for (int c = 0; c < 3; c++) {
                     ref_head(want, scores, L, vec, (int)cuts[c], d, &ax);
                     char what[96];
-                    snprintf(what, sizeof what, "L=%d d=%d %s %s cut=%zu", L, d, in_name[kind],
-                             full ? "full_row" : "visible", cuts[c]);
+                    snprintf(what, sizeof what, "L=%d d=%d %s %s %s cut=%zu", L, d, in_name[kind],
+                             full ? "full_row" : "visible", agg ? "aggregate" : "per_token",
+                             cuts[c]);
                     compare_out(got + c * nout, want, &ax, what);
                     ncases++;
                 }

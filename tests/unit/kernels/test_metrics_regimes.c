@@ -199,8 +199,10 @@ static void test_regimes(FILE *save, FILE *cmp) {
     for (int kind = 0; kind < R_COUNT; kind++) {
         make_regime(scores, vec, L, d, kind);
         double xmax = max_norm(vec, L, d);
-        for (int full = 0; full < 2; full++) {
+        for (int mode = 0; mode < 4; mode++) {
+            int full = mode & 1; /* rows x metrics.distance */
             met_axes ax = regime_axes(full);
+            ax.aggregate = mode >> 1;
             size_t cuts[3] = {L / 2, 3 * L / 4, L}, nout = met_out_count(&ax);
             size_t wsb = met_workspace_bytes(L, d, &ax);
             void *ws = malloc(wsb);
@@ -211,8 +213,9 @@ static void test_regimes(FILE *save, FILE *cmp) {
             for (int c = 0; c < 3; c++) {
                 ref_head(want, scores, L, vec, (int)cuts[c], d, &ax);
                 char what[96];
-                snprintf(what, sizeof what, "%s %s cut=%zu", regime_name[kind],
-                         full ? "full_row" : "visible", cuts[c]);
+                snprintf(what, sizeof what, "%s %s %s cut=%zu", regime_name[kind],
+                         full ? "full_row" : "visible", ax.aggregate ? "aggregate" : "per_token",
+                         cuts[c]);
                 compare(got + c * nout, want, &ax, xmax, what);
             }
             if (save) fwrite(got, sizeof *got, 3 * nout, save);
