@@ -207,23 +207,18 @@ static double softmax_scaled(double *a, double *x, const double *l, double f, si
 
 /* Michelot: tau = (sum_{S} z - 1)/|S| with S shrinking to {z > tau}; tau only grows and S
  * is exactly the support when it stops changing. */
-void met_sparsemax(double *a, const double *z, size_t n) {
-    /* on z - max z (docs/metrics.md section 10): tau is then O(1) whatever the logits' size, so
-     * sum a - 1 stays at round-off (unshifted, (sum z - 1)/k lost the 1 at T = 1e-3) */
-    double zmax = -INFINITY;
-    for (size_t j = 0; j < n; j++)
-        if (z[j] > zmax) zmax = z[j];
-    if (!(zmax > -INFINITY)) zmax = 0; /* all NaN: let NaN through */
+/* Michelot on logits already shifted to max 0 (a may alias z: a is written last) */
+static void sparsemax_shifted(double *a, const double *z, size_t n) {
     double sum = 0;
-    for (size_t j = 0; j < n; j++) sum += z[j] - zmax;
+    for (size_t j = 0; j < n; j++) sum += z[j];
     size_t k = n;
     double tau = (sum - 1.0) / (double)k;
     for (;;) {
         double s2 = 0;
         size_t k2 = 0;
         for (size_t j = 0; j < n; j++)
-            if (z[j] - zmax > tau) {
-                s2 += z[j] - zmax;
+            if (z[j] > tau) {
+                s2 += z[j];
                 k2++;
             }
         /* exact arithmetic shrinks the set until it is stable; rounding can make tau dip and
@@ -232,10 +227,18 @@ void met_sparsemax(double *a, const double *z, size_t n) {
         k = k2;
         tau = (s2 - 1.0) / (double)k;
     }
-    for (size_t j = 0; j < n; j++) {
-        double zj = z[j] - zmax;
-        a[j] = zj > tau ? zj - tau : 0.0;
-    }
+    for (size_t j = 0; j < n; j++) a[j] = z[j] > tau ? z[j] - tau : 0.0;
+}
+
+void met_sparsemax(double *a, const double *z, size_t n) {
+    /* on z - max z (docs/metrics.md section 10): tau is then O(1) whatever the logits' size, so
+     * sum a - 1 stays at round-off (unshifted, (sum z - 1)/k lost the 1 at T = 1e-3) */
+    double zmax = -INFINITY;
+    for (size_t j = 0; j < n; j++)
+        if (z[j] > zmax) zmax = z[j];
+    if (!(zmax > -INFINITY)) zmax = 0; /* all NaN: let NaN through */
+    for (size_t j = 0; j < n; j++) a[j] = z[j] - zmax;
+    sparsemax_shifted(a, a, n);
 }
 
 static double ssmax_factor(double scale, size_t n) {
@@ -256,7 +259,7 @@ static double weights_with_z(double *a, double *z, double *zmax_out, const doubl
     for (size_t j = 0; j < nv; j++) z[j] = (l[j] - lmax) * f;
     double zmax = lmax * f, lnZ = 0;
     if (zn == MET_SPARSEMAX)
-        met_sparsemax(a, z, nv);
+        sparsemax_shifted(a, z, nv); /* z - max z = 0 at the max already */
     else
         lnZ = met_softmax(a, z, nv);
     for (size_t j = nv; j < n; j++) a[j] = 0.0;
