@@ -1,19 +1,19 @@
-/* metrics.h -- the paper's per-head metrics (docs/metrics.md, sections 3-11),
+/* metrics.h -- the paper's per-head metrics (docs/metrics.md, sections 1-11),
  * computed exactly over ONE head's captured arrays. No MPI, HDF5 or config here.
  *
  * Inputs (float32, as captured; all accumulation in double):
- *   scores  [L][ld]   raw logits q_t . k_j WITHOUT 1/sqrt(d_head) (section 3). Only j <= t is
+ *   scores  [L][ld]   raw logits q_t . k_j WITHOUT 1/sqrt(d_head) (section 1). Only j <= t is
  *                     ever read, so the dump's NaN above the diagonal is harmless.
  *   vectors [L][dim]  token vectors x_j: value vectors (dim = d_head) or, with
  *                     vectors="resid", the layer's ln_1 output (dim = C). The choice is the
  *                     caller's: this module only sees "the vectors".
  *
  * Decisions where the paper leaves room (docs/metrics.md section 13 lists them all):
- *  - Top-N order (section 5): indices sorted by raw logit, descending, ties -> lower index.
+ *  - Top-N order (section 3): indices sorted by raw logit, descending, ties -> lower index.
  *    This is T- and normalizer-independent. For softmax/ssmax it equals the order of a_j
  *    whenever the a_j differ; where a_j tie only because of underflow (T = 1e-3) or
  *    sparsemax's exact zeros, the logit order decides (the limit of the untied order).
- *  - rows="full_row" (section 4): row t has n = Lc entries (Lc = the cut's context length),
+ *  - rows="full_row" (section 2): row t has n = Lc entries (Lc = the cut's context length),
  *    a_j = 0 and logit -inf for j > t; masked keys rank after every visible key (lower index
  *    first) and are ordinary "unselected" tokens in d1, dist_true, dist_expect, r; delta is the min
  *    pairwise distance over all Lc normalized vectors; entropy_norm divides by ln Lc; ssmax
@@ -22,14 +22,14 @@
  *    nothing). Every row then has n = Lc >= 2, so all Lc rows enter the N-independent means
  *    and the per-N means when Lc > N. full_row rows depend on Lc, so prefix cuts cost one
  *    pass per cut (visible rows are shared: one pass serves every cut).
- *  - distance="aggregate" (issue 16's second reading of section 6): dist_true =
+ *  - distance="aggregate" (issue 16's second reading of section 4): dist_true =
  *    || sum_{i not in I_N} a_i x_i - s || = || S - 2 s || (S = sum_j a_j x_j), dist_bound =
  *    U d1 + |U - A| m (U = 1 - A, summed), dist_expect = (|n - 2N| / n) ||S|| (the norm of
  *    the expected difference for I_N uniform: P(i in I_N) = N/n). Separability is unchanged.
  *  - ssmax (section 10): a = softmax((s ln n) * l / T), s = ssmax_scale (0 -> 1/ln 1024).
  *  - grad_exact is NaN for sparsemax and ssmax (section 10); grad_bound is the
  *    T-only curve min(1/(4T), sqrt 2) for every normalizer.
- *  - A zero vector x_j normalizes to y_j = 0 (section 8). If the radius r is 0, no selected
+ *  - A zero vector x_j normalizes to y_j = 0 (section 6). If the radius r is 0, no selected
  *    token can be strictly inside: N_s = 0 and sep_lower = 0 (avoids 0/0). delta of a single
  *    vector is +inf, but such rows (n = 1) never enter per-N means.
  *  - Entropy uses ln a_j = z_j - z_max - ln Z for softmax/ssmax (exact identity, no log per
@@ -121,7 +121,7 @@ typedef struct {
     double ssmax_scale; /* s of section 10; 0 -> 1/ln(1024) */
     int full_row;       /* 0: rows="visible" (default), 1: rows="full_row" */
     int aggregate;      /* 0: distance="per_token" (default), 1: distance="aggregate" (below) */
-    /* key of the counter-based direction generator (section 9): u depends only on
+    /* key of the counter-based direction generator (section 7): u depends only on
      * (seed, window, layer, head, t, eps index) */
     uint64_t seed;
     int64_t window, layer, head;
@@ -153,7 +153,7 @@ static inline size_t met_at_grad_fd(const met_axes *ax, size_t iT, size_t iE, si
  * Allocate once per worker (64-byte alignment is not required, 8 is). */
 size_t met_workspace_bytes(size_t L_max, size_t dim, const met_axes *ax);
 
-/* The head job (sections 6, 8, 9, 10, 9). For each cut Lc = cuts[c] (ascending, 1 <= Lc <= L),
+/* The head job (sections 4, 6, 7, 8, 9). For each cut Lc = cuts[c] (ascending, 1 <= Lc <= L),
  * writes the means over rows t < Lc into out + c * met_out_count(ax); the result equals a
  * separate call with L = Lc. scores [L][ld_scores] (ld_scores >= L), vectors [L][dim].
  * Returns 0, or -1 with err filled (bad axes, workspace too small, unsorted cuts). */
@@ -174,15 +174,15 @@ void met_sparsemax(double *a, const double *z, size_t n);
 void met_weights(double *a, const double *l, size_t nv, size_t n, double T, met_normalizer zn,
                  double ssmax_scale);
 
-/* Section 9: largest eigenvalue of diag(a) - a a^T (a >= 0, n entries; spectral norm of the
+/* Section 7: largest eigenvalue of diag(a) - a a^T (a >= 0, n entries; spectral norm of the
  * softmax Jacobian times T). Secular equation, 1e-13 relative in practice. */
 double met_softmax_jacobian_norm(const double *a, size_t n);
 
-/* Section 5 tie rule: order [k] (k < K) = the K largest logits l [n] in descending order,
+/* Section 3 tie rule: order [k] (k < K) = the K largest logits l [n] in descending order,
  * ties to the lower index. scratch: n entries. */
 void met_topk_order(uint32_t *order, uint32_t *scratch, const double *l, size_t n, size_t K);
 
-/* Section 9 direction: u [n] = a unit vector, a normalized Gaussian from the counter-based
+/* Section 7 direction: u [n] = a unit vector, a normalized Gaussian from the counter-based
  * generator (splitmix64 hash of the counter, Box-Muller), keyed by met_direction_key. */
 uint64_t met_direction_key(uint64_t seed, int64_t window, int64_t layer, int64_t head, int64_t t,
                            int64_t eps_index);

@@ -672,7 +672,7 @@ typedef struct {
     double *a_T;       /* [nT][L] weights a_j of every T */
     uint32_t *order;   /* [L] top-K order (section 3): I_N = order[0 .. N) */
     uint32_t *scratch; /* [L] */
-    /* section 4, dist_expect: S = sum_j a_j x_j over every j, e_j = x_j . S, |S|^2 */
+    /* section 4.3, dist_expect: S = sum_j a_j x_j over every j, e_j = x_j . S, |S|^2 */
     double *S_T;       /* [nT][dim] */
     double *e_T;       /* [nT][L] */
     double *S_sq_T;    /* [nT] */
@@ -691,7 +691,7 @@ typedef struct {
     double *is_unsel;  /* [L] 1 for j not in I_N, 0 in I_N */
     double *sel_inf;   /* [L] +inf for j in I_N, 0 otherwise (keeps them out of min D_j) */
     uint32_t *rank;    /* [L] position of j in order when j in I_N, UINT32_MAX otherwise */
-    double *d1_sq_run; /* [L] max_{p in I_N} |x_j - x_p|^2 (section 4's d1, before the max over j) */
+    double *d1_sq_run; /* [L] max_{p in I_N} |x_j - x_p|^2 (section 4.2's d1, before the max over j) */
     double *d1_N, *m_N; /* [nU] d1 and m of each unique grid N (normalizer-independent) */
     double x_sq_max;   /* max_j |x_j|^2 over the row (scale of d1's cancellation guard) */
     double *not_topK;  /* [L] 1 for j outside the top-K order[0..K), 0 inside */
@@ -846,7 +846,7 @@ static inline __attribute__((always_inline)) void c_block(double *C, size_t ldc,
 
 /* kend (or NULL): row r of W is zero from column kend[r] on, so a block of rows stops at the
  * largest kend of its rows (exact: the skipped terms are 0 * G with G finite, which the caller
- * guarantees before passing kend). md (or NULL): also the running maximum of section 4's d1,
+ * guarantees before passing kend). md (or NULL): also the running maximum of section 4.2's d1,
  * md_i = max over the stretch's p of |x_i - x_p|^2 = gd_i + gd_p - 2 G_pi, done on the 16
  * columns just read, while the G rows are in L1 (a separate pass read them from memory). */
 static void c_update(double *C, size_t ldc, size_t rows, const double *W, size_t ldw,
@@ -1120,7 +1120,7 @@ static void list_nonzero_weights(met_ws *w, size_t n) {
     }
 }
 
-/* docs/metrics.md section 4, dist_expect's pieces for every T: S = sum_j a_j x_j (only
+/* docs/metrics.md section 4.3, dist_expect's pieces for every T: S = sum_j a_j x_j (only
  * j < nv weigh), e_j = x_j . S, |S|^2. Dense runs of T use the c-update kernel (S = A X over
  * the rows of X, e = S X^T over the rows of XT [dim][L]; both shapes are short-and-wide,
  * where dgemm's packing does not pay); sparse T the same sums in the same order over their
@@ -1222,7 +1222,7 @@ static void start_walk(met_ws *w, size_t n, size_t n16, double *d1_sq_run) {
 
 /* I_N grows from order[0..k0) to order[0..N): c and |x| c^y of every T gain the G rows of the
  * stretch (one c_update for all T), the masks move, and (d1_sq_run non-NULL) docs/metrics.md
- * section 4's d1 = max_{i not in I_N, j in I_N} |x_i - x_j| and m = max_{j in I_N} |x_j| are
+ * section 4.2's d1 = max_{i not in I_N, j in I_N} |x_i - x_j| and m = max_{j in I_N} |x_j| are
  * taken into d1_N[u], m_N[u]; *m is the running m. */
 static void grow_selection(met_ws *w, size_t k0, size_t N, size_t n, size_t n16, size_t K,
                            double *d1_sq_run, double *m, size_t u) {

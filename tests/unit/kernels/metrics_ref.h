@@ -1,4 +1,4 @@
-/* metrics_ref.h -- the float64 brute force of docs/metrics.md sections 2, 4, 5, 6, 7 that
+/* metrics_ref.h -- the float64 brute force of docs/metrics.md sections 4, 6, 7, 8, 9 that
  * test_metrics.c and test_metrics_regimes.c check met_head against, written independently of
  * metrics.c: O(n^2 d) and worse, no Gram matrix (every distance is an explicit difference
  * a_i x_i - s formed entry by entry), sort-based sparsemax, Jacobi eigenvalues for grad_exact.
@@ -118,7 +118,7 @@ static double norm_diff(const double *x, const double *y, double ax, double ay, 
     return sqrt(s);
 }
 
-/* Section 4's count on one row: s = s^y = sum_{i in I_N} a_i y_i explicitly (s [d] scratch,
+/* Section 6's count on one row: s = s^y = sum_{i in I_N} a_i y_i explicitly (s [d] scratch,
  * g [n] scratch), r = min over unselected of |s - a_j y_j| from explicit differences, and the
  * decisions by g_i = D_i^2 - |s|^2 = a_i^2 |y_i|^2 - 2 a_i (s . y_i): *Ns = #{g_i < g_min},
  * *Nm = #{|g_i - g_min| <= REF_MARGINAL |s|^2}, with the bands of ref_lo / ref_hi. */

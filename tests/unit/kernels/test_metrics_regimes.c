@@ -20,7 +20,7 @@
  *   sep_ratio, sep_marginal              inside the reference's band (metrics_ref.h)
  *   sep_lower, sep_upper                 1e-8 relative + 1e-10
  *   entropy, entropy_norm                1e-10 relative (no absolute slack: 1e-16 nats count)
- *   grad_exact                           1e-6 relative + 1e-12 (section 5; Jacobi's floor)
+ *   grad_exact                           1e-6 relative + 1e-12 (section 7; Jacobi's floor)
  *   grad_fd                              1e-8 relative (no absolute slack: the floor
  *                                        ulp(max a) / eps is what is tested)
  * Options: --dump-rows FILE writes a few sink rows (logits, vectors, N, T, the brute force's
@@ -269,7 +269,7 @@ static void test_regimes(FILE *save, FILE *cmp) {
     free(scores), free(vec);
 }
 
-/* per-row invariants of docs/metrics.md (sections 2, 4, 5, 6) in every regime: with a cut at
+/* per-row invariants of docs/metrics.md (sections 4, 6, 7, 8) in every regime: with a cut at
  * every length, row t's value is (sum over rows < t+1) - (sum over rows < t) */
 static void test_invariants(void) {
     const int L = L_REG, d = D_REG;
