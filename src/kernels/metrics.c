@@ -1093,21 +1093,27 @@ static double radius(double g_min, double sy_sq, const unsel_in *in, size_t n) {
 /* Which T are sparse: with finite vectors, a T with at most n/4 nonzero weights lists them
  * once (nz_idx_T, in index order); S, e and the O(n) pass then visit only them. Skipping
  * 0 * (finite) terms leaves S, e, c bit-identical. */
-static void list_nonzero_weights(met_ws *w, size_t n) {
+static void list_nonzero_weights(met_ws *w, size_t n, size_t K) {
     const size_t L = w->L, nT = w->ax->nT;
+    const double *nt = w->not_topK;
     for (size_t iT = 0; iT < nT; iT++) {
         const double *a = w->a_T + iT * L;
-        size_t nz = 0;
-        if (w->finite) {
-            double cl[LANES] = {0};
-            size_t j = 0;
-            for (; j + LANES <= n; j += LANES)
-                for (int q = 0; q < LANES; q++) cl[q] += a[j + q] != 0 ? 1.0 : 0.0;
-            for (; j < n; j++) cl[0] += a[j] != 0 ? 1.0 : 0.0;
-            double c = 0;
-            for (int q = 0; q < LANES; q++) c += cl[q];
-            nz = (size_t)c;
+        /* the same pass sums section 4.2's unselected mass outside the top K, U_K */
+        double cl[LANES] = {0}, ul[LANES] = {0};
+        size_t j = 0;
+        for (; j + LANES <= n; j += LANES)
+            for (int q = 0; q < LANES; q++) {
+                cl[q] += a[j + q] != 0 ? 1.0 : 0.0;
+                ul[q] += a[j + q] * nt[j + q];
+            }
+        for (; j < n; j++) {
+            cl[0] += a[j] != 0 ? 1.0 : 0.0;
+            ul[0] += a[j] * nt[j];
         }
+        double c = 0, uk = 0;
+        for (int q = 0; q < LANES; q++) c += cl[q], uk += ul[q];
+        w->U_T[iT * w->U_ld + K] = uk;
+        size_t nz = w->finite ? (size_t)c : 0;
         w->sparse_T[iT] = w->finite && 4 * nz <= n;
         if (!w->sparse_T[iT]) continue;
         uint32_t *idx = w->nz_idx_T + iT * L;
@@ -1174,11 +1180,9 @@ static void expect_sums(met_ws *w, size_t n, size_t nv, size_t n16) {
  * that a 6-row block of c_update holds 3 neighbouring T, which have similar sparsity.
  * sel_w_end[r]: row r is 0 from there on (weights fall along the logit order, so at small T
  * most of the K columns are exact zeros). */
-static void selection_weights(met_ws *w, size_t n, size_t K) {
+static void selection_weights(met_ws *w, size_t K) {
     const size_t L = w->L, nT = w->ax->nT;
     const uint32_t *order = w->order;
-    for (size_t j = 0; j < n; j++) w->not_topK[j] = 1.0;
-    for (size_t k = 0; k < K; k++) w->not_topK[order[k]] = 0.0;
     for (size_t iT = 0; iT < nT; iT++) {
         const double *a = w->a_T + iT * L;
         double *wc = w->sel_w + 2 * iT * K, *wy = wc + K;
@@ -1194,7 +1198,7 @@ static void selection_weights(met_ws *w, size_t n, size_t K) {
         /* section 4's unselected mass, summed from the tail: U_K over the entries outside
          * the top K, then U_k = U_{k+1} + a_{order[k]} */
         double *U = w->U_T + iT * w->U_ld;
-        U[K] = lane_dot(a, w->not_topK, n);
+        /* U[K]: list_nonzero_weights */
         for (size_t k = K; k-- > 0;) U[k] = U[k + 1] + wc[k];
     }
 }
@@ -1372,9 +1376,11 @@ static void row_per_n(met_ws *w, size_t n, size_t nv, size_t K, double delta, si
     size_t n16 = (n + 15) / 16 * 16;
     if (n16 > L) n16 = n; /* c_update then finishes the last columns one by one */
 
-    list_nonzero_weights(w, n);
+    for (size_t j = 0; j < n; j++) w->not_topK[j] = 1.0;
+    for (size_t k = 0; k < K; k++) w->not_topK[w->order[k]] = 0.0;
+    list_nonzero_weights(w, n, K);
     expect_sums(w, n, nv, n16);
-    selection_weights(w, n, K);
+    selection_weights(w, K);
     double *d1_sq_run = iZ == 0 ? w->d1_sq_run : NULL; /* d1, m: T- and normalizer-free */
     start_walk(w, n, n16, d1_sq_run);
     double m = 0;
