@@ -17,7 +17,5 @@ foreach(case setup forward softmax sparse scaled window0 sep_ratio)
 endforeach()
 set_tests_properties(trained_setup PROPERTIES FIXTURES_SETUP trained_results)
 # sep_ratio against the exact rule D_i^2 - |s|^2 = a_i^2 |y_i|^2 - 2 a_i (s.y_i) (issue 16,
-# audit finding 1). Today's kernel decides D_i < r by round-off and fails this test (off
-# by up to ~0.5-0.8 at small T). ENABLE IT (remove DISABLED) once metrics.c's sep_ratio
-# uses the exact rewrite.
-set_tests_properties(trained_sep_ratio PROPERTIES DISABLED TRUE)
+# audit finding 1). A kernel that decides D_i < r from the two rounded distances fails it (off
+# by up to ~0.6-0.75 at T <= 1 on this model).

@@ -105,7 +105,7 @@ static const char *per_t_name[MET_NPERT] = {"entropy", "entropy_norm", "grad_exa
 
 /* worst error per variable over every case, in units of its tolerance */
 static double worst_rel[MET_NPERN + MET_NPERT + 1];
-static char worst_where[MET_NPERN + MET_NPERT + 1][160];
+static char worst_where[MET_NPERN + MET_NPERT + 1][256];
 
 static void note(int v, double err, const char *label) {
     if (err > worst_rel[v]) {
