@@ -90,6 +90,9 @@ typedef struct {
     FILE *progress;                /* NULL means stderr */
     const char *unit;              /* what a dispatched item is called in progress lines;
                                       NULL means "cells" */
+    size_t done_before;            /* items finished by earlier runs: progress lines count
+                                      them in (done and total), so totals stay the same
+                                      across resumes ("12/32 windows done, 4 this run") */
 } sched_opts;
 
 typedef struct {
@@ -126,6 +129,7 @@ typedef struct {
     int signo; /* nonzero once stopping */
     const char *unit; /* NULL means "cells" */
     double grace_left_s; /* while stopping: how much longer the stop waits at most */
+    size_t done_before; /* finished by earlier runs (not in total, done or the rate) */
 } sched_progress;
 
 /* The progress line: "sweep: 120/4096 cells (2 failed, 3 running), 3.1 cells/s,

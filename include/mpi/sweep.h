@@ -33,6 +33,10 @@
 
 typedef struct {
     const char *config_path;
+    /* `run OUT.h5`: instead of config_path, resume with the config stored in
+     * this results file (its journal's newest config record, else the file's
+     * config_text attribute); sets apply on top, and output is this file. */
+    const char *from_output;
     const char *const *sets;   /* "key=value" overrides */
     size_t n_sets;
     int fresh;                 /* refuse to resume an existing output */
@@ -53,7 +57,10 @@ typedef struct {
 typedef enum { SWEEP_COMPLETE = 0, SWEEP_INTERRUPTED = 1, SWEEP_CELLS_FAILED = 2 } sweep_outcome;
 
 typedef struct {
-    size_t total, done_before, done, failed;
+    size_t total, done_before, done, failed;   /* cells (of this shard) */
+    /* windows (of this shard): done = every cell of the window done; this_run =
+     * windows finished by this run; the unit of the progress lines */
+    size_t windows_total, windows_done_before, windows_this_run, windows_failed;
     double elapsed_s;
     char output[4096];
 } sweep_summary;

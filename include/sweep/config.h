@@ -123,6 +123,12 @@ typedef struct {
 int config_load(as_config *cfg, const char *path, const char *const *sets, size_t n_sets,
                 as_err *err);
 
+/* The same from a config's text (e.g. the canonical config stored in a
+ * results file); origin names it in messages and in cfg->path; relative
+ * paths resolve against the current directory. */
+int config_load_text(as_config *cfg, const char *text, const char *origin,
+                     const char *const *sets, size_t n_sets, as_err *err);
+
 void config_free(as_config *cfg);
 
 /* First token of window w (no bounds check). */
@@ -170,6 +176,7 @@ typedef struct {
     struct {
         char key[128];
         as_diff_kind kind;
+        char old_value[96], new_value[96]; /* config syntax, shortened; "(absent)" */
     } item[AS_DIFF_MAX];
     as_diff_kind verdict;  /* the worst kind among the items; HARMLESS when n == 0 */
 } as_config_diff;
@@ -182,7 +189,7 @@ typedef struct {
 int config_diff(as_config_diff *out, const char *old_canonical, const char *new_canonical,
                 as_err *err);
 
-/* "grid.L (extension), metrics.seed (refused)" into buf. */
+/* "grid.L (extension: stored [64], now [64, 128]); metrics.seed (refused: stored 1, now 2)" into buf. */
 void config_diff_describe(const as_config_diff *d, char *buf, size_t size);
 
 const char *config_diff_kind_name(as_diff_kind k);

@@ -10,18 +10,26 @@
 
 static void usage(FILE *out) {
     fprintf(out,
-            "usage: mpirun -np P attnsweep run CONFIG [--set key=value]... [--new]\n"
+            "usage: mpirun -np P [--oversubscribe] attnsweep run CONFIG [--set key=value]... [--new]\n"
             "                                  [--progress-every SECONDS] [--shard I/K]\n"
+            "       mpirun -np P attnsweep run OUT.h5 [--set key=value]...   (or --from OUT.h5)\n"
             "\n"
             "Runs the sweep CONFIG describes (configs/example.cfg documents every key) and\n"
             "writes its results file. Rank 0 is the master; the other ranks compute cells.\n"
-            "With one rank the same process does both.\n"
+            "With one rank the same process does both. Rank 0 mostly sleeps, so cores + 1\n"
+            "ranks is natural: Open MPI then wants --oversubscribe (mpirun -np 3 --oversubscribe\n"
+            "on 2 cores).\n"
             "\n"
             "Resume is the default: run the same command again after a time limit, a crash\n"
             "or kill -9 and only the cells not yet done are computed. A changed config is\n"
-            "refused (the message says which keys differ), except added windows or L values,\n"
-            "which extend the file.\n"
+            "refused (the message names each differing key with its stored and new value),\n"
+            "except added windows or L values, which extend the file.\n"
             "\n"
+            "Given a results file (a name ending in .h5 or .nc, or --from OUT.h5) instead of\n"
+            "CONFIG, run resumes it with the config stored in it; --set still applies on top\n"
+            "(e.g. --set windows.count=8 extends it without retyping earlier --set options).\n"
+            "\n"
+            "  --from OUT.h5          resume OUT.h5 with its stored config\n"
             "  --set key=value        override a config key (libconfig syntax: grid.L=[64,128])\n"
             "  --new                  refuse to resume: fail if the output already exists\n"
             "  --progress-every S     seconds between progress lines on stderr (default 5)\n"
@@ -36,6 +44,7 @@ static void usage(FILE *out) {
 
 int cmd_run(int argc, char **argv) {
     const char *config = NULL;
+    int from = 0;
     const char **sets = calloc((size_t)argc, sizeof *sets);
     size_t n_sets = 0;
     sweep_opts opts = {0};
@@ -50,6 +59,13 @@ int cmd_run(int argc, char **argv) {
             sets[n_sets++] = argv[++i];
         } else if (!strncmp(a, "--set=", 6)) {
             sets[n_sets++] = a + 6;
+        } else if (!strcmp(a, "--from") && i + 1 < argc) {
+            if (config) {
+                fprintf(stderr, "attnsweep run: one CONFIG or --from OUT.h5, not both\n");
+                bad = 1;
+            }
+            config = argv[++i];
+            from = 1;
         } else if (!strcmp(a, "--new")) {
             opts.fresh = 1;
         } else if (!strcmp(a, "--ignore-disk-space")) {
@@ -87,7 +103,15 @@ int cmd_run(int argc, char **argv) {
         free(sets);
         return AS_EXIT_USAGE;
     }
-    opts.config_path = config;
+    size_t n = strlen(config);
+    if (!from && n > 3 && (!strcmp(config + n - 3, ".h5") || !strcmp(config + n - 3, ".nc"))) from = 1;
+    if (from && opts.fresh) {
+        fprintf(stderr, "attnsweep run: --new cannot resume %s (it starts a new output from a CONFIG)\n", config);
+        free(sets);
+        return AS_EXIT_USAGE;
+    }
+    if (from) opts.from_output = config;
+    else opts.config_path = config;
     opts.sets = sets;
     opts.n_sets = n_sets;
 
@@ -110,9 +134,11 @@ int cmd_run(int argc, char **argv) {
         if (rank == 0) fprintf(stderr, "attnsweep run: %s\n", err.msg);
         code = AS_EXIT_ERROR;
     } else if (rank == 0) {
-        fprintf(stderr, "attnsweep run: %s: %zu of %zu cells done (%zu before this run), %zu failed, %.1f s\n",
-                sum.output, sum.done_before + sum.done, sum.total, sum.done_before, sum.failed,
-                sum.elapsed_s);
+        fprintf(stderr, "attnsweep run: %s: %zu/%zu windows done, %zu this run, %zu failed "
+                        "(cells %zu/%zu, %zu before this run), %.1f s\n",
+                sum.output, sum.windows_done_before + sum.windows_this_run, sum.windows_total,
+                sum.windows_this_run, sum.windows_failed, sum.done_before + sum.done, sum.total,
+                sum.done_before, sum.elapsed_s);
         if (rc == SWEEP_INTERRUPTED)
             fprintf(stderr, "attnsweep run: interrupted; run the same command again to resume\n");
         if (rc == SWEEP_CELLS_FAILED)

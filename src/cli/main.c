@@ -22,7 +22,8 @@ static const command commands[] = {
 };
 
 static void usage(FILE *out) {
-    fprintf(out, "usage: attnsweep COMMAND [options]   (attnsweep COMMAND --help for more)\n\n");
+    fprintf(out, "usage: attnsweep COMMAND [options]   (attnsweep help COMMAND for more)\n"
+                 "       attnsweep --version\n\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(out, "  %-9s %s\n", commands[i].name, commands[i].summary);
     fprintf(out, "\nattnsweep %s -- limits of softmax attention in GPT-2 (arXiv 2508.17821)\n",
@@ -32,6 +33,16 @@ static void usage(FILE *out) {
 int main(int argc, char **argv) {
     if (argc < 2) {
         usage(stderr);
+        return AS_EXIT_USAGE;
+    }
+    if (!strcmp(argv[1], "help") && argc >= 3) {
+        /* attnsweep help CMD = attnsweep CMD --help */
+        for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+            if (!strcmp(argv[2], commands[i].name)) {
+                char *args[] = {argv[2], "--help", NULL};
+                return commands[i].fn(2, args);
+            }
+        fprintf(stderr, "attnsweep help: unknown command '%s' (try attnsweep --help)\n", argv[2]);
         return AS_EXIT_USAGE;
     }
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {

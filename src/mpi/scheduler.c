@@ -112,6 +112,7 @@ typedef struct {
     double progress_every_s, grace_usr1_s, grace_term_s;
     FILE *progress;
     const char *unit;
+    size_t done_before;
 } resolved_opts;
 
 static int resolve_opts(const sched_opts *o, int rank, int size, resolved_opts *r, as_err *err) {
@@ -124,6 +125,7 @@ static int resolve_opts(const sched_opts *o, int rank, int size, resolved_opts *
     r->grace_term_s = o->grace_term_s > 0 ? o->grace_term_s : 0.5;
     r->progress = o->progress ? o->progress : stderr;
     r->unit = o->unit ? o->unit : "cells";
+    r->done_before = o->done_before;
     if (r->prefetch < 1 || r->prefetch > PREFETCH_MAX)
         return as_fail(err, "scheduler: prefetch %d is outside 1..%d", o->prefetch, PREFETCH_MAX);
     if (r->block_doubles > ((size_t)1 << 28))
@@ -166,22 +168,28 @@ void sched_progress_print(FILE *out, const sched_progress *p) {
     format_duration(eta, sizeof eta, rate > 0 ? (double)(p->total - finished) / rate : -1.0);
     format_duration(elapsed, sizeof elapsed, p->elapsed_s);
     const char *u = p->unit ? p->unit : "cells";
+    /* "12/32 windows done, 4 this run" after a resume (totals that stay the same), else "4/32 windows" */
+    char count[128];
+    if (p->done_before)
+        snprintf(count, sizeof count, "%zu/%zu %s done, %zu this run", p->done_before + p->done,
+                 p->done_before + p->total, u, p->done);
+    else
+        snprintf(count, sizeof count, "%zu/%zu %s", finished, p->total, u);
     if (p->final)
-        fprintf(out, "sweep %s: %zu/%zu %s (%zu failed) in %s, %.3g %s/s, %d worker%s%s%s\n",
-                p->signo ? "interrupted" : "finished", finished, p->total, u, p->failed, elapsed,
-                rate, u,
+        fprintf(out, "sweep %s: %s (%zu failed) in %s, %.3g %s/s, %d worker%s%s%s\n",
+                p->signo ? "interrupted" : "finished", count, p->failed, elapsed, rate, u,
                 p->workers, p->workers == 1 ? "" : "s", p->signo ? ", signal " : "",
                 p->signo ? strsignal(p->signo) : "");
     else if (!p->signo)
-        fprintf(out, "sweep: %zu/%zu %s (%zu failed, %zu running), %.3g %s/s, ETA %s, elapsed %s\n",
-                finished, p->total, u, p->failed, p->in_flight, rate, u, eta, elapsed);
+        fprintf(out, "sweep: %s (%zu failed, %zu running), %.3g %s/s, ETA %s, elapsed %s\n", count,
+                p->failed, p->in_flight, rate, u, eta, elapsed);
     else {
         /* Stopping: no ETA, but what the stop still waits for and for how long at most. */
         char left[32];
         format_grace(left, sizeof left, p->grace_left_s > 0 ? p->grace_left_s : 0);
-        fprintf(out, "sweep: %zu/%zu %s (%zu failed, %zu running), elapsed %s, stopping: waiting up to "
+        fprintf(out, "sweep: %s (%zu failed, %zu running), elapsed %s, stopping: waiting up to "
                 "%s more for the %zu running %s\n",
-                finished, p->total, u, p->failed, p->in_flight, elapsed, left, p->in_flight, u);
+                count, p->failed, p->in_flight, elapsed, left, p->in_flight, u);
     }
     fflush(out);
 }
@@ -430,7 +438,8 @@ static void master_report(master_state *m, int final) {
                         .in_flight = m->in_flight, .workers = m->nworkers > 0 ? m->nworkers : 1,
                         .elapsed_s = now - m->t_start, .final = final,
                         .signo = m->signo, .unit = m->r->unit,
-                        .grace_left_s = m->signo ? grace_for(m->r, m->signo) - (now - m->stop_t0) : 0};
+                        .grace_left_s = m->signo ? grace_for(m->r, m->signo) - (now - m->stop_t0) : 0,
+                        .done_before = m->r->done_before};
     sched_progress_print(m->r->progress, &p);
 }
 

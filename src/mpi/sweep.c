@@ -61,6 +61,7 @@ typedef struct {
     size_t cells_done, cells_failed; /* committed, counted in cells (rank 0) */
     /* rank 0: sha256 of the inputs as read (the text's bytes, its tokenizer files) */
     char text_sha[65], vocab_sha[65], merges_sha[65];
+    size_t units_done, units_failed; /* the same in units (windows) */
     double timing[TM_N];
 } sweep_state;
 
@@ -228,8 +229,14 @@ static int check_config_change(const as_config *cfg, const char *path, int *flag
         if (config_diff(&d, old_text, cfg->canonical, err)) {
             rc = -1;
         } else if (d.verdict == AS_DIFF_REFUSED || d.verdict == AS_DIFF_PATH) {
-            char what[768];
-            config_diff_describe(&d, what, sizeof what);
+            /* name what blocks the resume, with both values; harmless keys (output,
+             * runtime.*) would only crowd the one line */
+            as_config_diff shown = d;
+            shown.n = 0;
+            for (size_t i = 0; i < d.n; i++)
+                if (d.item[i].kind != AS_DIFF_HARMLESS) shown.item[shown.n++] = d.item[i];
+            char what[800];
+            config_diff_describe(&shown, what, sizeof what);
             rc = as_fail(err,
                          "%s was made with another config (%s); only added windows or L values "
                          "can extend it: restore the config, or choose a new output",
@@ -452,8 +459,8 @@ static int commit_units(void *ctx, const int64_t *units, double *const *blocks, 
                                     .wall_time = wall};
             pk[held++] = ok ? (const unsigned char *)(b + 2) : NULL;
         }
-        if (ok) st->cells_done += k;
-        else st->cells_failed += k;
+        if (ok) st->cells_done += k, st->units_done++;
+        else st->cells_failed += k, st->units_failed++;
         st->timing[TM_COMMIT_CELLS] += (double)k;
     }
     if (held && store_commit_packed(st->out, sc, pk, held, err)) return -1;
@@ -565,6 +572,60 @@ static void print_timings(sweep_state *st, MPI_Comm comm, const sched_stats *sta
     free(all);
 }
 
+/* --- step 1 for `run OUT.h5`: the config the output was made with ---------- */
+
+/* Rank 0 reads the canonical config the output's journal holds (else the
+ * HDF5 file's config_text attribute) and broadcasts it; every rank loads it
+ * with the --set overrides, and output = OUT.h5 (the file may have moved). */
+static int load_stored_config(sweep_state *st, MPI_Comm comm, const sweep_opts *opts, as_err *err) {
+    char *text = NULL;
+    int64_t len = -1;
+    if (st->rank == 0) {
+        char *sha = NULL;
+        int found = store_peek_config(opts->from_output, &text, &sha, err);
+        free(sha);
+        if (found == 0) {
+            store_description d;
+            if (store_describe(opts->from_output, &d, err) == 0) {
+                if (d.prov.config_text && d.prov.config_text[0]) text = strdup(d.prov.config_text);
+                else as_fail(err, "%s: holds no stored config (config_text); run it with its CONFIG file",
+                             opts->from_output);
+                store_description_free(&d);
+            }
+        }
+        if (text) len = (int64_t)strlen(text);
+    }
+    MPI_Bcast(&len, 1, MPI_INT64_T, 0, comm);
+    if (len < 0) {
+        free(text);
+        return -1;
+    }
+    if (st->rank != 0) text = calloc((size_t)len + 1, 1);
+    if (!all_ok(comm, text != NULL)) {
+        free(text);
+        return as_fail(err, "out of memory for a stored config of %lld bytes", (long long)len);
+    }
+    MPI_Bcast(text, (int)len, MPI_CHAR, 0, comm);
+    char *abs = realpath(opts->from_output, NULL);
+    char out_set[4200];
+    snprintf(out_set, sizeof out_set, "output=\"%s\"", abs ? abs : opts->from_output);
+    free(abs);
+    const char **sets = calloc(opts->n_sets + 1, sizeof *sets);
+    int rc = -1;
+    if (sets) {
+        sets[0] = out_set;
+        for (size_t i = 0; i < opts->n_sets; i++) sets[i + 1] = opts->sets[i];
+        char origin[4200];
+        snprintf(origin, sizeof origin, "%s (stored config)", opts->from_output);
+        rc = config_load_text(&st->cfg, text, origin, sets, opts->n_sets + 1, err);
+    } else {
+        as_fail(err, "out of memory");
+    }
+    free(sets);
+    free(text);
+    return rc;
+}
+
 /* --- the whole run ---------------------------------------------------------- */
 
 static void state_free(sweep_state *st) {
@@ -593,7 +654,11 @@ int sweep_run(MPI_Comm comm, const sweep_opts *opts, sweep_summary *sum, as_err 
     int rc = -1;
 
     /* 1. config and grid: deterministic, so every rank agrees */
-    st.cfg_ok = config_load(&st.cfg, opts->config_path, opts->sets, opts->n_sets, e) == 0;
+    if (opts->from_output) {
+        if (load_stored_config(&st, comm, opts, e) == 0) st.cfg_ok = 1;
+    } else {
+        st.cfg_ok = config_load(&st.cfg, opts->config_path, opts->sets, opts->n_sets, e) == 0;
+    }
     if (st.cfg_ok) st.grid_ok = grid_init(&st.grid, &st.cfg, e) == 0;
     if (!all_ok(comm, st.cfg_ok && st.grid_ok)) goto out;
     snprintf(st.out_path, sizeof st.out_path, "%s", st.cfg.output);
@@ -633,6 +698,25 @@ int sweep_run(MPI_Comm comm, const sweep_opts *opts, sweep_summary *sum, as_err 
             mine += opts->shard_count <= 0 || (int)(i % (size_t)opts->shard_count) == opts->shard_index;
         sum->total = mine;
         sum->done_before = mine - ntodo;
+        /* windows: those with a cell in this shard; done before = none of them pending */
+        unsigned char *seen = calloc(st.grid.n_windows ? st.grid.n_windows : 1, 1);
+        for (size_t i = 0; seen && i < st.grid.n_cells; i++) {
+            if (opts->shard_count > 0 && (int)(i % (size_t)opts->shard_count) != opts->shard_index)
+                continue;
+            size_t w, li;
+            grid_cell_of(&st.grid, st.grid.dispatch[i], &w, &li);
+            seen[w] |= 1;
+        }
+        for (size_t i = 0; seen && todo && i < ntodo; i++) {
+            size_t w, li;
+            grid_cell_of(&st.grid, (size_t)todo[i], &w, &li);
+            seen[w] |= 2;
+        }
+        for (size_t w = 0; seen && w < st.grid.n_windows; w++) {
+            sum->windows_total += seen[w] & 1;
+            sum->windows_done_before += seen[w] == 1;
+        }
+        free(seen);
         if (!todo) ok = 0, as_fail(e, "out of memory for the cell list");
         else if (build_units(&st, todo, ntodo, e)) ok = 0;
     }
@@ -673,7 +757,8 @@ int sweep_run(MPI_Comm comm, const sweep_opts *opts, sweep_summary *sum, as_err 
                      .compute_ctx = &st, .commit = commit_units, .dispatched = unit_dispatched,
                      .master_ctx = &st, .commit_every = units_per_commit ? units_per_commit : 1,
                      .progress_every_s = opts->progress_every_s, .unit = "windows",
-                     .grace_usr1_s = st.cfg.stop_grace};
+                     .grace_usr1_s = st.cfg.stop_grace,
+                     .done_before = sum->windows_done_before};
     sched_stats stats = {0};
     double t_sched = as_monotonic_s();
     int srun = sched_run(comm, st.rank == 0 ? unit_ids : NULL, st.rank == 0 ? st.n_units : 0, &so,
@@ -685,6 +770,8 @@ int sweep_run(MPI_Comm comm, const sweep_opts *opts, sweep_summary *sum, as_err 
     if (st.rank == 0) {
         sum->done = st.cells_done;
         sum->failed = st.cells_failed;
+        sum->windows_this_run = st.units_done;
+        sum->windows_failed = st.units_failed;
         const char *state = srun < 0 ? "failed" : srun == SCHED_INTERRUPTED ? "interrupted" : "finished";
         as_err close_err;
         if (store_close(st.out, state, srun < 0 ? &close_err : e) && srun >= 0) srun = -1;

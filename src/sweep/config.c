@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <unistd.h>
 
 #include "fileio.h"
 #include "sha256.h"
@@ -1225,6 +1226,26 @@ int config_load(as_config *cfg, const char *path, const char *const *sets, size_
     return rc;
 }
 
+int config_load_text(as_config *cfg, const char *text, const char *origin,
+                     const char *const *sets, size_t n_sets, as_err *err) {
+    memset(cfg, 0, sizeof *cfg);
+    snprintf(cfg->path, sizeof cfg->path, "%s", origin);
+    if (!getcwd(cfg->dir, sizeof cfg->dir)) return as_fail(err, "cannot read the current directory: %s", strerror(errno));
+    cfg->file_text = strdup(text);
+    if (!cfg->file_text) return as_fail(err, "%s: out of memory", origin);
+    ctx c = {.path = origin, .err = err};
+    config_init(&c.lc);
+    config_set_include_dir(&c.lc, cfg->dir);
+    int rc;
+    if (config_read_string(&c.lc, text) != CONFIG_TRUE)
+        rc = as_fail(err, "%s:%d: %s", origin, config_error_line(&c.lc), config_error_text(&c.lc));
+    else
+        rc = load_values(&c, cfg, sets, n_sets);
+    config_destroy(&c.lc);
+    if (rc) config_free(cfg);
+    return rc;
+}
+
 /* --------------------------------------------------------------- diff -- */
 
 const char *config_diff_kind_name(as_diff_kind k) {
@@ -1291,10 +1312,45 @@ static as_diff_kind classify(const char *key, const config_setting_t *old,
     return AS_DIFF_REFUSED;
 }
 
-static void diff_add(as_config_diff *d, const char *key, as_diff_kind k) {
+/* A setting's value in config syntax, shortened to fit (ending in "..."). */
+static void render_value(char *out, size_t size, const config_setting_t *s) {
+    size_t at = 0;
+    out[0] = 0;
+#define PUT(...) do { int w_ = snprintf(out + at, at < size ? size - at : 0, __VA_ARGS__); \
+                      if (w_ > 0) at += (size_t)w_; } while (0)
+    if (!s) {
+        PUT("(absent)");
+    } else if (is_sequence(s) || config_setting_type(s) == CONFIG_TYPE_GROUP) {
+        int group = config_setting_type(s) == CONFIG_TYPE_GROUP;
+        PUT("%s", group ? "{ " : "[");
+        for (int i = 0; i < config_setting_length(s) && at < size; i++) {
+            char item[64];
+            const config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
+            render_value(item, sizeof item, e);
+            if (group) PUT("%s = %s; ", config_setting_name(e), item);
+            else PUT("%s%s", i ? ", " : "", item);
+        }
+        PUT("%s", group ? "}" : "]");
+    } else if (is_int(s)) {
+        PUT("%lld", (long long)config_setting_get_int64(s));
+    } else if (is_number(s)) {
+        PUT("%.10g", number_of(s));
+    } else if (config_setting_type(s) == CONFIG_TYPE_BOOL) {
+        PUT("%s", config_setting_get_bool(s) ? "true" : "false");
+    } else if (config_setting_type(s) == CONFIG_TYPE_STRING) {
+        PUT("\"%s\"", config_setting_get_string(s));
+    }
+#undef PUT
+    if (at >= size && size > 4) memcpy(out + size - 4, "...", 4);
+}
+
+static void diff_add(as_config_diff *d, const char *key, as_diff_kind k,
+                     const config_setting_t *old, const config_setting_t *new) {
     if (k > d->verdict) d->verdict = k;
     if (d->n == AS_DIFF_MAX) return;
     snprintf(d->item[d->n].key, sizeof d->item[d->n].key, "%s", key);
+    render_value(d->item[d->n].old_value, sizeof d->item[d->n].old_value, old);
+    render_value(d->item[d->n].new_value, sizeof d->item[d->n].new_value, new);
     d->item[d->n++].kind = k;
 }
 
@@ -1313,9 +1369,9 @@ static void diff_walk(as_config_diff *d, const config_setting_t *a, config_setti
             continue;
         }
         if (a_is_new) {
-            if (!other) diff_add(d, key, classify(key, NULL, m));
+            if (!other) diff_add(d, key, classify(key, NULL, m), NULL, m);
         } else if (!other || !settings_equal(m, other)) {
-            diff_add(d, key, classify(key, m, other));
+            diff_add(d, key, classify(key, m, other), m, other);
         }
     }
 }
@@ -1348,8 +1404,9 @@ void config_diff_describe(const as_config_diff *d, char *buf, size_t size) {
         return;
     }
     for (size_t i = 0; i < d->n && at < size; i++) {
-        int w = snprintf(buf + at, size - at, "%s%s (%s)", i ? ", " : "", d->item[i].key,
-                         config_diff_kind_name(d->item[i].kind));
+        int w = snprintf(buf + at, size - at, "%s%s (%s: stored %s, now %s)", i ? "; " : "",
+                         d->item[i].key, config_diff_kind_name(d->item[i].kind),
+                         d->item[i].old_value, d->item[i].new_value);
         if (w < 0) break;
         at += (size_t)w;
     }

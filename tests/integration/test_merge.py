@@ -146,7 +146,7 @@ def case_equal():
     check(sum(s["cells"] for s in segs[:K]) == 9, f"shard segments count {segs}")
     # an ordinary store: run resumes it, computes nothing, values unchanged
     r = attnsweep(["run", "m.cfg"], cwd=d)
-    check(r.returncode == 0 and "9 of 9 cells done (9 before this run)" in r.stderr,
+    check(r.returncode == 0 and "(cells 9/9, 9 before this run)" in r.stderr,
           f"run on the merged output: exit {r.returncode}: {r.stderr[-300:]}")
     same_values(out, f"{SCRATCH}/ref.h5", "merged + run vs single run")
     s = attnsweep(["status", "m.h5"], cwd=d)
@@ -243,7 +243,7 @@ def case_partial():
     r = attnsweep(["run", "m.cfg"], cwd=d)
     check(r.returncode == 0, f"run after --partial merge exit {r.returncode}: {r.stderr[-300:]}")
     n_before = int(want.sum())
-    check(f"9 of 9 cells done ({n_before} before this run)" in r.stderr,
+    check(f"(cells 9/9, {n_before} before this run)" in r.stderr,
           f"run did not compute exactly the {9 - n_before} pending cells: {r.stderr[-200:]}")
     same_values(f"{d}/m.h5", f"{SCRATCH}/ref.h5", "partial merge + run vs single run")
     segs = segments(f"{d}/m.h5")

@@ -536,7 +536,8 @@ static void test_diff(void) {
     diff_of(base, "grid = { L = [32, 64, 128]; N = [1, 4]; };\nwindows = { stride = 64; };\n",
             (const char *[]){"metrics.seed=5"}, 1, &d, "describe");
     config_diff_describe(&d, desc, sizeof desc);
-    CHECK(strstr(desc, "grid.L (extension)") && strstr(desc, "metrics.seed (refused)"),
+    CHECK(strstr(desc, "grid.L (extension: stored [32, 64], now [32, 64, 128])") &&
+              strstr(desc, "metrics.seed (refused: stored 1, now 5)"),
           "describe: %s", desc);
     as_err err;
     CHECK(config_diff(&d, "x = ", "y = 1;", &err) == -1 && strstr(err.msg, "stored config"),
