@@ -12,21 +12,29 @@
 #include "config.h"
 #include "fileio.h"
 #include "grid.h"
+#include "journal.h"
+#include "model.h"
+#include "store.h"
 #include "textsrc.h"
 #include "tokenizer.h"
 
 static void usage(FILE *out) {
     fprintf(out,
-            "usage: attnsweep plan CONFIG [--set KEY=VALUE]... [--list]\n"
+            "usage: attnsweep plan CONFIG|OUT.h5 [--set KEY=VALUE]... [--check] [--list]\n"
             "                      [--sgemm-gflops X] [--metric-ns Y] [--ranks P]\n\n"
             "Validates CONFIG and prints the sweep's axes, cells (one cell = one text\n"
             "window at one context length L), estimated compute time per window (one\n"
             "forward pass serves all its L), memory (the weights once per node, each\n"
             "worker, the master, the node's total for 1..16 ranks) and results file\n"
             "size. Reads the config, MODEL/config.json and, when it is there, the text:\n"
-            "it prints where window 0 starts and its first words.\n\n"
+            "it prints where window 0 starts and its first words. When the output exists\n"
+            "it says how many windows are left. Given a results file (OUT.h5), it plans\n"
+            "with the config stored in it (as `run OUT.h5` does).\n\n"
             "  --set KEY=VALUE   override a config key, libconfig value syntax\n"
             "                    (--set grid.L=[64,128] --set output=\"x.h5\"); repeatable\n"
+            "  --check           also check the model's tensors against config.json and the\n"
+            "                    config against an existing output's, and require the text:\n"
+            "                    fails (exit 1) on what `run` would fail on before computing\n"
             "  --list            also list the cells in dispatch order (largest L first)\n"
             "  --sgemm-gflops X  measured forward-pass rate per BLAS thread (default %.0f)\n"
             "  --metric-ns Y     measured nanoseconds per metric step (default %.2f)\n"
@@ -135,6 +143,114 @@ static int print_window0(const as_config *cfg, as_err *err) {
     return 0;
 }
 
+/* Windows of the grid with every cell done, from an existing output's journal
+ * (the truth); -1 when there is no journal. */
+static long windows_done(const char *output, const as_grid *g) {
+    char jpath[4200];
+    if (store_sidecar(jpath, sizeof jpath, output, ".journal")) return -1;
+    as_err err;
+    journal *j = journal_open(jpath, JOURNAL_SKIP_PAYLOAD_CRC, NULL, NULL, &err);
+    if (!j) return -1;
+    unsigned char *st = calloc(g->n_cells ? g->n_cells : 1, 1);
+    journal_record r;
+    while (st && journal_next(j, &r, &err) == 1) {
+        if (r.type != JR_COMMIT || r.window < 0) continue;
+        long c = grid_cell_find(g, (size_t)r.window, r.L);
+        if (c >= 0) st[c] = (unsigned char)r.status;
+    }
+    journal_close(j);
+    if (!st) return -1;
+    long done = 0;
+    for (size_t w = 0; w < g->n_windows; w++) {
+        int all = 1;
+        for (size_t li = 0; li < g->nL && all; li++) all = st[grid_cell_index(g, w, li)] == STORE_DONE;
+        done += all;
+    }
+    free(st);
+    return done;
+}
+
+/* --check: what run does before its first cell, without MPI or the weights' values. */
+static int check_inputs(const as_config *cfg, as_err *err) {
+    textsrc ts;
+    textsrc_spec spec = {.path = cfg->text_path,
+                         .format = cfg->text_format == AS_TEXT_TOKENS ? TEXTSRC_TOKENS : TEXTSRC_TEXT,
+                         .strip_gutenberg = cfg->strip_gutenberg, .start_at = cfg->start_at,
+                         .start_occurrence = cfg->start_occurrence};
+    if (textsrc_load(&ts, &spec, cfg->model_dir, cfg->model.vocab_size, err)) return -1;
+    int rc = textsrc_check_fit(&ts, cfg->windows_count, cfg->windows_offset, cfg->windows_stride,
+                               config_max_L(cfg), err);
+    size_t n_tokens = ts.n_tokens;
+    textsrc_free(&ts);
+    if (rc) return -1;
+    printf("check     text: %zu tokens, enough for the windows\n", n_tokens);
+    /* the tensors against config.json: an arena of the right size is only
+     * reserved, never written (fill = 0 reads no weight) */
+    size_t bytes = model_arena_bytes(&cfg->model);
+    float *arena = aligned_alloc(64, (bytes + 63) / 64 * 64);
+    if (!arena) return as_fail(err, "out of memory for the model check");
+    gpt2_model m;
+    rc = model_load_into(&m, cfg->model_dir, arena, 0, err);
+    if (rc == 0) model_free(&m);
+    free(arena);
+    if (rc) return -1;
+    printf("check     model: every tensor of %s/model.safetensors matches config.json\n", cfg->model_dir);
+    char *old_text = NULL, *old_sha = NULL;
+    int found = store_peek_config(cfg->output, &old_text, &old_sha, err);
+    if (found < 0) return -1;
+    if (found && strcmp(old_sha, cfg->sha256)) {
+        as_config_diff d;
+        rc = config_diff(&d, old_text, cfg->canonical, err);
+        if (rc == 0 && d.verdict >= AS_DIFF_PATH) {
+            as_config_diff shown = d;
+            shown.n = 0;
+            for (size_t i = 0; i < d.n; i++)
+                if (d.item[i].kind != AS_DIFF_HARMLESS) shown.item[shown.n++] = d.item[i];
+            char what[800];
+            config_diff_describe(&shown, what, sizeof what);
+            rc = as_fail(err, "%s was made with another config (%s); only added windows or L "
+                              "values can extend it", cfg->output, what);
+        }
+    }
+    free(old_text);
+    free(old_sha);
+    if (rc) return -1;
+    printf("check     output: %s\n", found ? "resumes the existing output" : "new");
+    return 0;
+}
+
+/* plan OUT.h5: the config stored in the results file. */
+static int load_stored(as_config *cfg, const char *out, const char *const *sets, size_t n_sets,
+                       as_err *err) {
+    char *text = NULL, *sha = NULL;
+    int found = store_peek_config(out, &text, &sha, err);
+    free(sha);
+    if (found < 0) return -1;
+    if (!found) {
+        store_description d;
+        if (store_describe(out, &d, err)) return -1;
+        if (d.prov.config_text && d.prov.config_text[0]) text = strdup(d.prov.config_text);
+        store_description_free(&d);
+        if (!text) return as_fail(err, "%s: holds no stored config", out);
+    }
+    char *abs = realpath(out, NULL);
+    char out_set[4200];
+    snprintf(out_set, sizeof out_set, "output=\"%s\"", abs ? abs : out);
+    free(abs);
+    const char **all = calloc(n_sets + 1, sizeof *all);
+    int rc = -1;
+    if (all) {
+        all[0] = out_set;
+        for (size_t i = 0; i < n_sets; i++) all[i + 1] = sets[i];
+        char origin[4200];
+        snprintf(origin, sizeof origin, "%s (stored config)", out);
+        rc = config_load_text(cfg, text, origin, all, n_sets + 1, err);
+    }
+    free(all);
+    free(text);
+    return rc;
+}
+
 static int parse_positive(const char *opt, const char *text, double *out) {
     char *end;
     double v = strtod(text, &end);
@@ -150,7 +266,7 @@ int cmd_plan(int argc, char **argv) {
     const char *path = NULL;
     const char **sets = calloc((size_t)argc + 1, sizeof *sets);
     size_t n_sets = 0;
-    int list = 0;
+    int list = 0, check = 0;
     double gflops = AS_COST_SGEMM_GFLOPS, metric_ns = AS_COST_METRIC_NS, ranks = 0;
     if (!sets) {
         fprintf(stderr, "attnsweep plan: out of memory\n");
@@ -165,6 +281,8 @@ int cmd_plan(int argc, char **argv) {
             return AS_EXIT_OK;
         } else if (!strcmp(a, "--list")) {
             list = 1;
+        } else if (!strcmp(a, "--check")) {
+            check = 1;
         } else if (!strcmp(a, "--set") || !strcmp(a, "--sgemm-gflops") || !strcmp(a, "--metric-ns") ||
                    !strcmp(a, "--ranks")) {
             if (i + 1 >= argc) {
@@ -201,7 +319,10 @@ int cmd_plan(int argc, char **argv) {
     as_config cfg;
     as_grid g;
     as_err err = {{0}};
-    if (config_load(&cfg, path, sets, n_sets, &err)) {
+    size_t plen = strlen(path);
+    int stored = plen > 3 && (!strcmp(path + plen - 3, ".h5") || !strcmp(path + plen - 3, ".nc"));
+    if (stored ? load_stored(&cfg, path, sets, n_sets, &err)
+               : config_load(&cfg, path, sets, n_sets, &err)) {
         fprintf(stderr, "attnsweep plan: %s\n", err.msg);
         rc = AS_EXIT_ERROR;
         goto out;
@@ -284,6 +405,13 @@ int cmd_plan(int argc, char **argv) {
            Lmax, b2, g.nL, b3);
     human_seconds(b1, sizeof b1, total);
     printf("          %s of rank time for %zu window%s\n", b1, g.n_windows, g.n_windows > 1 ? "s" : "");
+    long done = windows_done(cfg.output, &g);
+    if (done >= 0) {
+        size_t left = g.n_windows - (size_t)done;
+        human_seconds(b1, sizeof b1, window * (double)left);
+        printf("progress  %zu of %zu windows left (%ld done in %s): %s of rank time to go\n", left,
+               g.n_windows, done, cfg.output, b1);
+    }
     size_t want = (size_t)ranks;
     for (size_t P = 2; P <= 64; P *= 4) {
         double rounds = (double)((g.n_windows + P - 2) / (P - 1));
@@ -353,6 +481,14 @@ int cmd_plan(int argc, char **argv) {
         human_seconds(b3, sizeof b3, wall64);
         fprintf(stderr, "attnsweep plan: warning: %s: the sweep would take %s even on 64 ranks: "
                         "check windows.count and the grid axes\n", cfg.path, b3);
+    }
+
+    if (check && check_inputs(&cfg, &err)) {
+        fprintf(stderr, "attnsweep plan: %s\n", err.msg);
+        grid_free(&g);
+        config_free(&cfg);
+        rc = AS_EXIT_ERROR;
+        goto out;
     }
 
     if (list) {
