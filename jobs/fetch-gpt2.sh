@@ -52,7 +52,7 @@ FILES="config.json vocab.json merges.txt model.safetensors"
 force=0 verify=0 model='' dir=''
 while [ $# -gt 0 ]; do
   case "$1" in
-    -h|--help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) awk 'NR == 1 { next } !/^#/ { exit } !/^# shellcheck/ { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
     --force) force=1; shift ;;
     --verify) verify=1; shift ;;
     -*) fl_die "unknown option '$1' (try --help)" 2 ;;

@@ -20,7 +20,7 @@ FL_PROG=fetch-text.sh
 force=0 pin='' dir=''
 while [ $# -gt 0 ]; do
   case "$1" in
-    -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) awk 'NR == 1 { next } !/^#/ { exit } !/^# shellcheck/ { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
     --force) force=1; shift ;;
     --sha256) [ $# -ge 2 ] || fl_die "--sha256 needs a value" 2
               [[ "$2" =~ ^[0-9a-fA-F]{64}$ ]] || fl_die "--sha256 '$2' is not 64 hex digits" 2

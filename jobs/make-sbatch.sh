@@ -9,10 +9,17 @@
 #
 #   --nodes N, --ntasks-per-node K, --time TIME   the allocation of one segment (TIME as SLURM
 #                        takes it: MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS)
+#   -N N, -n TOTAL, -t TIME, -p P, -A A   sbatch's short spellings; --opt=value works for every
+#                        option. -n / --ntasks gives the total task count instead of
+#                        --ntasks-per-node (then --nodes is optional)
 #   --shards S           split the sweep into S shards run as a job array (--array=0-(S-1));
 #                        task i runs `attnsweep run CONFIG --shard i/S`. S must fit the
 #                        cluster's MaxArraySize (read from `scontrol show config`).
 #   --parallel P         at most P shards at once (--array=...%P)
+#   --merge              with --shards: also write MERGE.sbatch (attnsweep merge of the shards);
+#                        --submit submits it with --dependency=afterok:ARRAY_JOB_ID
+#   --setup 'CMD'        a shell line the job runs before the sweep, e.g. 'module load openmpi'
+#                        (repeatable; runs in the job's shell, before srun/mpirun)
 #   --warn SECONDS       warning before the time limit (default 300; < the time limit); the sweep
 #                        then waits up to SECONDS minus a margin (warn/5, 30..120 s) for its
 #                        running windows (runtime.stop_grace; 300 -> 240 s)
@@ -25,6 +32,9 @@
 #   --max-array-size N   use N instead of asking scontrol (e.g. writing on a laptop)
 #   --max-segments N     requeue at most N times (default 100)
 #   -o, --output FILE    the script to write (default <config name>.sbatch)
+#   --no-check           do not run `attnsweep plan --check CONFIG` first (by default a config
+#                        that run would refuse -- missing or short text, broken model, output
+#                        of another config -- fails here, before the queue)
 #   --dry-run            print the script on stdout, write and create nothing
 #   --submit             sbatch the written script and print the job id
 #
@@ -34,18 +44,38 @@ set -euo pipefail
 prog=make-sbatch.sh
 here=$(cd "$(dirname "$0")" && pwd)
 template="$here/attnsweep.sbatch"
-usage() { sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { awk 'NR == 1 { next } !/^#/ { exit } !/^# shellcheck/ { sub(/^# ?/, ""); print }' "$0"; }
 die() { echo "$prog: $1" >&2; exit "${2:-1}"; }
 
 orig_args=("$@")
 config='' nodes='' tasks='' time_limit='' shards='' parallel='' warn=300 launcher=srun bin='' name='' logdir=''
-output='' dry_run=0 submit=0 max_array_size='' max_segments=''
+output='' dry_run=0 submit=0 max_array_size='' max_segments='' ntasks='' merge=0 check=1
 extra_sbatch=()
+setup_lines=()
 run_args=()
 need() { [ "$2" -ge 2 ] || die "$1 needs a value (try --help)" 2; }
 while [ $# -gt 0 ]; do
+  # sbatch's spellings: --opt=value is --opt value; -N/-n/-t/-p/-A are the long options
+  case "$1" in
+    --?*=*) opt=${1%%=*} val=${1#*=}; shift; set -- "$opt" "$val" "$@" ;;
+  esac
+  case "$1" in
+    -N) set -- --nodes "${@:2}" ;;
+    -n) set -- --ntasks "${@:2}" ;;
+    -t) set -- --time "${@:2}" ;;
+    -p) set -- --partition "${@:2}" ;;
+    -A) set -- --account "${@:2}" ;;
+    -q) set -- --qos "${@:2}" ;;
+    -c) set -- --cpus-per-task "${@:2}" ;;
+    -J) set -- --name "${@:2}" ;;
+  esac
   case "$1" in
     -h|--help) usage; exit 0 ;;
+    --ntasks) need "$1" $#; ntasks=$2; shift 2 ;;
+    --job-name) need "$1" $#; name=$2; shift 2 ;;
+    --setup) need "$1" $#; setup_lines+=("$2"); shift 2 ;;
+    --merge) merge=1; shift ;;
+    --no-check) check=0; shift ;;
     --nodes) need "$1" $#; nodes=$2; shift 2 ;;
     --ntasks-per-node) need "$1" $#; tasks=$2; shift 2 ;;
     --time) need "$1" $#; time_limit=$2; shift 2 ;;
@@ -73,11 +103,13 @@ done
 
 is_count() { case "$1" in ''|*[!0-9]*) return 1 ;; esac; [ "$1" -ge 1 ]; }
 [ -n "$config" ] || die "missing CONFIG (try --help)" 2
-[ -n "$nodes" ] || die "missing --nodes N" 2
-[ -n "$tasks" ] || die "missing --ntasks-per-node K" 2
+[ -n "$tasks" ] || [ -n "$ntasks" ] || die "missing --ntasks-per-node K (or -n TOTAL)" 2
+[ -z "$tasks" ] || [ -z "$ntasks" ] || die "give --ntasks-per-node or -n/--ntasks, not both" 2
+[ -n "$nodes" ] || [ -n "$ntasks" ] || die "missing --nodes N" 2
 [ -n "$time_limit" ] || die "missing --time TIME (e.g. 04:00:00)" 2
-is_count "$nodes" || die "--nodes '$nodes' is not a positive integer" 2
-is_count "$tasks" || die "--ntasks-per-node '$tasks' is not a positive integer" 2
+[ -z "$nodes" ] || is_count "$nodes" || die "--nodes '$nodes' is not a positive integer" 2
+[ -z "$tasks" ] || is_count "$tasks" || die "--ntasks-per-node '$tasks' is not a positive integer" 2
+[ -z "$ntasks" ] || is_count "$ntasks" || die "--ntasks '$ntasks' is not a positive integer" 2
 is_count "$warn" || die "--warn '$warn' is not a positive number of seconds" 2
 [ "$warn" -le 65535 ] || die "--warn $warn: SLURM allows at most 65535 s" 2
 [ -z "$max_segments" ] || is_count "$max_segments" || die "--max-segments '$max_segments' is not a positive integer" 2
@@ -132,6 +164,28 @@ if [ -n "$shards" ]; then
 elif [ -n "$parallel" ]; then
   die "--parallel needs --shards" 2
 fi
+[ "$merge" = 0 ] || [ -n "$shards" ] || die "--merge needs --shards" 2
+
+# What run would refuse, refused now: attnsweep plan --check (text, model, existing output).
+bin_for_check=$(cd "$here/.." && pwd)/build/attnsweep   # this checkout's program (--bin may be a stand-in)
+[ -x "$bin_for_check" ] || [ -z "$bin" ] || bin_for_check=$bin
+plan_set=()
+set_next=0
+for a in "${run_args[@]+"${run_args[@]}"}"; do   # only the --set options of the run arguments
+  if [ "$set_next" = 1 ]; then plan_set+=(--set "$a"); set_next=0
+  elif [ "$a" = --set ]; then set_next=1
+  else case "$a" in --set=*) plan_set+=("$a") ;; esac
+  fi
+done
+if [ "$check" = 1 ]; then
+  [ -x "$bin_for_check" ] || die "$bin_for_check: not built yet (jobs/setup.sh), so the config cannot be checked; build it or pass --no-check"
+  plan_out=$("$bin_for_check" plan "$config" --check "${plan_set[@]+"${plan_set[@]}"}" 2>&1) ||
+    die "attnsweep plan --check $config failed: $(printf '%s\n' "$plan_out" | grep 'attnsweep plan:' | tail -1 | sed 's/^attnsweep plan: //')"
+  n_windows=$(printf '%s\n' "$plan_out" | sed -n 's/^cells .*(\([0-9]*\) windows x.*/\1/p' | head -1)
+  if [ -n "$shards" ] && [ -n "$n_windows" ] && [ "$shards" -gt "$n_windows" ]; then
+    die "--shards $shards is more than the sweep's $n_windows windows: some shards would get no window (use --shards $n_windows or fewer)"
+  fi
+fi
 
 stem=$(basename "$config"); stem=${stem%.*}
 [ -n "$name" ] || name="attnsweep-$stem"
@@ -157,8 +211,9 @@ script_args+=(--warn "$warn" --launcher "$launcher" --bin "$bin_abs" "$config_ab
 generate() {
   echo '#!/usr/bin/env bash'
   echo "#SBATCH --job-name=$name"
-  echo "#SBATCH --nodes=$nodes"
-  echo "#SBATCH --ntasks-per-node=$tasks"
+  [ -z "$nodes" ] || echo "#SBATCH --nodes=$nodes"
+  [ -z "$tasks" ] || echo "#SBATCH --ntasks-per-node=$tasks"
+  [ -z "$ntasks" ] || echo "#SBATCH --ntasks=$ntasks"
   echo "#SBATCH --time=$time_limit"
   echo "#SBATCH --requeue"
   echo "#SBATCH --open-mode=append"
@@ -172,11 +227,36 @@ generate() {
   printf '# Command: make-sbatch.sh'; printf ' %q' "${orig_args[@]}"; echo
   echo "# The rest is jobs/attnsweep.sbatch (see there); its arguments are fixed here:"
   printf 'set --'; printf ' %q' "${script_args[@]}"; echo
+  if [ "${#setup_lines[@]}" -gt 0 ]; then
+    echo "# --setup lines: run before the sweep"
+    local l
+    for l in "${setup_lines[@]}"; do echo "$l || { echo \"attnsweep.sbatch: setup line failed: \"$(printf '%q' "$l") >&2; exit 1; }"; done
+  fi
   sed -n '/^# ==== body/,$p' "$template" | tail -n +2
+}
+
+# The merge job of --merge: one task, after every array task succeeded (afterok).
+merge_output=${output%.sbatch}.merge.sbatch
+generate_merge() {
+  echo '#!/usr/bin/env bash'
+  echo "#SBATCH --job-name=$name-merge"
+  echo "#SBATCH --ntasks=1"
+  echo "#SBATCH --time=01:00:00"
+  echo "#SBATCH --output=$logdir_abs/$name-merge-%j.out"
+  local o
+  for o in "${extra_sbatch[@]+"${extra_sbatch[@]}"}"; do echo "#SBATCH $o"; done
+  echo "# Written by jobs/make-sbatch.sh --merge: joins the $shards shard files of $output's array."
+  echo "# make-sbatch.sh --submit submits it with --dependency=afterok:ARRAY_JOB_ID."
+  echo "set -euo pipefail"
+  for l in "${setup_lines[@]+"${setup_lines[@]}"}"; do echo "$l"; done
+  printf 'cd %q\n' "$PWD"
+  printf 'out=$(%q plan %q' "$bin_abs" "$config_abs"; printf ' %q' "${plan_set[@]+"${plan_set[@]}"}"; printf " | awk '/^output  / { print \$2; exit }')\n"
+  printf 'exec %q merge "${out%%.h5}".shard-*-of-%s.h5\n' "$bin_abs" "$shards"
 }
 
 if [ "$dry_run" = 1 ]; then
   generate
+  [ "$merge" = 0 ] || { echo "# ---- $merge_output ----"; generate_merge; }
   echo "$prog: dry run: would write $output (logs in $logdir_abs)" >&2
   exit 0
 fi
@@ -186,9 +266,20 @@ generate > "$tmp" || { rm -f "$tmp"; die "$output: cannot write"; }
 chmod +x "$tmp"
 mv -f "$tmp" "$output"
 echo "$prog: wrote $output${array_line:+ (array $array_line)}; logs go to $logdir_abs" >&2
+if [ "$merge" = 1 ]; then
+  generate_merge > "$merge_output.tmp.$$" && chmod +x "$merge_output.tmp.$$" &&
+    mv -f "$merge_output.tmp.$$" "$merge_output" || die "$merge_output: cannot write"
+  echo "$prog: wrote $merge_output (the merge job, afterok of the array)" >&2
+fi
 if [ "$submit" = 1 ]; then
   job=$(sbatch --parsable "$output" 2>&1) || die "sbatch $output failed: ${job//$'\n'/ }"
   echo "$job"
+  if [ "$merge" = 1 ]; then
+    mjob=$(sbatch --parsable --dependency="afterok:${job%%;*}" "$merge_output" 2>&1) ||
+      die "sbatch $merge_output failed: ${mjob//$'\n'/ }"
+    echo "$mjob"
+  fi
 else
   echo "sbatch $output"
+  [ "$merge" = 0 ] || echo "sbatch --dependency=afterok:ARRAY_JOB_ID $merge_output   # or use --submit"
 fi

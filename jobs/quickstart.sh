@@ -10,10 +10,12 @@
 # 3. picks the text: --text FILE if given, else data/war-and-peace.txt if present, else tries
 #    jobs/fetch-text.sh, else uses Debian's /usr/share/common-licenses/GPL-3 (English prose that
 #    every Debian has); a Project Gutenberg file is stripped, War and Peace starts at Chapter I;
-# 4. runs configs/quickstart.cfg with P MPI ranks (default 2), resuming if results exist;
-# 5. draws the paper's figures and prints the headline table, saying which model made it.
-# Results: results/quickstart.h5 and results/quickstart-figures/; with --model DIR,
-# results/quickstart-NAME.h5 and results/quickstart-NAME-figures/ (NAME = DIR's last part).
+# 4. writes results/quickstart.cfg (configs/quickstart.cfg with the model and text it chose: the
+#    config it actually runs) and runs it with P MPI ranks (default 2), resuming if results exist;
+# 5. draws the paper's figures, prints the headline table, saying which model made it, and
+#    the next three commands to try (each works as printed).
+# Results: results/quickstart.cfg, .h5 and results/quickstart-figures/; with --model DIR,
+# results/quickstart-NAME.cfg, .h5 and results/quickstart-NAME-figures/ (NAME = DIR's last part).
 #   --offline     do not try to download anything (what CI runs)
 #   --model DIR   a GPT-2 model directory (config.json, model.safetensors, vocab.json, merges.txt)
 #   --text FILE   a UTF-8 text
@@ -23,7 +25,7 @@ cd "$here"
 ranks=2 offline=0 model_arg= text_arg=
 while [ $# -gt 0 ]; do
   case "$1" in
-    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) awk 'NR == 1 { next } !/^#/ { exit } !/^# shellcheck/ { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
     --ranks) [ $# -ge 2 ] && [[ "$2" =~ ^[1-9][0-9]*$ ]] ||
                { echo "quickstart: --ranks needs a positive integer" >&2; exit 2; }
              ranks=$2; shift 2 ;;
@@ -97,15 +99,36 @@ else
   marker=
 fi
 
-say "4/5 sweep (configs/quickstart.cfg, $ranks ranks) into results/$name.h5"
+# The config it runs, written down: configs/quickstart.cfg with the model and text chosen above
+# (paths relative to results/ when they are inside this checkout, as config paths resolve
+# against the config's folder).
+mkdir -p results
+cfg=results/$name.cfg
+rel() { case "$1" in "$here"/*) echo "../${1#"$here"/}" ;; /*) echo "$1" ;; *) echo "../$1" ;; esac; }
+text_abs=$(cd "$(dirname "$text")" && pwd)/$(basename "$text")
+{
+  echo "# $cfg -- written by jobs/quickstart.sh on $(date -u +%Y-%m-%dT%H:%M:%SZ): configs/quickstart.cfg"
+  echo "# with the model and text it chose$([ "$synthetic" = 1 ] && echo " (the model is SYNTHETIC: random weights, not GPT-2)")."
+  echo "# Run it again with: mpirun -np $ranks --oversubscribe build/attnsweep run $cfg"
+  # configs/quickstart.cfg without its comments, model, text group and output
+  awk '/^#/ && !body { next } { body = 1 }
+       /^model *=/ || /^output *=/ { next }
+       /^text *= *\{/ { skip = 1 } skip { if (/\};/) skip = 0; next } { print }' configs/quickstart.cfg
+  echo "model = \"$(rel "$model")\";"
+  printf 'text = { path = "%s"; format = "text"; strip_gutenberg = %s;' "$(rel "$text_abs")" "$strip"
+  [ -z "$marker" ] || printf ' start_at = "%s";' "$marker"
+  echo ' };'
+  echo "output = \"$name.h5\";"
+} > "$cfg.tmp.$$" && mv -f "$cfg.tmp.$$" "$cfg"
+echo "quickstart: wrote $cfg"
+
+say "4/5 sweep ($cfg, $ranks ranks) into results/$name.h5"
+# rank 0 mostly sleeps while the others compute: cores + 1 ranks is natural, hence --oversubscribe
 mpi=(mpirun -np "$ranks" --oversubscribe)
 [ "$(id -u)" = 0 ] && mpi+=(--allow-run-as-root)
 export OPENBLAS_NUM_THREADS=1
 set +e
-"${mpi[@]}" "$bin" run configs/quickstart.cfg --set "model=\"$model\"" \
-  --set "text.path=\"$(cd "$(dirname "$text")" && pwd)/$(basename "$text")\"" \
-  --set "text.strip_gutenberg=$strip" --set "text.start_at=\"$marker\"" \
-  --set "output=\"$here/results/$name.h5\""
+"${mpi[@]}" "$bin" run "$cfg"
 rc=$?
 set -e
 if [ "$rc" = 3 ]; then
@@ -117,11 +140,12 @@ elif [ "$rc" != 0 ]; then
 fi
 
 say "5/5 figures"
-/usr/bin/python3 analysis/figures.py "results/$name.h5" --out "results/$name-figures"
+analysis/figures.py "results/$name.h5" --out "results/$name-figures"
 kind=$(/usr/bin/python3 -c 'import h5py, sys; print(h5py.File(sys.argv[1], "r").attrs.get("model_kind", "unknown"))' "results/$name.h5")
 
 say "done"
 cat <<EOT
+config:    $here/$cfg   (the config this ran: model and text included)
 results:   $here/results/$name.h5   (xarray: xr.open_dataset(path, engine="h5netcdf"))
 figures:   $here/results/$name-figures/
 summary:   $here/results/$name-figures/summary.csv
@@ -144,3 +168,18 @@ from GPT-2. For the paper's numbers put the Hugging Face files in models/gpt2
 (jobs/fetch-gpt2.sh on a machine with internet access) and run this script again.
 EOT
 fi
+root_opt=''
+[ "$(id -u)" = 0 ] && root_opt=' --allow-run-as-root'
+# Each line starting with "  $ " is a command that works as printed, from $here.
+cat <<EOT
+
+next (from $here):
+  $ build/attnsweep status results/$name.h5
+      how far the sweep got (also while one runs)
+  $ build/attnsweep plan $cfg --check --set windows.count=16
+      what 16 windows would cost and whether they would start, before any work
+  $ analysis/attnsweep_results.py results/$name.h5
+      what the file holds: axes, cells done, provenance, run segments (Debian's python3)
+README.md "Running a sweep" goes on from here: more ranks (mpirun -np 3$root_opt --oversubscribe
+on 2 cores), extending the sweep, resuming with the config stored in the file.
+EOT

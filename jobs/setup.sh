@@ -11,7 +11,7 @@ want_tests=0
 for a in "$@"; do
   case "$a" in
     --tests) want_tests=1 ;;
-    -h|--help) sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) awk 'NR == 1 { next } !/^#/ { exit } !/^# shellcheck/ { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
     *) echo "setup.sh: unknown option '$a' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -35,9 +35,12 @@ fi
 if [ "${#missing[@]}" -gt 0 ]; then
   line="apt-get install -y --no-install-recommends ${missing[*]}"
   if [ "$(id -u)" = 0 ]; then
-    echo "setup: installing ${#missing[@]} Debian packages: ${missing[*]}"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $line -qq
+    mkdir -p "$here/build"
+    apt_log=$here/build/setup-apt.log
+    echo "setup: installing ${#missing[@]} Debian packages (apt-get output: build/setup-apt.log)..."
+    { apt-get update && DEBIAN_FRONTEND=noninteractive $line; } > "$apt_log" 2>&1 ||
+      { tail -20 "$apt_log" >&2; echo "setup: apt-get failed (log: build/setup-apt.log; last lines above)" >&2; exit 1; }
+    echo "setup: installed ${#missing[@]} Debian packages: ${missing[*]}"
   else
     echo "setup: missing Debian packages. Run as root:" >&2
     echo "  sudo apt-get update && sudo $line" >&2

@@ -13,7 +13,9 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 cd "$SCRATCH" || fail "cd"
 for v in $(compgen -e | grep '^SLURM_' || true); do unset "$v"; done
 echo 'model = "models/gpt2";' > sweep.cfg
-base=(sweep.cfg --nodes 2 --ntasks-per-node 4 --time 01:00:00 --max-array-size 1001)
+# sweep.cfg is not a runnable config: --no-check skips `attnsweep plan --check` (the newcomer
+# test checks that part on the quick start's real config)
+base=(sweep.cfg --no-check --nodes 2 --ntasks-per-node 4 --time 01:00:00 --max-array-size 1001)
 
 expect() {   # RC PATTERN CMD...
   local want=$1 pat=$2; shift 2
@@ -24,8 +26,22 @@ expect() {   # RC PATTERN CMD...
 expect 0 "" "$GEN" --help
 grep -q 'MaxArraySize' out.txt || fail "--help does not mention MaxArraySize"
 expect 2 "missing CONFIG" "$GEN"
-expect 2 "missing --nodes" "$GEN" sweep.cfg --ntasks-per-node 1 --time 10
-expect 2 "--nodes 'x' is not a positive integer" "$GEN" sweep.cfg --nodes x --ntasks-per-node 1 --time 10
+expect 2 "missing --nodes" "$GEN" sweep.cfg --no-check --ntasks-per-node 1 --time 10
+expect 2 "--nodes 'x' is not a positive integer" "$GEN" sweep.cfg --no-check --nodes x --ntasks-per-node 1 --time 10
+expect 1 "plan --check sweep.cfg failed" "$GEN" sweep.cfg --nodes 1 --ntasks-per-node 1 --time 10 --dry-run
+# sbatch's own spellings
+expect 0 "" "$GEN" sweep.cfg --no-check --nodes=2 --ntasks-per-node=4 -t 01:00:00 -p short -A proj --dry-run
+for line in '--nodes=2' '--ntasks-per-node=4' '--time=01:00:00' '--partition=short' '--account=proj'; do
+  grep -qxF -- "#SBATCH $line" out.txt || fail "sbatch spellings: no '#SBATCH $line'"
+done
+expect 0 "" "$GEN" sweep.cfg --no-check -N 2 -n 9 --time=30 --dry-run
+grep -qxF -- "#SBATCH --ntasks=9" out.txt && grep -qxF -- "#SBATCH --nodes=2" out.txt || fail "-N 2 -n 9"
+expect 2 "not both" "$GEN" sweep.cfg --no-check -n 9 --ntasks-per-node 3 -t 30
+# --setup lines come before the sweep; --merge writes an afterok merge job
+expect 0 "" "$GEN" "${base[@]}" --setup 'module load openmpi' --shards 2 --merge --dry-run
+grep -q "^module load openmpi || " out.txt || fail "no --setup line: $(cat out.txt)"
+grep -q "attnsweep.* merge " out.txt && grep -q -- "--ntasks=1" out.txt || fail "no merge job in the dry run"
+expect 2 "--merge needs --shards" "$GEN" "${base[@]}" --merge
 expect 2 "--time '1h' is not a SLURM time" "$GEN" "${base[@]}" --time 1h
 expect 2 "--warn 600 s is not shorter than the time limit 10:00 \(600 s\)" "$GEN" "${base[@]}" --time 10:00 --warn 600
 expect 2 "--parallel needs --shards" "$GEN" "${base[@]}" --parallel 2

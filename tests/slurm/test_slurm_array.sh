@@ -11,7 +11,7 @@ work="$SCRATCH/work"
 mkdir -p "$work" && cd "$work" || fail "cannot make $work"
 slurm_up --max-array-size 4
 printf 'units=12\nseconds=1\n' > S.cfg
-gen() { "$GEN" S.cfg --nodes 1 --ntasks-per-node 1 --time 10 --warn 60 --bin "$FAKE" --logdir logs "$@"; }
+gen() { "$GEN" S.cfg --no-check --nodes 1 --ntasks-per-node 1 --time 10 --warn 60 --bin "$FAKE" --logdir logs "$@"; }
 
 # 5 shards need index 4, beyond MaxArraySize 4 (indices 0..3)
 if gen --shards 5 -o too-many.sbatch 2> too-many.err; then fail "5 shards accepted with MaxArraySize=4"; fi
