@@ -239,8 +239,9 @@ static int check_config_change(const as_config *cfg, const char *path, int *flag
             config_diff_describe(&shown, what, sizeof what);
             rc = as_fail(err,
                          "%s was made with another config (%s); only added windows or L values "
-                         "can extend it: restore the config, or choose a new output",
-                         path, what);
+                         "can extend it: restore the config, resume with the one stored in the file "
+                         "(attnsweep run %s), or choose a new output",
+                         path, what, path);
         } else {
             *flags |= STORE_ALLOW_CONFIG_CHANGE;
         }
