@@ -72,7 +72,7 @@ for ln in lines:
 PY
 }
 for doc in README.md analysis/README.md; do
-  py=$SCRATCH/snippets-$(basename "$(dirname "$doc/x")").py
+  py=$SCRATCH/snippets-$(echo "$doc" | tr / -).py
   : > "$py"; echo 'import sys' >> "$py"
   n_py=0
   while IFS=$'\t' read -r tag line; do
