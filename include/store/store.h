@@ -255,6 +255,7 @@ typedef struct {
     int have_status_file; /* the fields below marked (status) are set */
     size_t total;         /* cells in the sweep; 0 when unknown */
     size_t done, failed;
+    size_t windows_done;  /* windows whose cells at every L of per_L are done */
     size_t in_flight;     /* (status) at the last update */
     store_progress_L *per_L;
     size_t n_L;

@@ -201,7 +201,7 @@ static int check_inputs(const as_config *cfg, as_err *err) {
     if (found && strcmp(old_sha, cfg->sha256)) {
         as_config_diff d;
         rc = config_diff(&d, old_text, cfg->canonical, err);
-        if (rc == 0 && d.verdict >= AS_DIFF_PATH) {
+        if (rc == 0 && (d.verdict == AS_DIFF_REFUSED || d.verdict == AS_DIFF_PATH)) {
             as_config_diff shown = d;
             shown.n = 0;
             for (size_t i = 0; i < d.n; i++)

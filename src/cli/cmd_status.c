@@ -18,10 +18,12 @@
 static void usage(FILE *out) {
     fprintf(out,
             "usage: attnsweep status OUT.h5\n\n"
-            "Tells how far the sweep writing OUT.h5 got, also while it runs: cells done of\n"
-            "total, failed, in flight, progress per context length L, the last update and\n"
-            "whether the writer looks alive. Reads OUT.h5.status and OUT.h5.journal (the\n"
-            "journal is the truth); without them it reads the status variable of OUT.h5.\n\n"
+            "Tells how far the sweep writing OUT.h5 got, also while it runs: windows done of\n"
+            "total (a window is done when every L of it is; the cells, one window at one L,\n"
+            "follow), failed, in flight, progress per context length L, the last update and\n"
+            "whether the writer is alive or dead (a killed run: run it again to resume).\n"
+            "Reads OUT.h5.status and OUT.h5.journal (the journal is the truth); without\n"
+            "them it reads the status variable of OUT.h5.\n\n"
             "exit status: 0 every cell done; 3 cells pending or failed (run again to resume);\n"
             "             1 error (nothing readable); 2 bad usage\n");
 }
@@ -62,18 +64,22 @@ int cmd_status(int argc, char **argv) {
         return AS_EXIT_ERROR;
     }
     size_t total = p.total, done = p.done, failed = p.failed, in_flight = p.in_flight;
-    if (total)
-        printf("%s: %zu/%zu cells done (%.1f%%), %zu failed, %zu in flight, %zu pending\n", path,
-               done, total, 100.0 * (double)done / (double)total, failed, in_flight,
-               total >= done + failed + in_flight ? total - done - failed - in_flight : 0);
+    size_t n_windows = p.n_L ? p.per_L[0].windows : 0, nL = p.n_L;
+    if (total && n_windows)
+        printf("%s: %zu/%zu windows done (%.1f%%); cells (window x L) %zu/%zu done, %zu failed,"
+               " %zu in flight\n",
+               path, p.windows_done, n_windows, 100.0 * (double)p.windows_done / (double)n_windows,
+               done, total, failed, in_flight);
     else
-        printf("%s: %zu cells done, %zu failed (total unknown: no status file)\n", path, done, failed);
+        printf("%s: %zu windows done (%zu cells), %zu cells failed (totals unknown: no status file)\n",
+               path, p.windows_done, done, failed);
     for (size_t i = 0; i < p.n_L; i++) {
         const store_progress_L *r = &p.per_L[i];
         if (r->windows)
-            printf("  L=%-6ld %zu/%zu done, %zu failed\n", (long)r->L, r->done, r->windows, r->failed);
+            printf("  L=%-6ld %zu/%zu windows done, %zu failed\n", (long)r->L, r->done, r->windows,
+                   r->failed);
         else
-            printf("  L=%-6ld %zu done, %zu failed\n", (long)r->L, r->done, r->failed);
+            printf("  L=%-6ld %zu windows done, %zu failed\n", (long)r->L, r->done, r->failed);
     }
     if (p.journal_missing)
         printf("journal %s is missing: the counts above are the HDF5 file's own, which only the "
@@ -81,18 +87,37 @@ int cmd_status(int argc, char **argv) {
                "restored\n", jpath);
     if (p.have_status_file) {
         double ago = (double)time(NULL) - p.updated_unix;
-        printf("last update %s (%.0f s ago), state %s, %.1f cells/hour in the last segment\n",
-               p.updated, ago, p.state, p.rate_cells_per_hour);
+        char when[96];
+        if (ago < 0)  /* the writer's clock runs ahead of this one (another node) */
+            snprintf(when, sizeof when, "just now; the writer's clock is %.0f s ahead of this host's", -ago);
+        else if (ago < 120)
+            snprintf(when, sizeof when, "%.0f s ago", ago);
+        else if (ago < 7200)
+            snprintf(when, sizeof when, "%.0f min ago", ago / 60);
+        else
+            snprintf(when, sizeof when, "%.1f h ago", ago / 3600);
+        printf("last update %s (%s), state %s, %.3g windows/hour in the last segment\n", p.updated,
+               when, p.state, nL ? p.rate_cells_per_hour / (double)nL : p.rate_cells_per_hour);
     } else {
         printf("no status file (%s)\n", spath);
     }
     lock_info li;
+    int running = p.have_status_file && !strcmp(p.state, "running");
     int alive = lock_in_use(lpath, &li);
     if (li.pid) {
         printf("writer: %s pid %ld on %s%s%s, since %s\n",
                alive == 1 ? "alive," : alive == 0 ? "DEAD (stale lock)," : "lock held by",
                li.pid, li.host, li.slurm_job_id[0] ? ", SLURM job " : "", li.slurm_job_id,
                li.started);
+        if (alive == 0 && (running || !p.have_status_file))
+            printf("writer is dead: the run was killed; run it again to resume (the next run takes "
+                   "over the lock)\n");
+        else if (alive < 0)
+            printf("writer: on another host, cannot tell from here whether it is alive (compare the "
+                   "last update)\n");
+    } else if (running) {
+        printf("writer: none (no lock file) although the state says running: the writer is dead; "
+               "run it again to resume\n");
     } else {
         printf("writer: none (no lock file)\n");
     }

@@ -261,6 +261,15 @@ static int progress_from_journal(const char *jpath, store_progress *p, as_err *e
         else if (cells[i].status == STORE_DONE) row->done++, p->done++;
         else if (cells[i].status == STORE_FAILED) row->failed++, p->failed++;
     }
+    /* windows with every L done: count done cells per window */
+    int32_t max_w = -1;
+    for (size_t i = 0; i < n; i++) if (cells[i].window > max_w) max_w = cells[i].window;
+    size_t *per_w = !rc && max_w >= 0 && p->n_L ? calloc((size_t)max_w + 1, sizeof *per_w) : NULL;
+    for (size_t i = 0; per_w && i < n; i++)
+        if (cells[i].status == STORE_DONE && cells[i].window >= 0) per_w[cells[i].window]++;
+    p->windows_done = 0;
+    for (int32_t w = 0; per_w && w <= max_w; w++) p->windows_done += per_w[w] >= p->n_L;
+    free(per_w);
     free(cells);
     return rc;
 }
@@ -303,6 +312,12 @@ static int progress_from_view(const char *path, store_progress *p, as_err *err) 
                     if (v == STORE_DONE) row->done++, p->done++;
                     else if (v == STORE_FAILED) row->failed++, p->failed++;
                 }
+            }
+            p->windows_done = 0;
+            for (size_t w = 0; !rc && w < dims[0]; w++) {
+                size_t k = 0;
+                for (size_t l = 0; l < dims[1]; l++) k += st[w * dims[1] + l] == STORE_DONE;
+                p->windows_done += k == dims[1];
             }
         }
         if (sd >= 0) H5Dclose(sd);

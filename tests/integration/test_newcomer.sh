@@ -33,8 +33,8 @@ run_line() {   # WHERE LINE
   echo "newcomer: [$1] $ $2"
   bash -c "$2" > cmd.out 2>&1
   local rc=$?
-  sed 's/^/    | /' cmd.out | tail -12
-  [ "$rc" = 0 ] || fail "[$1] exited $rc: $2"
+  if [ "$rc" != 0 ]; then sed 's/^/    | /' cmd.out; fail "[$1] exited $rc: $2"; fi
+  sed 's/^/    | /' cmd.out | tail -8
 }
 
 # 3. what the quick start printed
