@@ -36,6 +36,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.ticker  # noqa: E402,F401
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -46,6 +47,31 @@ PAPER_PLATEAU = (0.70, 0.85)       # docs/metrics.md sections 6 and 12, N >= 16
 PAPER_PLATEAU_FROM_N = 16
 PAPER_LOW_T = 0.1                  # docs/metrics.md sections 7 and 12: grad ~ 1/T below this T
 PAPER_GRAD_SLOPE = -1.0
+# What each figure redraws, named in its title (arXiv 2508.17821; the algorithms and sections
+# of the paper that define the experiment behind the figure).
+PAPER_FIGURE = {
+    "distance_vs_L": "paper: distance vs L, Alg. 1, sec. 2.1",
+    "distance_vs_N": "paper: distance vs N, Alg. 2, sec. 2.1",
+    "critical_N": "paper: critical N vs L, Alg. 3",
+    "separability": "paper: separability vs N, Alg. 4, sec. 2.2",
+    "gradient_vs_T": "paper: gradient vs T, Alg. 5, sec. 2.3",
+    "entropy_heatmap": "not in the paper: its entropy monitoring guideline",
+    "normalizers": "not in the paper",
+}
+
+
+def _title(ax, name, text, ds=None):
+    """Figure title: what is drawn, then the paper figure it redraws (_save adds the model)."""
+    ax.set_title(f"{text}\n({PAPER_FIGURE.get(name, '')})", fontsize=10)
+
+
+def _band(ax, x, lo, hi, color):
+    """Spread over windows: a shaded band plus error bars, so a thin band still shows."""
+    lo, hi = np.asarray(lo, float), np.asarray(hi, float)
+    ax.fill_between(x, lo, hi, color=color, alpha=0.3, lw=0)
+    mid = (lo + hi) / 2
+    ax.errorbar(x, mid, yerr=[mid - lo, hi - mid], fmt="none", ecolor=color, elinewidth=1,
+                capsize=3, alpha=0.9)
 
 
 def note(msg):
@@ -126,14 +152,13 @@ def fig_distance_vs_L(ds, opt, out_dir, fmt):
         ax.plot(L, result[key], style, color=color, label=label)
         if windows > 1:
             result[key + "_lo"], result[key + "_hi"] = _values(lo), _values(hi)
-            ax.fill_between(L, result[key + "_lo"], result[key + "_hi"], color=color, alpha=0.18,
-                            lw=0)
+            _band(ax, L, result[key + "_lo"], result[key + "_hi"], color)
     band = "mean ± std" if opt.band == "std" else "10-90%"
     title = f"Distance vs context length (N = {opt.N}"
     if opt.N != opt.N_requested:
         title += f", closest to {opt.N_requested}"
     title += f", T = {opt.T:g}, {opt.normalizer})"
-    ax.set_title(title, fontsize=10)
+    _title(ax, "distance_vs_L", title, ds)
     ax.set_xlabel("context length L")
     ax.set_ylabel("distance (mean over rows and heads)")
     ax.set_xscale("log", base=2)
@@ -157,14 +182,20 @@ def fig_distance_vs_N(ds, opt, out_dir, fmt):
     N = _values(ds["N"])
     result = {"N": N, "L": opt.L_max, "T": opt.T}
     fig, ax = plt.subplots(figsize=(6, 4.2))
-    for var, label, style in (("dist_true", "true", "-o"),
-                              ("dist_expect", "expectation (random I_N)", "-s"),
-                              ("dist_bound", "bound (reconstructed)", "--^")):
+    windows = int((ds["status"].sel(L=opt.L_max) == ar.STATUS_DONE).sum())
+    for i, (var, label, style) in enumerate((("dist_true", "true", "-o"),
+                                             ("dist_expect", "expectation (random I_N)", "-s"),
+                                             ("dist_bound", "bound (reconstructed)", "--^"))):
         key = var.replace("dist_", "")
-        result[key] = _values(_per_window_head_mean(cell[var]).mean("window", skipna=True))
-        ax.plot(N, result[key], style, label=label, ms=4)
-    ax.set_title(f"Distance vs top-N (L = {opt.L_max}, T = {opt.T:g}, {opt.normalizer})",
-                 fontsize=10)
+        per_window = _per_window_head_mean(cell[var])
+        result[key] = _values(per_window.mean("window", skipna=True))
+        ax.plot(N, result[key], style, label=label, ms=4, color=f"C{i}")
+        if windows > 1:
+            _, lo, hi = ar.window_spread(per_window, opt.band)
+            result[key + "_lo"], result[key + "_hi"] = _values(lo), _values(hi)
+            _band(ax, N, result[key + "_lo"], result[key + "_hi"], f"C{i}")
+    _title(ax, "distance_vs_N", f"Distance vs top-N (L = {opt.L_max}, T = {opt.T:g}, {opt.normalizer})"
+           + (f"; bands over {windows} windows" if windows > 1 else ""), ds)
     ax.set_xlabel("top-N")
     ax.set_ylabel("distance (mean over rows, heads, windows)")
     ax.set_yscale("log")
@@ -196,7 +227,11 @@ def fig_critical_N(ds, opt, out_dir, fmt):
     ax.plot(L, mean, "-D", color="C0", label="mean over windows")
     dense_L = np.geomspace(L.min(), L.max(), 50)
     ax.plot(dense_L, PAPER_CRIT_N_PER_L * dense_L, "k--", label="paper: 0.06 L")
-    ax.set_ylim(bottom=0)
+    # log-log: the reference 0.06 L is a straight line (slope 1) on these axes
+    ax.set_yscale("log", base=2)
+    top = np.nanmax(np.concatenate([PAPER_CRIT_N_PER_L * L, found.ravel(), [1.0]]))
+    ax.set_ylim(0.5, 2 * top)
+    ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
     for x, k in zip(L, none_found):
         if k:
             ax.annotate(f"{k} w: none", (x, 0), textcoords="offset points", xytext=(0, 4),
@@ -205,8 +240,8 @@ def fig_critical_N(ds, opt, out_dir, fmt):
     ax.set_xticks(L, [str(int(v)) for v in L])
     ax.set_xlabel("context length L")
     ax.set_ylabel(f"critical N (KS p > {ds.attrs.get('ks_alpha', '?')})")
-    ax.set_title(f"Critical top-N vs L (T = {opt.T:g}, {opt.normalizer}; "
-                 f"grid N <= {int(ds['N'].max())})", fontsize=10)
+    _title(ax, "critical_N", f"Critical top-N vs L (T = {opt.T:g}, {opt.normalizer}; "
+           f"grid N <= {int(ds['N'].max())})", ds)
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
     if not np.isfinite(found).any():
@@ -282,8 +317,8 @@ def fig_separability(ds, opt, out_dir, fmt):
     ax.set_xlabel("top-N")
     ax.set_ylabel("separability ratio N_s / N")
     ax.set_ylim(-0.03, 1.05)
-    ax.set_title(f"Geometric separability over heads (L = {opt.L_max}, T = {opt.T:g}, "
-                 f"{opt.normalizer})", fontsize=10)
+    _title(ax, "separability", f"Geometric separability over heads (L = {opt.L_max}, T = {opt.T:g}, "
+           f"{opt.normalizer})", ds)
     ax.legend(fontsize=8, loc="lower right", bbox_to_anchor=(1, 0.08))
     ax.grid(alpha=0.3, axis="y")
     result = {"N": N, "boxes": boxes, "sep_lower": lower, "sep_upper": upper, "L": opt.L_max,
@@ -302,10 +337,17 @@ def fig_gradient(ds, opt, out_dir, fmt):
     all_dims = ("window", "layer", "head")
     result = {"T": T, "L": opt.L_max, "eps": _values(ds["eps"]), "grad_fd": {}}
     fig, ax = plt.subplots(figsize=(6, 4.2))
+    result["grad_fd_max"] = {}
     for i, eps in enumerate(ds["eps"].values):
-        y = _values(cell["grad_fd"].sel(eps=eps).mean(all_dims, skipna=True))
+        fd = cell["grad_fd"].sel(eps=eps)
+        y = _values(fd.mean(all_dims, skipna=True))
+        # the paper's statistic: per head the mean over tokens (rows, in the file), then the
+        # maximum over heads; averaged over windows
+        y_max = _values(fd.max(("layer", "head"), skipna=True).mean("window", skipna=True))
         result["grad_fd"][float(eps)] = y
-        ax.plot(T, y, "-o", ms=4, color=f"C{i}", label=f"finite difference, eps = {eps:g}")
+        result["grad_fd_max"][float(eps)] = y_max
+        ax.plot(T, y_max, "-o", ms=4, color=f"C{i}", label=f"max over heads, eps = {eps:g} (paper)")
+        ax.plot(T, y, ":", lw=1.2, color=f"C{i}", label=f"mean over heads, eps = {eps:g}")
     result["grad_exact"] = _values(cell["grad_exact"].mean(all_dims, skipna=True))
     if np.isfinite(result["grad_exact"]).any():
         ax.plot(T, result["grad_exact"], "-", color="k", lw=1.5, label="exact Jacobian norm")
@@ -314,11 +356,11 @@ def fig_gradient(ds, opt, out_dir, fmt):
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel(f"temperature T (on {ds.attrs.get('logits', 'raw')} logits)")
-    ax.set_ylabel("gradient norm (mean over rows, heads, windows)")
+    ax.set_ylabel("gradient norm (token mean; max or mean over heads)")
     ax.axvline(opt.T, color="0.6", lw=0.8, ls=":")
-    ax.set_title(f"Gradient sensitivity vs temperature (L = {opt.L_max}, {opt.normalizer})",
-                 fontsize=10)
-    ax.legend(fontsize=8)
+    _title(ax, "gradient_vs_T", f"Gradient sensitivity vs temperature (L = {opt.L_max}, {opt.normalizer})",
+           ds)
+    ax.legend(fontsize=7, ncol=1)
     ax.grid(alpha=0.3, which="both")
     result["path"] = _save(fig, opt, out_dir, "gradient_vs_T", fmt)
     return result
@@ -332,20 +374,29 @@ def fig_entropy_heatmap(ds, opt, out_dir, fmt):
     if not np.isfinite(grid).any():
         note("entropy_heatmap skipped: no finished cell at the longest L")
         return None
-    fig, ax = plt.subplots(figsize=(max(4, 0.5 * grid.shape[1] + 2), max(3, 0.4 * grid.shape[0] + 1.5)))
+    n_layer, n_head = grid.shape
+    # ~0.55 inch per cell while numbers are written in the cells (up to 16 x 16), else ~0.3
+    # inch, capped so 48 layers x 25 heads still fit a page; labels thin out to every k-th
+    numbers = n_layer <= 16 and n_head <= 16
+    cell_in = 0.55 if numbers else 0.3
+    fig, ax = plt.subplots(figsize=(min(16, max(5, cell_in * n_head + 2.5)),
+                                    min(16, max(3.5, cell_in * n_layer + 1.5))))
     image = ax.imshow(grid, aspect="auto", cmap="viridis", vmin=0, vmax=1, origin="upper")
     fig.colorbar(image, ax=ax, label="normalized entropy H / ln n")
-    if grid.size <= 200:  # GPT-2 small has 144 heads: numbers still fit
+    if numbers:
         for (row, col), value in np.ndenumerate(grid):
             if np.isfinite(value):
-                ax.text(col, row, f"{value:.2f}", ha="center", va="center", color="w",
-                        fontsize=8 if grid.size <= 64 else 5)
-    ax.set_xticks(range(grid.shape[1]), [str(int(h)) for h in ds["head"].values])
-    ax.set_yticks(range(grid.shape[0]), [str(int(l)) for l in ds["layer"].values])
+                ax.text(col, row, f"{value:.2f}", ha="center", va="center",
+                        color="k" if value > 0.6 else "w", fontsize=7)
+    step_x = max(1, int(np.ceil(n_head / 26)))
+    step_y = max(1, int(np.ceil(n_layer / 26)))
+    heads, layers = ds["head"].values, ds["layer"].values
+    ax.set_xticks(range(0, n_head, step_x), [str(int(h)) for h in heads[::step_x]], fontsize=8)
+    ax.set_yticks(range(0, n_layer, step_y), [str(int(l)) for l in layers[::step_y]], fontsize=8)
     ax.set_xlabel("head")
     ax.set_ylabel("layer")
-    ax.set_title(f"Attention entropy (L = {opt.L_max}, T = {opt.T:g}, {opt.normalizer})",
-                 fontsize=10)
+    _title(ax, "entropy_heatmap", f"Attention entropy per head (L = {opt.L_max}, T = {opt.T:g}, {opt.normalizer})",
+           ds)
     return {"entropy_norm": grid, "path": _save(fig, opt, out_dir, "entropy_heatmap", fmt)}
 
 
@@ -368,13 +419,13 @@ def fig_normalizers(ds, opt, out_dir, fmt):
         right.plot(result["T"], grad, "-o", ms=4, color=f"C{i}", label=name)
     left.set_xlabel("top-N")
     left.set_ylabel("separability ratio (mean)")
-    left.set_title(f"Separability by normalizer (L = {opt.L_max}, T = {opt.T:g})", fontsize=10)
+    _title(left, "normalizers", f"Separability by normalizer (L = {opt.L_max}, T = {opt.T:g})", ds)
     left.set_ylim(-0.03, 1.05)
     right.set_xscale("log")
     right.set_yscale("log")
     right.set_xlabel("temperature T")
     right.set_ylabel(f"grad_fd (eps = {eps:g}, mean)")
-    right.set_title(f"Gradient sensitivity by normalizer (L = {opt.L_max})", fontsize=10)
+    _title(right, "normalizers", f"Gradient sensitivity by normalizer (L = {opt.L_max})")
     for ax in (left, right):
         ax.legend(fontsize=8)
         ax.grid(alpha=0.3, which="both")
@@ -400,10 +451,29 @@ def loglog_slope(x, y):
     return float(np.polyfit(np.log(x[keep]), np.log(y[keep]), 1)[0])
 
 
+# When a number "agrees" with the paper's (the verdict column of summary.csv):
+VERDICT_RULES = {
+    "critical N / L": (0.03, 0.12),        # the paper's ~0.06, within a factor of 2
+    "separability plateau": PAPER_PLATEAU,  # inside the paper's 0.70-0.85
+    "grad_fd log-log slope": (-1.3, -0.7),  # the paper's ~ -1, within 0.3
+    "grad_fd fall over T>=1": (30.0, 300.0),  # the paper's ~100x, within a factor of ~3
+}
+
+
+def verdict(quantity, value):
+    """'agrees' / 'differs' with the paper, or 'n.a.' (no number, or the paper has none)."""
+    rule = VERDICT_RULES.get(quantity)
+    if rule is None or value is None or not np.isfinite(value):
+        return "n.a."
+    return "agrees" if rule[0] <= value <= rule[1] else "differs"
+
+
 def headline(ds, opt):
-    """Rows (quantity, where, ours, paper) of the summary table."""
+    """Rows (quantity, where, ours, paper, verdict) of the summary table; the first row
+    names the model (a verdict against the paper means little unless it is GPT-2)."""
     rows = [("model", str(ds.attrs.get("model_dir", "?")).rstrip("/").split("/")[-1],
-             model_kind_text(ds), "GPT-2 small")]
+             model_kind_text(ds), "GPT-2 small",
+             "agrees" if str(ds.attrs.get("model_kind", "")) == "gpt2" else "differs")]
     crit = ds["crit_N"].sel(T=opt.T, normalizer=opt.normalizer)
     for L in ds["L"].values:
         c = _values(crit.sel(L=L))
@@ -411,8 +481,11 @@ def headline(ds, opt):
         found = c[c >= 0]
         ours = (f"{np.mean(found) / L:.3f}" if found.size else "none") + \
                f" ({found.size}/{c.size} windows found)"
+        # no window found a critical N in the grid: it differs (unless no cell is done)
+        v = verdict("critical N / L", float(np.mean(found) / L)) if found.size else \
+            ("differs" if c.size else "n.a.")
         rows.append(("critical N / L", f"L={int(L)}, T={opt.T:g}", ours,
-                     f"~{PAPER_CRIT_N_PER_L}"))
+                     f"~{PAPER_CRIT_N_PER_L}", v))
     N = ds["N"].values
     plateau_N = N[N >= PAPER_PLATEAU_FROM_N]
     where = f"N>={PAPER_PLATEAU_FROM_N}"
@@ -420,9 +493,11 @@ def headline(ds, opt):
         plateau_N = N[len(N) // 2:]
         where = f"N>={int(plateau_N.min())} (upper half; grid max {int(N.max())})"
     sep = ds["sep_ratio"].sel(L=opt.L_max, T=opt.T, normalizer=opt.normalizer, N=plateau_N)
+    plateau = float(sep.mean(skipna=True))
     rows.append(("separability plateau", f"{where}, L={opt.L_max}, T={opt.T:g}",
-                 f"{float(sep.mean(skipna=True)):.3f}",
-                 f"{PAPER_PLATEAU[0]:.2f}-{PAPER_PLATEAU[1]:.2f}"))
+                 f"{plateau:.3f}",
+                 f"{PAPER_PLATEAU[0]:.2f}-{PAPER_PLATEAU[1]:.2f}",
+                 verdict("separability plateau", plateau)))
     T = _values(ds["T"])
     low = T < PAPER_LOW_T
     grad = ds["grad_fd"].sel(L=opt.L_max, normalizer=opt.normalizer).mean(
@@ -431,16 +506,16 @@ def headline(ds, opt):
         y = _values(grad.sel(eps=eps))
         slope = loglog_slope(T[low], y[low]) if low.sum() >= 2 else float("nan")
         rows.append(("grad_fd log-log slope", f"T<{PAPER_LOW_T:g} ({int(low.sum())} T), eps={eps:g}",
-                     f"{slope:.3f}", f"~{PAPER_GRAD_SLOPE:g}"))
+                     f"{slope:.3f}", f"~{PAPER_GRAD_SLOPE:g}", verdict("grad_fd log-log slope", slope)))
         high = T >= 1
         if high.sum() >= 2:
             # not a paper number: where our T convention puts the 1/T regime (a -> uniform)
             rows.append(("grad_fd log-log slope", f"T>=1 ({int(high.sum())} T), eps={eps:g}",
-                         f"{loglog_slope(T[high], y[high]):.3f}", "(not reported)"))
+                         f"{loglog_slope(T[high], y[high]):.3f}", "(not reported)", "n.a."))
             first, last = y[high][0], y[high][-1]
             drop = first / last if last > 0 else float("nan")
             rows.append(("grad_fd fall over T>=1", f"T={T[high][0]:g} -> {T[high][-1]:g}, eps={eps:g}",
-                         f"{drop:.3g}x", "~100x"))
+                         f"{drop:.3g}x", "~100x", verdict("grad_fd fall over T>=1", drop)))
     return rows
 
 
@@ -448,18 +523,20 @@ def write_summary(rows, out_dir):
     path = os.path.join(out_dir, "summary.csv")
     with open(path, "w", newline="") as f:
         writer = csv.writer(f)
-        writer.writerow(("quantity", "where", "ours", "paper"))
+        writer.writerow(HEADER)
         writer.writerows(rows)
     return path
+
+
+HEADER = ("quantity", "where", "ours", "paper", "verdict")
 
 
 def print_summary(rows):
     model = [r for r in rows if r[0] == "model"]
     if model:
         print(f"Headline numbers from {model[0][2]} ({model[0][1]}):")
-    widths = [max(len(str(r[i])) for r in rows + [("quantity", "where", "ours", "paper")])
-              for i in range(4)]
-    for r in [("quantity", "where", "ours", "paper")] + rows:
+    widths = [max(len(str(r[i])) for r in rows + [HEADER]) for i in range(len(HEADER))]
+    for r in [HEADER] + rows:
         print("  ".join(str(v).ljust(w) for v, w in zip(r, widths)))
 
 

@@ -9,6 +9,7 @@ values left in place) checks the masking.
 usage: test_analysis.py ATTNSWEEP MODEL_DIR SCRATCH
 """
 import csv
+import warnings
 import os
 import re
 import shutil
@@ -211,6 +212,12 @@ def test_figures(path, out_dir, label):
     for ie, eps in enumerate(v["eps"]):
         want = nanmean(ref.metric("grad_fd")[:, iL, :, ie, isoft], (0, 2, 3))
         close(fig["grad_fd"][float(eps)], want, f"{label}: grad_fd eps={eps:g} = file mean")
+        # the paper's statistic: max over heads of the token mean, then the window mean
+        g = ref.metric("grad_fd")[:, iL, :, ie, isoft]
+        with np.errstate(invalid="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            want_max = np.nanmean(np.nanmax(g, axis=(2, 3)), axis=0)
+        close(fig["grad_fd_max"][float(eps)], want_max, f"{label}: grad_fd eps={eps:g} max over heads")
     for key in ("grad_exact", "grad_bound"):
         close(fig[key], nanmean(ref.metric(key)[:, iL, :, isoft], (0, 2, 3)),
               f"{label}: {key} = file mean")
@@ -250,9 +257,13 @@ def test_figures(path, out_dir, label):
            if q == "grad_fd log-log slope" and w.startswith("T>=1") and "eps=0.001" in w]
     check(len(got) == 1 and abs(float(got[0]) - slope) < 1e-3,
           f"{label}: high-T slope {got} = {slope:.4f}")
+    check(all(r[4] in ("agrees", "differs", "n.a.") for r in drawn["summary"]),
+          f"{label}: verdicts {[r[4] for r in drawn['summary']]}")
+    check(drawn["summary"][0][0] == "model" and drawn["summary"][0][2] != "GPT-2",
+          f"{label}: the summary says the tiny model is not GPT-2: {drawn['summary'][0]}")
     with open(drawn["summary_path"]) as f:
         table = list(csv.reader(f))
-    check(table[0] == ["quantity", "where", "ours", "paper"] and len(table) == len(drawn["summary"]) + 1,
+    check(table[0] == ["quantity", "where", "ours", "paper", "verdict"] and len(table) == len(drawn["summary"]) + 1,
           f"{label}: summary.csv has the table")
 
     # the images: present, non-trivial, not blank
