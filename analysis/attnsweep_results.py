@@ -179,7 +179,13 @@ def provenance_segments(path):
             if vals.dtype.kind in "OS":
                 vals = [v.decode() if isinstance(v, bytes) else str(v) for v in vals]
             cols[key] = vals
-    return pd.DataFrame(cols)
+    df = pd.DataFrame(cols)
+    # start / end as readable UTC times (the file holds seconds since the epoch; NaN: the
+    # segment never ended, e.g. it was killed)
+    for key in ("start", "end"):
+        if key in df and df[key].dtype.kind == "f":
+            df[key] = pd.to_datetime(df[key], unit="s", utc=True).dt.round("s")
+    return df
 
 
 def main(argv=None):

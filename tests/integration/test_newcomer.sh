@@ -31,7 +31,7 @@ grep -q '^model = "\.\./models/' results/quickstart.cfg || fail "results/quickst
 
 run_line() {   # WHERE LINE
   echo "newcomer: [$1] $ $2"
-  bash -c "$2" > cmd.out 2>&1
+  bash -c "$2" > cmd.out 2>&1 < /dev/null   # never the loop's input
   local rc=$?
   if [ "$rc" != 0 ]; then sed 's/^/    | /' cmd.out; fail "[$1] exited $rc: $2"; fi
   sed 's/^/    | /' cmd.out | tail -8
