@@ -90,6 +90,24 @@ for doc in README.md analysis/README.md; do
   fi
 done
 
+# what the README promises around the extension, and make-sbatch's refusals before the queue
+expect_fail() {   # PATTERN CMD...: exit 1, one stderr line matching PATTERN
+  local pat=$1; shift
+  "$@" > cmd.out 2> cmd.err < /dev/null; local rc=$?
+  [ "$rc" = 1 ] && grep -qF -- "$pat" cmd.err || fail "'$*' exited $rc, want 1 with '$pat': $(cat cmd.err)"
+  echo "newcomer: refused as documented: $(grep -F -- "$pat" cmd.err | head -1 | cut -c1-160)"
+}
+expect_fail "windows.count (refused: stored 4, now 2)" mpirun -np 2 --oversubscribe build/attnsweep run results/quickstart.cfg
+expect_fail "more than the sweep's 4 windows" jobs/make-sbatch.sh results/quickstart.h5 -N 1 -n 2 -t 10 --shards 5 --dry-run
+expect_fail "the windows need" jobs/make-sbatch.sh results/quickstart.h5 -N 1 -n 2 -t 10 --dry-run -- --set windows.count=1000
+build/attnsweep help plan | grep -q -- "--check" || fail "attnsweep help plan does not document --check"
+build/attnsweep --version | grep -q "^attnsweep " || fail "attnsweep --version"
+for s in jobs/*.sh; do
+  [ -x "$s" ] || continue
+  "$s" --help > cmd.out 2>&1 || fail "$s --help exited $?"
+  ! grep -qE '^(set |here=|prog=|\. )' cmd.out || fail "$s --help prints source lines: $(tail -3 cmd.out)"
+done
+
 # 5. plan against the quick start's measured CPU time per window
 est=$(build/attnsweep plan results/quickstart.cfg | sed -n 's/^time *\([0-9.]*\) \(s\|min\) per window.*/\1 \2/p')
 meas=$(sed -n 's/.*per window.*cpu: forward \([0-9.]*\), metrics \([0-9.]*\).*/\1 \2/p' qs.log | head -1)
