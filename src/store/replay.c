@@ -141,6 +141,10 @@ int st_replay_journal(store *s, as_err *err) {
             }
             if (!compact) s->full_bytes += r.payload_len;
             s->status[c] = (uint8_t)(r.status == STORE_DONE ? STORE_DONE : STORE_FAILED);
+            /* cells_done of a segment killed before its end record: its commits, counted
+             * (an end record, when there is one, sets the same count itself) */
+            if (r.status == STORE_DONE && s->n_segs && isnan(s->segs[s->n_segs - 1].end))
+                s->segs[s->n_segs - 1].cells_done++;
             s->wall_time[c] = r.wall_time;
             s->rank[c] = r.rank;
             s->last_commit[c] = r;

@@ -344,6 +344,31 @@ int main(void) {
         CHECK(done[0] == 3 && done[1] == 1 && done[5] == 1, "cells per segment %d %d %d", done[0], done[1], done[5]);
         H5Sclose(sp), H5Dclose(d), H5Fclose(f);
     }
+    /* A segment killed after a durable commit (no end record) still counts its cells. */
+    child = fork();
+    if (child == 0) {
+        as_err e;
+        store *c = store_open(OUT, &ax, &prov, STORE_RESUME, 0, &e);
+        if (!c || commit_one(c, 1, 0, &e)) _exit(1);
+        _exit(0); /* no close: like SIGKILL after the fsync */
+    }
+    waitpid(child, &wst, 0);
+    CHECK(WIFEXITED(wst) && WEXITSTATUS(wst) == 0, "killed child committed");
+    s = store_open(OUT, &ax, &prov, STORE_RESUME, 0, &err);
+    CHECK(s != NULL, "resume after the killed segment: %s", err.msg);
+    if (s) store_close(s, "finished", &err);
+    {
+        hid_t f = H5Fopen(OUT, H5F_ACC_RDONLY, H5P_DEFAULT);
+        hid_t d = H5Dopen2(f, "provenance/cells_done", H5P_DEFAULT);
+        hid_t e = H5Dopen2(f, "provenance/end", H5P_DEFAULT);
+        int32_t done[16] = {0};
+        double end[16] = {0};
+        H5Dread(d, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, done);
+        H5Dread(e, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, end);
+        CHECK(done[6] == 1 && end[6] != end[6], "killed segment: cells_done %d (want 1), end NaN", done[6]);
+        CHECK(done[2] == 0, "crashed child's torn commit is not counted: %d", done[2]);
+        H5Dclose(e), H5Dclose(d), H5Fclose(f);
+    }
 
     /* --- a changed config is refused unless allowed; files unchanged --- */
     long long jsize = file_size(JPATH), hsize = file_size(OUT);
