@@ -18,9 +18,19 @@ SCRATCH=${2:-$(mktemp -d /tmp/attnsweep-newcomer.XXXXXX)}
 fail() { echo "FAIL: $*" >&2; exit 1; }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 MPLBACKEND=Agg
 rm -rf "$SCRATCH/clone"; mkdir -p "$SCRATCH"
-git clone -q "$REPO" "$SCRATCH/clone" || fail "git clone $REPO"
-cd "$SCRATCH/clone" || fail "cd"
-echo "newcomer: clone of $(git log -1 --format='%h %s')"
+if git -C "$REPO" rev-parse --git-dir > /dev/null 2>&1; then
+  git clone -q "$REPO" "$SCRATCH/clone" || fail "git clone $REPO"
+  [ -z "$(git -C "$REPO" status --porcelain --untracked-files=no)" ] ||
+    echo "newcomer: note: $REPO has uncommitted changes; the clone tests the last commit"
+  cd "$SCRATCH/clone" || fail "cd"
+  echo "newcomer: clone of $(git log -1 --format='%h %s')"
+else   # a source tree without git (a tarball): copy it, without what a build or a run left
+  mkdir -p "$SCRATCH/clone" &&
+    tar -C "$REPO" --exclude=./build --exclude=./results --exclude=./models --exclude=./data -cf - . |
+    tar -C "$SCRATCH/clone" -xf - || fail "copy $REPO"
+  cd "$SCRATCH/clone" || fail "cd"
+  echo "newcomer: copy of $REPO (not a git checkout)"
+fi
 
 # 2. the quick start
 t0=$(date +%s)
