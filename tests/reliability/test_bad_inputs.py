@@ -758,7 +758,7 @@ def cases_issue12():
     good_output(d)
     m2 = model_copy(d)
     config(d, model=m2, windows="{ count = 3; offset = 0; stride = 64; }")
-    expect_fail("extend_with_moved_model", ["run", "a.cfg"], d, ["out.h5", "model (path moved)"])
+    expect_fail("extend_with_moved_model", ["run", "a.cfg"], d, ["out.h5", "model (path moved: stored "])
 
     # 12.2: inputs rewritten in place, on a resume and on an extension
     d = case_dir("i12_tokens_rewritten")
