@@ -86,8 +86,11 @@ int cmd_status(int argc, char **argv) {
                "journal can confirm; `attnsweep run` refuses this output until the journal is "
                "restored\n", jpath);
     if (p.have_status_file) {
-        double ago = (double)time(NULL) - p.updated_unix;
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME, &now);
+        double ago = (double)now.tv_sec + 1e-9 * (double)now.tv_nsec - p.updated_unix;
         char when[96];
+        if (ago > -2 && ago < 0) ago = 0; /* rounding, not clock skew */
         if (ago < 0)  /* the writer's clock runs ahead of this one (another node) */
             snprintf(when, sizeof when, "just now; the writer's clock is %.0f s ahead of this host's", -ago);
         else if (ago < 120)

@@ -185,14 +185,14 @@ def damaged_resume(name, damage):
           f"{name}: /provenance/note of the resuming segment names the damage: {notes}")
     # the damage stays in the file and is found again, but nothing is recomputed
     p = cli(["run", "a.cfg"], d, WHOLE)
-    check(p.returncode == 0 and "damaged record" in p.stderr and "(9 before this run)" in p.stderr,
+    check(p.returncode == 0 and "damaged record" in p.stderr and "9 before this run)" in p.stderr,
           f"{name}: third run: exit {p.returncode}: {p.stderr[-400:]!r}")
     # compaction (the default) rewrites the journal without the damaged bytes
     p = cli(["run", "a.cfg"], d)
-    check(p.returncode == 0 and "(9 before this run)" in p.stderr, f"{name}: compacting run: "
+    check(p.returncode == 0 and "9 before this run)" in p.stderr, f"{name}: compacting run: "
           f"exit {p.returncode}: {p.stderr[-400:]!r}")
     p = cli(["run", "a.cfg"], d)
-    check(p.returncode == 0 and "damaged record" not in p.stderr and "(9 before this run)" in p.stderr,
+    check(p.returncode == 0 and "damaged record" not in p.stderr and "9 before this run)" in p.stderr,
           f"{name}: after compaction the damage is gone: {p.stderr[-400:]!r}")
     check(all(r[5] == 16 for r in records(jpath) if r[1] == JR_COMMIT),
           f"{name}: every commit compacted (16-byte digests)")
@@ -345,8 +345,9 @@ def case_status_no_journal():
     s = cli(["status", "out.h5"], d)
     lines = s.stdout.splitlines()
     per_L = [l for l in lines if l.strip().startswith("L=")]
-    check(lines and "9/9 cells done" in lines[0], f"status total: {s.stdout!r}")
-    check(len(per_L) == 3 and all("3/3 done" in l for l in per_L),
+    check(lines and "3/3 windows done" in lines[0] and "cells (window x L) 9/9 done" in lines[0],
+          f"status total: {s.stdout!r}")
+    check(len(per_L) == 3 and all("3/3 windows done" in l for l in per_L),
           f"status L lines agree with the total: {per_L}")
     check("journal" in s.stdout and "missing" in s.stdout, f"status says the journal is missing: {s.stdout!r}")
 
@@ -389,7 +390,7 @@ def case_compact_killed():
             p = cli(["run", "a.cfg"], d)
             check(p.returncode == 0, f"{name}: resume exit {p.returncode}: {p.stderr[-300:]}")
             if when == "close":
-                check("(9 before this run)" in p.stderr, f"{name}: all 9 cells kept: {p.stderr[-300:]!r}")
+                check("9 before this run)" in p.stderr, f"{name}: all 9 cells kept: {p.stderr[-300:]!r}")
             att = attempts_by_cell(f"{d}/out.h5")
             check(all(n == 1 for n in att.values()), f"{name}: no cell computed twice: {att}")
             same_values(reference(), f"{d}/out.h5", f"{name}: resumed file vs undisturbed run")
