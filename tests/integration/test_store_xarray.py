@@ -149,12 +149,12 @@ def main():
 
     if attnsweep:
         r = subprocess.run([attnsweep, "status", out], capture_output=True, text=True)
-        check(r.returncode == 3 and "4/6 cells done" in r.stdout and "1 failed" in r.stdout,
+        check(r.returncode == 3 and "1/3 windows done" in r.stdout and "cells (window x L) 4/6 done, 1 failed" in r.stdout,
               f"status command: rc {r.returncode}: {r.stdout} {r.stderr}")
         for side in [".journal", ".status"]:
             os.unlink(out + side)
         r = subprocess.run([attnsweep, "status", out], capture_output=True, text=True)
-        check(r.returncode == 3 and "4/6 cells done" in r.stdout,
+        check(r.returncode == 3 and "cells (window x L) 4/6 done" in r.stdout,
               f"status from HDF5 only: rc {r.returncode}: {r.stdout} {r.stderr}")
 
     shutil.rmtree(work, ignore_errors=True)
