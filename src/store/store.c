@@ -369,7 +369,15 @@ store *store_open(const char *path, const store_axes *axes, const store_provenan
         s->torn = (long long)torn;
         s->jhdr = got;
         if (describe_damage(s, err)) goto fail;
-        if (memcmp(got.layout, want.layout, sizeof want.layout) || got.payload_bytes != want.payload_bytes) {
+        if (!memcmp(got.layout, want.layout, sizeof want.layout) && got.payload_bytes != want.payload_bytes) {
+            /* same axes, other variables: written by an attnsweep with another set of results */
+            as_fail(err, "%s: written by a version of attnsweep that stores other variables "
+                    "(%llu bytes per cell, this one %llu); finish it with that version or use a new "
+                    "output", s->journal_path, (unsigned long long)got.payload_bytes,
+                    (unsigned long long)want.payload_bytes);
+            goto fail;
+        }
+        if (memcmp(got.layout, want.layout, sizeof want.layout)) {
             as_fail(err, "%s: written with N,T,eps,normalizer,layer,head sizes %llu,%llu,%llu,%llu,"
                     "%llu,%llu; the config now gives %zu,%zu,%zu,%zu,%zu,%zu (only windows and L "
                     "may grow); use a new output", s->journal_path,

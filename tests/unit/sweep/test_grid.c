@@ -93,11 +93,11 @@ static void test_cells(void) {
     CHECK(grid_cell_cost(&g, grid_cell_index(&g, 0, 3)) > grid_cell_cost(&g, grid_cell_index(&g, 0, 0)),
           "longer L costs more");
 
-    /* block size: cellresult.h's shapes, counted by hand */
+    /* block size: cellresult.h's shapes, counted by hand (8 per-N variables with sep_marginal) */
     size_t H = c.axes.nNorm * c.axes.nLayers * c.axes.nHeads, nN = 2, nT = 1, nE = 3, nZ = 1;
-    size_t want = 7 * nN * nT * H + 4 * nT * H + nT * nE * H + 2 * nN * nT * nZ + nT * nZ + 2;
+    size_t want = 8 * nN * nT * H + 4 * nT * H + nT * nE * H + 2 * nN * nT * nZ + nT * nZ + 2;
     CHECK(grid_block_doubles(&c) == want, "block doubles %zu want %zu", grid_block_doubles(&c), want);
-    double want_out = (double)g.n_cells * (4.0 * (7 * nN * nT * H + 4 * nT * H + nT * nE * H + nT * nZ) +
+    double want_out = (double)g.n_cells * (4.0 * (8 * nN * nT * H + 4 * nT * H + nT * nE * H + nT * nZ) +
                                            8.0 * 2 * nN * nT * nZ + 17.0);
     double out = grid_output_bytes(&g);
     CHECK(out >= want_out && out < want_out + 4096, "output bytes %.0f vs cells-only %.0f", out, want_out);
