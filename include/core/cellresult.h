@@ -8,13 +8,13 @@
  * (rows_used, crit_N) are stored as exact doubles in the block.
  *
  * Variable shapes inside the block, C order (last index fastest):
- *   per_N vars  [nN][nT][nNorm][nLayer][nHead]   dist_true dist_bound dist_expect
+ *   per_N vars  [n_N][n_T][n_norm][n_layer][n_head]   dist_true dist_bound dist_expect
  *                                                sep_ratio sep_lower sep_upper sep_marginal
  *                                                rows_used
- *   per_T vars  [nT][nNorm][nLayer][nHead]       entropy entropy_norm grad_exact grad_bound
- *   grad_fd     [nT][nEps][nNorm][nLayer][nHead]
- *   ks vars     [nN][nT][nNorm]                  ks_stat ks_pvalue
- *   crit_N      [nT][nNorm]
+ *   per_T vars  [n_T][n_norm][n_layer][n_head]       entropy entropy_norm grad_exact grad_bound
+ *   grad_fd     [n_T][n_eps][n_norm][n_layer][n_head]
+ *   ks vars     [n_N][n_T][n_norm]                  ks_stat ks_pvalue
+ *   crit_N      [n_T][n_norm]
  * followed by the bookkeeping scalars wall_time (seconds) and rank. */
 #ifndef ATTNSWEEP_CELLRESULT_H
 #define ATTNSWEEP_CELLRESULT_H
@@ -36,15 +36,15 @@ typedef enum { CR_SHAPE_PER_N, CR_SHAPE_PER_T, CR_SHAPE_PER_T_EPS, CR_SHAPE_KS,
                CR_SHAPE_CRIT, CR_SHAPE_SCALAR } cr_shape;
 
 typedef struct {
-    size_t nN, nT, nEps, nNorm, nLayer, nHead;
+    size_t n_N, n_T, n_eps, n_norm, n_layer, n_head;
     size_t offset[CR_NVARS]; /* where each variable starts in the block */
     size_t count[CR_NVARS];  /* how many doubles it holds */
     size_t total;            /* doubles in the whole block */
 } cr_layout;
 
 /* Fills the offsets for the given axis sizes. */
-void cr_layout_init(cr_layout *lay, size_t nN, size_t nT, size_t nEps, size_t nNorm,
-                    size_t nLayer, size_t nHead);
+void cr_layout_init(cr_layout *lay, size_t n_N, size_t n_T, size_t n_eps, size_t n_norm,
+                    size_t n_layer, size_t n_head);
 
 /* Name in the results file ("dist_true", ...), and which shape it has. */
 const char *cr_var_name(cr_var v);
@@ -53,21 +53,21 @@ cr_shape cr_var_shape(cr_var v);
 /* Index helpers into the block (no bounds checks: the caller owns the loops). */
 static inline size_t cr_at_per_n(const cr_layout *y, cr_var v, size_t n, size_t t, size_t z,
                                  size_t l, size_t h) {
-    return y->offset[v] + (((n * y->nT + t) * y->nNorm + z) * y->nLayer + l) * y->nHead + h;
+    return y->offset[v] + (((n * y->n_T + t) * y->n_norm + z) * y->n_layer + l) * y->n_head + h;
 }
 static inline size_t cr_at_per_t(const cr_layout *y, cr_var v, size_t t, size_t z, size_t l,
                                  size_t h) {
-    return y->offset[v] + ((t * y->nNorm + z) * y->nLayer + l) * y->nHead + h;
+    return y->offset[v] + ((t * y->n_norm + z) * y->n_layer + l) * y->n_head + h;
 }
 static inline size_t cr_at_grad_fd(const cr_layout *y, size_t t, size_t e, size_t z, size_t l,
                                    size_t h) {
-    return y->offset[CR_GRAD_FD] + (((t * y->nEps + e) * y->nNorm + z) * y->nLayer + l) * y->nHead + h;
+    return y->offset[CR_GRAD_FD] + (((t * y->n_eps + e) * y->n_norm + z) * y->n_layer + l) * y->n_head + h;
 }
 static inline size_t cr_at_ks(const cr_layout *y, cr_var v, size_t n, size_t t, size_t z) {
-    return y->offset[v] + (n * y->nT + t) * y->nNorm + z;
+    return y->offset[v] + (n * y->n_T + t) * y->n_norm + z;
 }
 static inline size_t cr_at_crit(const cr_layout *y, size_t t, size_t z) {
-    return y->offset[CR_CRIT_N] + t * y->nNorm + z;
+    return y->offset[CR_CRIT_N] + t * y->n_norm + z;
 }
 
 #endif

@@ -33,6 +33,6 @@ double ks_pvalue_exact(size_t n1, size_t n2, uint64_t H, double *scratch);
 
 /* Algorithm 3: the smallest N[i] whose pvalue[i] > alpha (NaN never qualifies); -1 if none.
  * N may be in any order. */
-int32_t ks_critical_n(const int32_t *N, const double *pvalue, size_t nN, double alpha);
+int32_t ks_critical_n(const int32_t *N, const double *pvalue, size_t n_N, double alpha);
 
 #endif

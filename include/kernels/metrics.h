@@ -54,7 +54,7 @@
  *  - NaN in the visible logits or vectors is not trapped: it propagates into that head's
  *    means (ks.h then drops that head from the sample).
  *
- * Method and cost (n = row length, K = min(max N, n-1), d = dim, nT temperatures, nZ
+ * Method and cost (n = row length, K = min(max N, n-1), d = dim, n_T temperatures, nZ
  * normalizers, nE eps values):
  *  - one Gram matrix G = X X^T per head in DOUBLE (X converted to double, cblas_dsyrk,
  *    O(L^2 d)); distances come from ||a_i x_i - s||^2 = a_i^2 G_ii - 2 a_i c_i + ||s||^2
@@ -67,14 +67,14 @@
  *  - per row: top-K selection O(n + K log K) once (T-independent); d1, m for every N by a
  *    running max over the added selected column, O(K n) once per row, fused into the first
  *    row block of the c update below (the same G rows, read once).
- *  - per (row, normalizer), all T at once: the weights of every T form A [nT][n]; c (for x)
+ *  - per (row, normalizer), all T at once: the weights of every T form A [n_T][n]; c (for x)
  *    and c^y (for y = x/|x|) of every T are updated together as N walks upward through the
  *    sorted order, one register-blocked kernel call per stretch between consecutive grid N
- *    ([2 nT] x [stretch] times the G rows of the stretch, read in place, no gather),
- *    O(nT K n) flops; each (grid N, T) then costs O(n) (dist_true, sep D_i, dist_expect) in
+ *    ([2 n_T] x [stretch] times the G rows of the stretch, read in place, no gather),
+ *    O(n_T K n) flops; each (grid N, T) then costs O(n) (dist_true, sep D_i, dist_expect) in
  *    a branch-free 8-lane loop (r = min D_i taken over squares, one sqrt) plus O(N)
  *    vectorized over the selected set; dist_expect uses S = A X and e = S X^T (the same
- *    kernel, O(nT n d)).
+ *    kernel, O(n_T n d)).
  *  - exact zeros: at small T most weights underflow to exactly 0. When every vector entry is
  *    finite (checked once per head; otherwise nothing is skipped, so NaN/inf propagate as
  *    before), zero weights are skipped: the c update stops each block of T rows at its last
@@ -87,7 +87,7 @@
  *    the two-pole rational model iteration of LAPACK's dlaed4 with a bisection safeguard,
  *    O(n) per pass, 2-5 passes over the nonzero weights below the second largest (compacted
  *    once, summed in 8 lanes); grad_fd O(n) per eps.
- *    Total per head: O(L^2 d + L nT nZ (K L + nN L + L d + nE L)) for visible rows.
+ *    Total per head: O(L^2 d + L n_T nZ (K L + n_N L + L d + nE L)) for visible rows.
  *  - Sums use 8 fixed lanes (the order does not depend on the CPU's vector width) and a*b+c
  *    may be fused (FMA where the target has it): results agree with a serial evaluation to
  *    round-off; builds with and without FMA agree to ~1e-12 relative and in sep_ratio up to
@@ -99,25 +99,34 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "errors.h"
 
-typedef enum { MET_SOFTMAX = 0, MET_SPARSEMAX = 1, MET_SSMAX = 2 } met_normalizer;
+typedef enum { MET_SOFTMAX = 0, MET_SPARSEMAX = 1, MET_SSMAX = 2, MET_N_NORMALIZERS } met_normalizer;
 
-/* "softmax" | "sparsemax" | "ssmax" -> enum; -1 when unknown. */
-int met_normalizer_from_name(const char *name);
-const char *met_normalizer_name(met_normalizer z);
+/* "softmax" | "sparsemax" | "ssmax" <-> enum (-1 when unknown). Inline: the config layer
+ * parses the names without linking the kernels' code. */
+static inline const char *met_normalizer_name(met_normalizer z) {
+    static const char *const names[MET_N_NORMALIZERS] = {"softmax", "sparsemax", "ssmax"};
+    return (unsigned)z < MET_N_NORMALIZERS ? names[z] : "?";
+}
+static inline int met_normalizer_from_name(const char *name) {
+    for (int z = 0; z < MET_N_NORMALIZERS; z++)
+        if (!strcmp(name, met_normalizer_name((met_normalizer)z))) return z;
+    return -1;
+}
 
 /* The axes of one head job. N may be in any order and hold values >= 1; T > 0. */
 typedef struct {
     const int32_t *N;
-    size_t nN;
+    size_t n_N;
     const double *T;
-    size_t nT;
+    size_t n_T;
     const double *eps;
-    size_t nEps;
+    size_t n_eps;
     const met_normalizer *norm;
-    size_t nNorm;
+    size_t n_norm;
     double ssmax_scale; /* s of section 10; 0 -> 1/ln(1024) */
     int full_row;       /* 0: rows="visible" (default), 1: rows="full_row" */
     int aggregate;      /* 0: distance="per_token" (default), 1: distance="aggregate" (below) */
@@ -128,11 +137,11 @@ typedef struct {
 } met_axes;
 
 /* Per-cut output block of one head (doubles), C order, last index fastest:
- *   per_N  [MET_NPERN][nN][nT][nNorm]    dist_true dist_bound dist_expect sep_ratio
+ *   per_N  [MET_NPERN][n_N][n_T][n_norm]    dist_true dist_bound dist_expect sep_ratio
  *                                        sep_lower sep_upper sep_marginal rows_used
  *                                        (= cellresult order)
- *   per_T  [MET_NPERT][nT][nNorm]        entropy entropy_norm grad_exact grad_bound
- *   grad_fd [nT][nEps][nNorm]
+ *   per_T  [MET_NPERT][n_T][n_norm]        entropy entropy_norm grad_exact grad_bound
+ *   grad_fd [n_T][n_eps][n_norm]
  * Means over the rows of section 9; a mean over zero rows is NaN (rows_used = 0). */
 enum { MET_DIST_TRUE, MET_DIST_BOUND, MET_DIST_EXPECT, MET_SEP_RATIO, MET_SEP_LOWER,
        MET_SEP_UPPER, MET_SEP_MARGINAL, MET_ROWS_USED, MET_NPERN };
@@ -140,13 +149,13 @@ enum { MET_ENTROPY, MET_ENTROPY_NORM, MET_GRAD_EXACT, MET_GRAD_BOUND, MET_NPERT 
 
 size_t met_out_count(const met_axes *ax); /* doubles per cut */
 static inline size_t met_at_per_n(const met_axes *ax, int var, size_t iN, size_t iT, size_t iZ) {
-    return (((size_t)var * ax->nN + iN) * ax->nT + iT) * ax->nNorm + iZ;
+    return (((size_t)var * ax->n_N + iN) * ax->n_T + iT) * ax->n_norm + iZ;
 }
 static inline size_t met_at_per_t(const met_axes *ax, int var, size_t iT, size_t iZ) {
-    return MET_NPERN * ax->nN * ax->nT * ax->nNorm + ((size_t)var * ax->nT + iT) * ax->nNorm + iZ;
+    return MET_NPERN * ax->n_N * ax->n_T * ax->n_norm + ((size_t)var * ax->n_T + iT) * ax->n_norm + iZ;
 }
 static inline size_t met_at_grad_fd(const met_axes *ax, size_t iT, size_t iE, size_t iZ) {
-    return (MET_NPERN * ax->nN + MET_NPERT) * ax->nT * ax->nNorm + (iT * ax->nEps + iE) * ax->nNorm + iZ;
+    return (MET_NPERN * ax->n_N + MET_NPERT) * ax->n_T * ax->n_norm + (iT * ax->n_eps + iE) * ax->n_norm + iZ;
 }
 
 /* Bytes of workspace met_head needs for contexts up to L_max with vectors of dim entries.

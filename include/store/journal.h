@@ -7,7 +7,7 @@
  * File layout (little-endian, as written by x86-64 / aarch64 hosts):
  *   header, JOURNAL_HEADER_BYTES bytes: magic "ASJRNL\0\1", version, config
  *     sha256 (hex) of the run that created it, the six layout sizes of a
- *     cell's result block (nN nT nEps nNorm nLayer nHead), the packed payload
+ *     cell's result block (n_N n_T n_eps n_norm n_layer n_head), the packed payload
  *     size of one done cell, a fingerprint of the axis values that may not
  *     change between segments, and a CRC32 of all of that.
  *   records, each JOURNAL_RECORD_BYTES of fixed fields (with their own CRC32)
@@ -103,7 +103,7 @@ enum { JF_COMPACT = 1 };
 
 typedef struct {
     char config_sha256[65];  /* hex, NUL-terminated */
-    uint64_t layout[6];      /* nN nT nEps nNorm nLayer nHead */
+    uint64_t layout[6];      /* n_N n_T n_eps n_norm n_layer n_head */
     uint64_t payload_bytes;  /* packed size of one done cell's results */
     uint64_t axes_fingerprint;
 } journal_header;

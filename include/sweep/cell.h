@@ -45,6 +45,22 @@
 
 struct cell_worker;
 
+/* What a cell needs of the sweep config: the grid's axes and the options of the metrics
+ * (docs/metrics.md section 1). cell_spec_of() takes them from a validated config. */
+typedef struct {
+    const as_axes *axes;   /* not owned: must outlive the worker */
+    as_vectors vectors;
+    as_rows rows;
+    as_logits logits;
+    as_distance distance;
+    double ssmax_scale;    /* resolved, never 0 */
+    int64_t seed;
+    double ks_alpha;
+    int threads;           /* metric threads per rank (runtime.blas_threads) */
+} cell_spec;
+
+cell_spec cell_spec_of(const as_config *cfg);
+
 /* One thread's share of a layer's heads. */
 typedef struct {
     struct cell_worker *w;
@@ -62,16 +78,15 @@ typedef struct {
 
 typedef struct cell_worker {
     const gpt2_model *model;
-    const as_config *cfg;
+    cell_spec spec;
     cr_layout layout;
     gpt2_workspace fwd;
     met_axes axes;               /* the template of every lane's axes */
-    met_normalizer *norms;       /* [nNorm] the config's normalizers for metrics.h */
     size_t met_ws_bytes;         /* per lane */
     cell_lane *lanes;            /* [threads] */
     size_t threads;
-    double *ks_x, *ks_y;         /* [nLayers * nHeads] the two KS samples */
-    double *ks_p;                /* [nN] p-values of one (T, normalizer) */
+    double *ks_x, *ks_y;         /* [n_layer * n_head] the two KS samples */
+    double *ks_p;                /* [n_N] p-values of one (T, normalizer) */
     double *ks_scratch;          /* ks_scratch_doubles() */
     int rank;                    /* recorded in the block's `rank` */
     /* Asked between layers; nonzero abandons the cell (a stop was requested
@@ -95,8 +110,8 @@ typedef struct cell_worker {
     int64_t window;
 } cell_worker;
 
-/* Plans and allocates for the largest L of cfg's grid. */
-int cell_worker_init(cell_worker *w, const gpt2_model *model, const as_config *cfg, int rank,
+/* Plans and allocates for the largest L of the spec's grid. */
+int cell_worker_init(cell_worker *w, const gpt2_model *model, const cell_spec *spec, int rank,
                      as_err *err);
 void cell_worker_free(cell_worker *w);
 

@@ -42,6 +42,7 @@
 #include <stdint.h>
 
 #include "errors.h"
+#include "metrics.h"
 #include "model.h"
 
 #define AS_PATH_MAX 4096
@@ -50,7 +51,6 @@
  * script passes its warning time minus a margin instead. */
 #define AS_STOP_GRACE_DEFAULT_S 240.0
 #define AS_STOP_GRACE_MAX_S 604800.0 /* a week: beyond any time limit */
-#define AS_NORM_NAME_MAX 16
 
 typedef enum { AS_TEXT_PLAIN, AS_TEXT_TOKENS } as_text_format;
 typedef enum { AS_VECTORS_VALUE, AS_VECTORS_RESID } as_vectors;
@@ -60,18 +60,17 @@ typedef enum { AS_ROWS_VISIBLE, AS_ROWS_FULL_ROW } as_rows;
  * (GPT-2's own attention is T = 1). */
 typedef enum { AS_LOGITS_RAW, AS_LOGITS_SCALED } as_logits;
 typedef enum { AS_DISTANCE_PER_TOKEN, AS_DISTANCE_AGGREGATE } as_distance;
-typedef enum { AS_NORM_SOFTMAX, AS_NORM_SPARSEMAX, AS_NORM_SSMAX } as_normalizer;
 
 /* The grid axes as plain arrays, all sorted ascending except normalizer
  * (softmax first, then the user's order). Owned by the as_config. */
 typedef struct {
-    int32_t *L;       size_t nL;
-    int32_t *N;       size_t nN;
-    double *T;        size_t nT;
-    double *eps;      size_t nEps;
-    as_normalizer *normalizer; size_t nNorm;
-    int32_t *layers;  size_t nLayers;   /* "all" resolved against the model */
-    int32_t *heads;   size_t nHeads;
+    int32_t *L;       size_t n_L;
+    int32_t *N;       size_t n_N;
+    double *T;        size_t n_T;
+    double *eps;      size_t n_eps;
+    met_normalizer *normalizer; size_t n_norm; /* the kernels' enum (metrics.h) */
+    int32_t *layer;   size_t n_layer;   /* "all" resolved against the model */
+    int32_t *head;    size_t n_head;
 } as_axes;
 
 typedef struct {
@@ -141,7 +140,6 @@ int64_t config_tokens_needed(const as_config *cfg);
 
 int32_t config_max_L(const as_config *cfg);
 
-const char *config_normalizer_name(as_normalizer z);
 const char *config_logits_name(as_logits l);  /* "raw" | "scaled" */
 
 /* "a:b" or "a:b:step" (integers, a <= b, step >= 1; b is included when the

@@ -2,7 +2,7 @@
  *
  * A cell is one (window, L) pair: one forward pass and every N, T, eps,
  * normalizer, layer and head of that pass (docs/results.md). Cells are numbered
- * window-major, cell = window * nL + l_index, so growing windows.count
+ * window-major, cell = window * n_L + l_index, so growing windows.count
  * appends cells and keeps every old index. Growing grid.L inserts values into
  * the sorted L axis and shifts l_index: a store must key cells by
  * (window, L value) -- grid_cell_find() maps them back.
@@ -18,7 +18,7 @@
  *              P_blocks = parameters of the blocks run (no wte/wpe: the embedding is
  *              a lookup; no LM head); GPT-2 small at L = 1024: 174 + 19 = 193 GFLOP.
  *              sgemm_gflops is the forward pass's effective rate, not sgemm's peak.
- *   metrics(L) = metric_ns * 1e-9 * heads * (L^2 / 2) * (d + nT * nNorm * (nN + nEps + row_ops))
+ *   metrics(L) = metric_ns * 1e-9 * heads * (L^2 / 2) * (d + n_T * n_norm * (n_N + n_eps + row_ops))
  *              / speedup
  *              heads = measured (layer, head) pairs; L^2/2 = the visible keys of all rows;
  *              d = d_head (or n_embd for vectors = "resid") for the Gram row; per
@@ -64,7 +64,7 @@ as_cost_model grid_cost_model_default(void);
 
 typedef struct {
     const as_config *cfg;   /* not owned; must outlive the grid */
-    size_t n_windows, nL, n_cells;
+    size_t n_windows, n_L, n_cells;
     int64_t *window_start;  /* [n_windows] first token of each window */
     size_t *dispatch;       /* [n_cells] cell indices, largest L first, then window */
     as_cost_model cost;
@@ -74,11 +74,11 @@ int grid_init(as_grid *g, const as_config *cfg, as_err *err);
 void grid_free(as_grid *g);
 
 static inline size_t grid_cell_index(const as_grid *g, size_t window, size_t l_index) {
-    return window * g->nL + l_index;
+    return window * g->n_L + l_index;
 }
 static inline void grid_cell_of(const as_grid *g, size_t cell, size_t *window, size_t *l_index) {
-    *window = cell / g->nL;
-    *l_index = cell % g->nL;
+    *window = cell / g->n_L;
+    *l_index = cell % g->n_L;
 }
 /* The cell of (window, L value), or -1 when the window or L is not in the grid. */
 long grid_cell_find(const as_grid *g, size_t window, int32_t L);
@@ -90,8 +90,8 @@ double grid_forward_seconds(const as_grid *g, size_t L);
 /* Inner-loop steps of the metrics term for `heads` heads at length L (the
  * formula above without metric_ns); tests/bench/bench_plan_cost.c divides a
  * measured met_head time by it to re-measure metric_ns. */
-double grid_metric_steps(size_t L, size_t heads, size_t d, size_t nN, size_t nT, size_t nNorm,
-                         size_t nEps, double row_ops);
+double grid_metric_steps(size_t L, size_t heads, size_t d, size_t n_N, size_t n_T, size_t n_norm,
+                         size_t n_eps, double row_ops);
 double grid_metric_seconds(const as_grid *g, size_t L);
 double grid_cell_cost(const as_grid *g, size_t cell);
 double grid_window_cost(const as_grid *g);
@@ -100,7 +100,7 @@ double grid_window_cost(const as_grid *g);
  * node). The weights exist once per node (an MPI-3 shared window, sweep.c).
  * A worker holds the activation arena gpt2_workspace_bytes(max L), one metrics
  * workspace met_workspace_bytes(max L) plus one head's means per L cut for each
- * metrics thread, and two unit buffers of nL cell result blocks (it fills one
+ * metrics thread, and two unit buffers of n_L cell result blocks (it fills one
  * while the other is sent; with one unit to compute it touches one), plus the
  * process itself (libraries, MPI, the token ids). The master holds the process
  * and the unit buffers it receives into (commit_every cells' worth, at least

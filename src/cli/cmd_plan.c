@@ -163,7 +163,7 @@ static long windows_done(const char *output, const as_grid *g) {
     long done = 0;
     for (size_t w = 0; w < g->n_windows; w++) {
         int all = 1;
-        for (size_t li = 0; li < g->nL && all; li++) all = st[grid_cell_index(g, w, li)] == STORE_DONE;
+        for (size_t li = 0; li < g->n_L && all; li++) all = st[grid_cell_index(g, w, li)] == STORE_DONE;
         done += all;
     }
     free(st);
@@ -375,18 +375,18 @@ int cmd_plan(int argc, char **argv) {
     else
         printf("  (first tokens %lld, %lld, ..., %lld)\n", (long long)g.window_start[0],
                (long long)g.window_start[1], (long long)g.window_start[g.n_windows - 1]);
-    print_int_axis("L", a->L, a->nL);
-    print_int_axis("N", a->N, a->nN);
-    print_double_axis("T", a->T, a->nT);
-    print_double_axis("eps", a->eps, a->nEps);
-    printf("  %-11s %6zu: ", "normalizer", a->nNorm);
-    for (size_t i = 0; i < a->nNorm; i++)
-        printf("%s%s", i ? ", " : "", config_normalizer_name(a->normalizer[i]));
+    print_int_axis("L", a->L, a->n_L);
+    print_int_axis("N", a->N, a->n_N);
+    print_double_axis("T", a->T, a->n_T);
+    print_double_axis("eps", a->eps, a->n_eps);
+    printf("  %-11s %6zu: ", "normalizer", a->n_norm);
+    for (size_t i = 0; i < a->n_norm; i++)
+        printf("%s%s", i ? ", " : "", met_normalizer_name(a->normalizer[i]));
     printf("\n");
-    print_int_axis("layer", a->layers, a->nLayers);
-    print_int_axis("head", a->heads, a->nHeads);
+    print_int_axis("layer", a->layer, a->n_layer);
+    print_int_axis("head", a->head, a->n_head);
     size_t useless = 0;
-    for (size_t i = 0; i < a->nN; i++) useless += a->N[i] >= config_max_L(&cfg);
+    for (size_t i = 0; i < a->n_N; i++) useless += a->N[i] >= config_max_L(&cfg);
     if (useless)
         printf("  note: %zu N value(s) >= the largest L (%d): always NaN (no row has n > N)\n",
                useless, (int)config_max_L(&cfg));
@@ -397,12 +397,12 @@ int cmd_plan(int argc, char **argv) {
     double total = window * (double)g.n_windows;
     printf("\ncells     %zu (%zu windows x %zu L); each: %zu heads x %zu N x %zu T"
            " x %zu normalizer\n",
-           g.n_cells, g.n_windows, g.nL, a->nLayers * a->nHeads, a->nN, a->nT, a->nNorm);
+           g.n_cells, g.n_windows, g.n_L, a->n_layer * a->n_head, a->n_N, a->n_T, a->n_norm);
     human_seconds(b1, sizeof b1, window);
     human_seconds(b2, sizeof b2, fwd);
     human_seconds(b3, sizeof b3, window - fwd);
     printf("time      %s per window (forward pass at L = %zu %s + metrics of %zu L %s)\n", b1,
-           Lmax, b2, g.nL, b3);
+           Lmax, b2, g.n_L, b3);
     human_seconds(b1, sizeof b1, total);
     printf("          %s of rank time for %zu window%s\n", b1, g.n_windows, g.n_windows > 1 ? "s" : "");
     long done = windows_done(cfg.output, &g);

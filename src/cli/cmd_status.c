@@ -64,7 +64,7 @@ int cmd_status(int argc, char **argv) {
         return AS_EXIT_ERROR;
     }
     size_t total = p.total, done = p.done, failed = p.failed, in_flight = p.in_flight;
-    size_t n_windows = p.n_L ? p.per_L[0].windows : 0, nL = p.n_L;
+    size_t n_windows = p.n_L ? p.per_L[0].windows : 0, n_L = p.n_L;
     if (total && n_windows)
         printf("%s: %zu/%zu windows done (%.1f%%); cells (window x L) %zu/%zu done, %zu failed,"
                " %zu in flight\n",
@@ -100,7 +100,7 @@ int cmd_status(int argc, char **argv) {
         else
             snprintf(when, sizeof when, "%.1f h ago", ago / 3600);
         printf("last update %s (%s), state %s, %.3g windows/hour in the last segment\n", p.updated,
-               when, p.state, nL ? p.rate_cells_per_hour / (double)nL : p.rate_cells_per_hour);
+               when, p.state, n_L ? p.rate_cells_per_hour / (double)n_L : p.rate_cells_per_hour);
     } else {
         printf("no status file (%s)\n", spath);
     }

@@ -28,20 +28,20 @@ static const struct {
 const char *cr_var_name(cr_var v) { return vars[v].name; }
 cr_shape cr_var_shape(cr_var v) { return vars[v].shape; }
 
-void cr_layout_init(cr_layout *lay, size_t nN, size_t nT, size_t nEps, size_t nNorm,
-                    size_t nLayer, size_t nHead) {
-    lay->nN = nN, lay->nT = nT, lay->nEps = nEps, lay->nNorm = nNorm;
-    lay->nLayer = nLayer, lay->nHead = nHead;
-    size_t heads = nNorm * nLayer * nHead;
+void cr_layout_init(cr_layout *lay, size_t n_N, size_t n_T, size_t n_eps, size_t n_norm,
+                    size_t n_layer, size_t n_head) {
+    lay->n_N = n_N, lay->n_T = n_T, lay->n_eps = n_eps, lay->n_norm = n_norm;
+    lay->n_layer = n_layer, lay->n_head = n_head;
+    size_t heads = n_norm * n_layer * n_head;
     size_t at = 0;
     for (int v = 0; v < CR_NVARS; v++) {
         size_t c = 1;
         switch (vars[v].shape) {
-        case CR_SHAPE_PER_N: c = nN * nT * heads; break;
-        case CR_SHAPE_PER_T: c = nT * heads; break;
-        case CR_SHAPE_PER_T_EPS: c = nT * nEps * heads; break;
-        case CR_SHAPE_KS: c = nN * nT * nNorm; break;
-        case CR_SHAPE_CRIT: c = nT * nNorm; break;
+        case CR_SHAPE_PER_N: c = n_N * n_T * heads; break;
+        case CR_SHAPE_PER_T: c = n_T * heads; break;
+        case CR_SHAPE_PER_T_EPS: c = n_T * n_eps * heads; break;
+        case CR_SHAPE_KS: c = n_N * n_T * n_norm; break;
+        case CR_SHAPE_CRIT: c = n_T * n_norm; break;
         case CR_SHAPE_SCALAR: c = 1; break;
         }
         lay->offset[v] = at;

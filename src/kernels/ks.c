@@ -76,9 +76,9 @@ void ks_2samp_exact(double *stat, double *pvalue, const double *x, size_t n1, co
     *pvalue = ks_pvalue_exact(m, n, H, scratch + n1 + n2);
 }
 
-int32_t ks_critical_n(const int32_t *N, const double *pvalue, size_t nN, double alpha) {
+int32_t ks_critical_n(const int32_t *N, const double *pvalue, size_t n_N, double alpha) {
     int32_t best = -1;
-    for (size_t i = 0; i < nN; i++)
+    for (size_t i = 0; i < n_N; i++)
         if (pvalue[i] > alpha && (best < 0 || N[i] < best)) best = N[i];
     return best;
 }

@@ -34,22 +34,6 @@
 #define MET_NO_CONTRACT_BODY
 #endif
 
-int met_normalizer_from_name(const char *name) {
-    if (!strcmp(name, "softmax")) return MET_SOFTMAX;
-    if (!strcmp(name, "sparsemax")) return MET_SPARSEMAX;
-    if (!strcmp(name, "ssmax")) return MET_SSMAX;
-    return -1;
-}
-
-const char *met_normalizer_name(met_normalizer z) {
-    switch (z) {
-    case MET_SOFTMAX: return "softmax";
-    case MET_SPARSEMAX: return "sparsemax";
-    case MET_SSMAX: return "ssmax";
-    }
-    return "?";
-}
-
 /* ---------------- normalizers (section 10) ---------------- */
 
 /* y [n] = exp(x [n]) for x <= 0 (softmax only exponentiates shifted logits), in a branch-free
@@ -667,27 +651,27 @@ typedef struct {
     double *l;         /* [L] raw logits l_j of the row (section 3) */
     double *z;         /* [L] scaled logits, scratch of the normalizers */
     double *ap;        /* [L] perturbed weights of grad_fd (section 7), scratch */
-    double *u;         /* [nEps][L] grad_fd directions (section 7) */
-    double *u_range;   /* [nEps][2] min and max of each direction's entries */
-    double *a_T;       /* [nT][L] weights a_j of every T */
+    double *u;         /* [n_eps][L] grad_fd directions (section 7) */
+    double *u_range;   /* [n_eps][2] min and max of each direction's entries */
+    double *a_T;       /* [n_T][L] weights a_j of every T */
     uint32_t *order;   /* [L] top-K order (section 3): I_N = order[0 .. N) */
     uint32_t *scratch; /* [L] */
     /* section 4.3, dist_expect: S = sum_j a_j x_j over every j, e_j = x_j . S, |S|^2 */
-    double *S_T;       /* [nT][dim] */
-    double *e_T;       /* [nT][L] */
-    double *S_sq_T;    /* [nT] */
-    uint32_t *sparse_T;  /* [nT] 1: at most n/4 weights are nonzero, visit only those */
-    uint32_t *nz_idx_T;  /* [nT][L] indices of the nonzero weights (sparse T only) */
-    uint32_t *nnz_T;     /* [nT] their count */
+    double *S_T;       /* [n_T][dim] */
+    double *e_T;       /* [n_T][L] */
+    double *S_sq_T;    /* [n_T] */
+    uint32_t *sparse_T;  /* [n_T] 1: at most n/4 weights are nonzero, visit only those */
+    uint32_t *nz_idx_T;  /* [n_T][L] indices of the nonzero weights (sparse T only) */
+    uint32_t *nnz_T;     /* [n_T] their count */
     /* sections 4 and 6, grown with N: c_j = sum_{i in I_N} a_i G_ij and
      * |x_j| c^y_j = sum_{i in I_N} (a_i / |x_i|) G_ij, so that
      * |a_j x_j - s|^2 = a_j^2 |x_j|^2 - 2 a_j c_j + |s|^2 and likewise for y */
-    double *sel_w;     /* [2 nT][K]: row 2T a_{order[k]}, row 2T+1 a_{order[k]} / |x_{order[k]}| */
-    uint32_t *sel_w_end; /* [2 nT] row r of sel_w is 0 from this column on */
-    double *c_T;       /* [2 nT][L]: row 2T c_j, row 2T+1 |x_j| c^y_j */
-    double *A_T;       /* [nT] selected mass A = sum_{i in I_N} a_i */
-    double *Q_T;       /* [nT] sum_{i in I_N} a_i^2 (section 6's Q, before removing i) */
-    size_t *zero_sel_T; /* [nT] selected entries of weight exactly 0 */
+    double *sel_w;     /* [2 n_T][K]: row 2T a_{order[k]}, row 2T+1 a_{order[k]} / |x_{order[k]}| */
+    uint32_t *sel_w_end; /* [2 n_T] row r of sel_w is 0 from this column on */
+    double *c_T;       /* [2 n_T][L]: row 2T c_j, row 2T+1 |x_j| c^y_j */
+    double *A_T;       /* [n_T] selected mass A = sum_{i in I_N} a_i */
+    double *Q_T;       /* [n_T] sum_{i in I_N} a_i^2 (section 6's Q, before removing i) */
+    size_t *zero_sel_T; /* [n_T] selected entries of weight exactly 0 */
     double *is_unsel;  /* [L] 1 for j not in I_N, 0 in I_N */
     double *sel_inf;   /* [L] +inf for j in I_N, 0 otherwise (keeps them out of min D_j) */
     uint32_t *rank;    /* [L] position of j in order when j in I_N, UINT32_MAX otherwise */
@@ -695,7 +679,7 @@ typedef struct {
     double *d1_N, *m_N; /* [nU] d1 and m of each unique grid N (normalizer-independent) */
     double x_sq_max;   /* max_j |x_j|^2 over the row (scale of d1's cancellation guard) */
     double *not_topK;  /* [L] 1 for j outside the top-K order[0..K), 0 inside */
-    double *U_T;       /* [nT][K+1] unselected mass U_N = sum_{j not in I_N} a_j, summed
+    double *U_T;       /* [n_T][K+1] unselected mass U_N = sum_{j not in I_N} a_j, summed
                         * directly (U_N = U_{N+1} + a_{order[N]}), not as 1 - A */
     double *s_vec;     /* [dim] s or s^y formed explicitly (cancellation fallbacks) */
     double *sel_gather; /* [5][K] per selected q: a, c, c^y, |y|^2, the sep_upper exponent */
@@ -712,7 +696,7 @@ typedef struct {
 static size_t axes_unique_n(const met_axes *ax, uint32_t *uN, uint32_t *uOf) {
     /* sorted unique N values; uOf[iN] = index of N[iN] in uN */
     size_t nU = 0;
-    for (size_t i = 0; i < ax->nN; i++) {
+    for (size_t i = 0; i < ax->n_N; i++) {
         uint32_t v = (uint32_t)ax->N[i];
         size_t p = 0;
         while (p < nU && uN[p] < v) p++;
@@ -721,7 +705,7 @@ static size_t axes_unique_n(const met_axes *ax, uint32_t *uN, uint32_t *uOf) {
         uN[p] = v;
         nU++;
     }
-    for (size_t i = 0; i < ax->nN; i++) {
+    for (size_t i = 0; i < ax->n_N; i++) {
         size_t p = 0;
         while (uN[p] != (uint32_t)ax->N[i]) p++;
         uOf[i] = (uint32_t)p;
@@ -730,19 +714,19 @@ static size_t axes_unique_n(const met_axes *ax, uint32_t *uN, uint32_t *uOf) {
 }
 
 size_t met_out_count(const met_axes *ax) {
-    return (MET_NPERN * ax->nN + MET_NPERT + ax->nEps) * ax->nT * ax->nNorm;
+    return (MET_NPERN * ax->n_N + MET_NPERT + ax->n_eps) * ax->n_T * ax->n_norm;
 }
 
 static size_t carve(met_ws *w, char *base, size_t L, size_t dim, const met_axes *ax) {
     size_t nout = met_out_count(ax), at = 0;
-    size_t nN = ax->nN ? ax->nN : 1, nT = ax->nT;
+    size_t n_N = ax->n_N ? ax->n_N : 1, n_T = ax->n_T;
 #define TAKE(ptr, count, type)                                  \
     do {                                                        \
         if (base) (ptr) = (type *)(void *)(base + at);          \
         at += (((count) * sizeof(type)) + 63) / 64 * 64;        \
     } while (0)
     size_t Kmax = 1;
-    for (size_t i = 0; i < ax->nN; i++)
+    for (size_t i = 0; i < ax->n_N; i++)
         if ((size_t)ax->N[i] > Kmax) Kmax = (size_t)ax->N[i];
     if (Kmax > L) Kmax = L;
     w->U_ld = Kmax + 1;
@@ -757,40 +741,40 @@ static size_t carve(met_ws *w, char *base, size_t L, size_t dim, const met_axes 
     TAKE(w->l, L, double);
     TAKE(w->z, L, double);
     TAKE(w->ap, L, double);
-    TAKE(w->u, (ax->nEps ? ax->nEps : 1) * L, double);
-    TAKE(w->u_range, 2 * (ax->nEps ? ax->nEps : 1), double);
-    TAKE(w->a_T, nT * L, double);
+    TAKE(w->u, (ax->n_eps ? ax->n_eps : 1) * L, double);
+    TAKE(w->u_range, 2 * (ax->n_eps ? ax->n_eps : 1), double);
+    TAKE(w->a_T, n_T * L, double);
     TAKE(w->order, L, uint32_t);
     TAKE(w->scratch, L, uint32_t);
-    TAKE(w->S_T, nT * dim, double);
-    TAKE(w->e_T, nT * L, double);
-    TAKE(w->S_sq_T, nT, double);
-    TAKE(w->sparse_T, nT, uint32_t);
-    TAKE(w->nz_idx_T, nT * L, uint32_t);
-    TAKE(w->nnz_T, nT, uint32_t);
-    TAKE(w->sel_w, 2 * nT * Kmax, double);
-    TAKE(w->sel_w_end, 2 * nT, uint32_t);
-    TAKE(w->c_T, 2 * nT * L, double);
-    TAKE(w->A_T, nT, double);
-    TAKE(w->Q_T, nT, double);
-    TAKE(w->zero_sel_T, nT, size_t);
+    TAKE(w->S_T, n_T * dim, double);
+    TAKE(w->e_T, n_T * L, double);
+    TAKE(w->S_sq_T, n_T, double);
+    TAKE(w->sparse_T, n_T, uint32_t);
+    TAKE(w->nz_idx_T, n_T * L, uint32_t);
+    TAKE(w->nnz_T, n_T, uint32_t);
+    TAKE(w->sel_w, 2 * n_T * Kmax, double);
+    TAKE(w->sel_w_end, 2 * n_T, uint32_t);
+    TAKE(w->c_T, 2 * n_T * L, double);
+    TAKE(w->A_T, n_T, double);
+    TAKE(w->Q_T, n_T, double);
+    TAKE(w->zero_sel_T, n_T, size_t);
     TAKE(w->is_unsel, L, double);
     TAKE(w->sel_inf, L, double);
     TAKE(w->rank, L, uint32_t);
     TAKE(w->d1_sq_run, L, double);
-    TAKE(w->d1_N, nN, double);
+    TAKE(w->d1_N, n_N, double);
     TAKE(w->not_topK, L, double);
-    TAKE(w->U_T, nT * (Kmax + 1), double);
+    TAKE(w->U_T, n_T * (Kmax + 1), double);
     TAKE(w->s_vec, dim, double);
-    TAKE(w->m_N, nN, double);
+    TAKE(w->m_N, n_N, double);
     TAKE(w->sel_gather, 5 * Kmax, double);
     TAKE(w->acc, nout, double);
-    TAKE(w->cntN, nN, double);
-    TAKE(w->uN, nN, uint32_t);
-    TAKE(w->uOf, nN, uint32_t);
+    TAKE(w->cntN, n_N, double);
+    TAKE(w->uN, n_N, uint32_t);
+    TAKE(w->uOf, n_N, uint32_t);
     TAKE(w->iota, L > dim ? L : dim, uint32_t);
-    TAKE(w->uStart, nN + 1, uint32_t);
-    TAKE(w->uIdx, nN, uint32_t);
+    TAKE(w->uStart, n_N + 1, uint32_t);
+    TAKE(w->uIdx, n_N, uint32_t);
 #undef TAKE
     return at;
 }
@@ -1094,9 +1078,9 @@ static double radius(double g_min, double sy_sq, const unsel_in *in, size_t n) {
  * once (nz_idx_T, in index order); S, e and the O(n) pass then visit only them. Skipping
  * 0 * (finite) terms leaves S, e, c bit-identical. */
 static void list_nonzero_weights(met_ws *w, size_t n, size_t K) {
-    const size_t L = w->L, nT = w->ax->nT;
+    const size_t L = w->L, n_T = w->ax->n_T;
     const double *nt = w->not_topK;
-    for (size_t iT = 0; iT < nT; iT++) {
+    for (size_t iT = 0; iT < n_T; iT++) {
         const double *a = w->a_T + iT * L;
         /* the same pass sums section 4.2's unselected mass outside the top K, U_K */
         double cl[LANES] = {0}, ul[LANES] = {0};
@@ -1132,8 +1116,8 @@ static void list_nonzero_weights(met_ws *w, size_t n, size_t K) {
  * where dgemm's packing does not pay); sparse T the same sums in the same order over their
  * nonzero weights. */
 static void expect_sums(met_ws *w, size_t n, size_t nv, size_t n16) {
-    const size_t L = w->L, nT = w->ax->nT, dim = w->dim;
-    for (size_t iT = 0; iT < nT; iT++) {
+    const size_t L = w->L, n_T = w->ax->n_T, dim = w->dim;
+    for (size_t iT = 0; iT < n_T; iT++) {
         if (!w->sparse_T[iT]) continue;
         const double *a = w->a_T + iT * L;
         const uint32_t *idx = w->nz_idx_T + iT * L;
@@ -1152,13 +1136,13 @@ static void expect_sums(met_ws *w, size_t n, size_t nv, size_t n16) {
             E[idx[q]] = ej;
         }
     }
-    for (size_t r0 = 0; r0 < nT;) { /* dense runs of T */
+    for (size_t r0 = 0; r0 < n_T;) { /* dense runs of T */
         if (w->sparse_T[r0]) {
             r0++;
             continue;
         }
         size_t r1 = r0;
-        while (r1 < nT && !w->sparse_T[r1]) r1++;
+        while (r1 < n_T && !w->sparse_T[r1]) r1++;
         memset(w->S_T + r0 * dim, 0, (r1 - r0) * dim * sizeof *w->S_T);
         c_update(w->S_T + r0 * dim, dim, r1 - r0, w->a_T + r0 * L, L, w->X, dim, w->iota, 0, nv,
                  dim, dim / 16 * 16, NULL, NULL, NULL);
@@ -1167,7 +1151,7 @@ static void expect_sums(met_ws *w, size_t n, size_t nv, size_t n16) {
                  n, n16 / 16 * 16, NULL, NULL, NULL);
         r0 = r1;
     }
-    for (size_t iT = 0; iT < nT; iT++) {
+    for (size_t iT = 0; iT < n_T; iT++) {
         double S2 = 0;
         const double *S = w->S_T + iT * dim;
         for (size_t k = 0; k < dim; k++) S2 += S[k] * S[k];
@@ -1181,9 +1165,9 @@ static void expect_sums(met_ws *w, size_t n, size_t nv, size_t n16) {
  * sel_w_end[r]: row r is 0 from there on (weights fall along the logit order, so at small T
  * most of the K columns are exact zeros). */
 static void selection_weights(met_ws *w, size_t K) {
-    const size_t L = w->L, nT = w->ax->nT;
+    const size_t L = w->L, n_T = w->ax->n_T;
     const uint32_t *order = w->order;
-    for (size_t iT = 0; iT < nT; iT++) {
+    for (size_t iT = 0; iT < n_T; iT++) {
         const double *a = w->a_T + iT * L;
         double *wc = w->sel_w + 2 * iT * K, *wy = wc + K;
         uint32_t last = 0;
@@ -1206,9 +1190,9 @@ static void selection_weights(met_ws *w, size_t K) {
 /* I_N empty: c = c^y = 0, every entry unselected, A = Q = 0, and (when d1 is computed, on
  * the first normalizer) the running max of d1 at 0. */
 static void start_walk(met_ws *w, size_t n, size_t n16, double *d1_sq_run) {
-    const size_t L = w->L, nT = w->ax->nT;
-    for (size_t r = 0; r < 2 * nT; r++) memset(w->c_T + r * L, 0, n16 * sizeof *w->c_T);
-    for (size_t iT = 0; iT < nT; iT++) w->A_T[iT] = 0, w->Q_T[iT] = 0, w->zero_sel_T[iT] = 0;
+    const size_t L = w->L, n_T = w->ax->n_T;
+    for (size_t r = 0; r < 2 * n_T; r++) memset(w->c_T + r * L, 0, n16 * sizeof *w->c_T);
+    for (size_t iT = 0; iT < n_T; iT++) w->A_T[iT] = 0, w->Q_T[iT] = 0, w->zero_sel_T[iT] = 0;
     if (d1_sq_run) {
         for (size_t i = 0; i < n16; i++) {
             w->rank[i] = UINT32_MAX;
@@ -1230,10 +1214,10 @@ static void start_walk(met_ws *w, size_t n, size_t n16, double *d1_sq_run) {
  * taken into d1_N[u], m_N[u]; *m is the running m. */
 static void grow_selection(met_ws *w, size_t k0, size_t N, size_t n, size_t n16, size_t K,
                            double *d1_sq_run, double *m, size_t u) {
-    const size_t L = w->L, nT = w->ax->nT;
+    const size_t L = w->L, n_T = w->ax->n_T;
     const uint32_t *order = w->order;
     const uint32_t *end = w->finite ? w->sel_w_end : NULL; /* 0 * inf would be NaN */
-    c_update(w->c_T, L, 2 * nT, w->sel_w, K, w->G, L, order, k0, N, n, n16 / 16 * 16, end,
+    c_update(w->c_T, L, 2 * n_T, w->sel_w, K, w->G, L, order, k0, N, n, n16 / 16 * 16, end,
              d1_sq_run, w->x_sq);
     for (size_t q = k0; q < N; q++) {
         w->is_unsel[order[q]] = 0.0;
@@ -1366,13 +1350,13 @@ static void aggregate_distance(double *val, const unsel_in *in, size_t n, const 
 }
 
 /* Sections 4 and 6 of one row at one normalizer, every T and every grid N at once. The
- * weights of all T are in a_T [nT][L]. As N walks up through the sorted order, c_T
+ * weights of all T are in a_T [n_T][L]. As N walks up through the sorted order, c_T
  * accumulates c_j and |x_j| c^y_j of every T (grow_selection: one kernel call per stretch
  * between consecutive grid N, so each G row is read once per row instead of once per T); each
  * (grid N, T) then costs O(n) (unselected_terms) plus O(N) (separability). */
 static void row_per_n(met_ws *w, size_t n, size_t nv, size_t K, double delta, size_t iZ) {
     const met_axes *ax = w->ax;
-    const size_t L = w->L, nT = ax->nT;
+    const size_t L = w->L, n_T = ax->n_T;
     size_t n16 = (n + 15) / 16 * 16;
     if (n16 > L) n16 = n; /* c_update then finishes the last columns one by one */
 
@@ -1389,7 +1373,7 @@ static void row_per_n(met_ws *w, size_t n, size_t nv, size_t K, double delta, si
         size_t N = w->uN[u];
         grow_selection(w, k0, N, n, n16, K, d1_sq_run, &m, u);
         double beta = (double)N / (double)(n - 1);
-        for (size_t iT = 0; iT < nT; iT++) {
+        for (size_t iT = 0; iT < n_T; iT++) {
             selected_mass(w, iT, k0, N);
             double A = w->A_T[iT], Q = w->Q_T[iT];
             double sy_sq, s_sq = gather_selected(w, iT, N, K, &sy_sq);
@@ -1450,11 +1434,11 @@ static void process_row(met_ws *w, size_t t, size_t n, double delta) {
     met_topk_order(w->order, w->scratch, w->l, nv, Kv);
     for (size_t k = Kv; k < K; k++) w->order[k] = (uint32_t)(nv + (k - Kv));
     /* d1 and m per grid N: in row_per_n, fused with the c update (same G rows) */
-    for (size_t iN = 0; iN < ax->nN; iN++)
+    for (size_t iN = 0; iN < ax->n_N; iN++)
         if ((size_t)ax->N[iN] < n) w->cntN[iN] += 1;
     w->cntT += 1;
 
-    for (size_t iE = 0; iE < ax->nEps; iE++) {
+    for (size_t iE = 0; iE < ax->n_eps; iE++) {
         double *uu = w->u + iE * L, lo = INFINITY, hi = -INFINITY;
         met_direction(uu, nv,
                       met_direction_key(ax->seed, ax->window, ax->layer, ax->head, (int64_t)t,
@@ -1467,9 +1451,9 @@ static void process_row(met_ws *w, size_t t, size_t n, double delta) {
     }
 
     double lnn = log((double)n);
-    for (size_t iZ = 0; iZ < ax->nNorm; iZ++) {
+    for (size_t iZ = 0; iZ < ax->n_norm; iZ++) {
         met_normalizer zn = ax->norm[iZ];
-        for (size_t iT = 0; iT < ax->nT; iT++) {
+        for (size_t iT = 0; iT < ax->n_T; iT++) {
             double T = ax->T[iT];
             double *a = w->a_T + iT * L;
             /* logit factor of the normalizer (section 10) */
@@ -1495,7 +1479,7 @@ static void process_row(met_ws *w, size_t t, size_t n, double delta) {
                 acc[met_at_per_t(ax, MET_GRAD_EXACT, iT, iZ)] +=
                     jacobian_norm(a, nv, w->ap) / T;
             size_t p = w->order[0]; /* the dominant entry: the largest logit's weight */
-            for (size_t iE = 0; iE < ax->nEps; iE++) {
+            for (size_t iE = 0; iE < ax->n_eps; iE++) {
                 double eps = ax->eps[iE];
                 const double *uu = w->u + iE * L;
                 double dn;
@@ -1518,9 +1502,9 @@ static void process_row(met_ws *w, size_t t, size_t n, double delta) {
 
 static void finish_cut(double *out, met_ws *w) {
     const met_axes *ax = w->ax;
-    for (size_t iN = 0; iN < ax->nN; iN++)
-        for (size_t iT = 0; iT < ax->nT; iT++)
-            for (size_t iZ = 0; iZ < ax->nNorm; iZ++) {
+    for (size_t iN = 0; iN < ax->n_N; iN++)
+        for (size_t iT = 0; iT < ax->n_T; iT++)
+            for (size_t iZ = 0; iZ < ax->n_norm; iZ++) {
                 double cnt = w->cntN[iN];
                 for (int v = 0; v < NVAL; v++) {
                     size_t at = met_at_per_n(ax, v, iN, iT, iZ);
@@ -1528,8 +1512,8 @@ static void finish_cut(double *out, met_ws *w) {
                 }
                 out[met_at_per_n(ax, MET_ROWS_USED, iN, iT, iZ)] = cnt;
             }
-    for (size_t iT = 0; iT < ax->nT; iT++)
-        for (size_t iZ = 0; iZ < ax->nNorm; iZ++) {
+    for (size_t iT = 0; iT < ax->n_T; iT++)
+        for (size_t iZ = 0; iZ < ax->n_norm; iZ++) {
             double cnt = w->cntT;
             for (int v = 0; v < MET_NPERT; v++) {
                 size_t at = met_at_per_t(ax, v, iT, iZ);
@@ -1539,7 +1523,7 @@ static void finish_cut(double *out, met_ws *w) {
             out[met_at_per_t(ax, MET_GRAD_BOUND, iT, iZ)] =
                 cnt > 0 ? (gb < sqrt(2.0) ? gb : sqrt(2.0)) : NAN;
             if (ax->norm[iZ] != MET_SOFTMAX) out[met_at_per_t(ax, MET_GRAD_EXACT, iT, iZ)] = NAN;
-            for (size_t iE = 0; iE < ax->nEps; iE++) {
+            for (size_t iE = 0; iE < ax->n_eps; iE++) {
                 size_t at = met_at_grad_fd(ax, iT, iE, iZ);
                 out[at] = cnt > 0 ? w->acc[at] / cnt : NAN;
             }
@@ -1548,7 +1532,7 @@ static void finish_cut(double *out, met_ws *w) {
 
 static void reset_acc(met_ws *w) {
     memset(w->acc, 0, w->nout * sizeof *w->acc);
-    memset(w->cntN, 0, (w->ax->nN ? w->ax->nN : 1) * sizeof *w->cntN);
+    memset(w->cntN, 0, (w->ax->n_N ? w->ax->n_N : 1) * sizeof *w->cntN);
     w->cntT = 0;
 }
 
@@ -1558,17 +1542,17 @@ int met_head(double *out, void *workspace, size_t workspace_bytes, const float *
     if (L == 0 || dim == 0 || ld_scores < L)
         return as_fail(err, "metrics: bad head shape L=%zu dim=%zu ld=%zu", L, dim, ld_scores);
     if (L > UINT32_MAX - 1) return as_fail(err, "metrics: L=%zu too large", L);
-    if (ax->nN == 0 || ax->nT == 0 || ax->nNorm == 0)
+    if (ax->n_N == 0 || ax->n_T == 0 || ax->n_norm == 0)
         return as_fail(err, "metrics: empty N, T or normalizer axis");
-    for (size_t i = 0; i < ax->nN; i++)
+    for (size_t i = 0; i < ax->n_N; i++)
         if (ax->N[i] < 1) return as_fail(err, "metrics: N[%zu]=%d must be >= 1", i, (int)ax->N[i]);
-    for (size_t i = 0; i < ax->nT; i++)
+    for (size_t i = 0; i < ax->n_T; i++)
         if (!(ax->T[i] > 0) || !isfinite(ax->T[i]))
             return as_fail(err, "metrics: T[%zu]=%g must be finite and > 0", i, ax->T[i]);
-    for (size_t i = 0; i < ax->nEps; i++)
+    for (size_t i = 0; i < ax->n_eps; i++)
         if (!(ax->eps[i] > 0))
             return as_fail(err, "metrics: eps[%zu]=%g must be > 0", i, ax->eps[i]);
-    for (size_t i = 0; i < ax->nNorm; i++)
+    for (size_t i = 0; i < ax->n_norm; i++)
         if ((int)ax->norm[i] < 0 || (int)ax->norm[i] > MET_SSMAX)
             return as_fail(err, "metrics: normalizer[%zu]=%d unknown", i, (int)ax->norm[i]);
     for (size_t c = 0; c < ncuts; c++)
@@ -1592,7 +1576,7 @@ int met_head(double *out, void *workspace, size_t workspace_bytes, const float *
     /* grid indices of each unique N, grouped: uIdx[uStart[u] .. uStart[u+1]) */
     for (size_t u = 0, g = 0; u < w.nU; u++) {
         w.uStart[u] = (uint32_t)g;
-        for (size_t iN = 0; iN < ax->nN; iN++)
+        for (size_t iN = 0; iN < ax->n_N; iN++)
             if (w.uOf[iN] == u) w.uIdx[g++] = (uint32_t)iN;
         w.uStart[u + 1] = (uint32_t)g;
     }

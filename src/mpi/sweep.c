@@ -342,11 +342,11 @@ static int open_store(sweep_state *st, MPI_Comm comm, const sweep_opts *opts, as
     const as_config *c = &st->cfg;
     const as_axes *a = &c->axes;
     const char *norm_names[8];
-    for (size_t z = 0; z < a->nNorm && z < 8; z++) norm_names[z] = config_normalizer_name(a->normalizer[z]);
+    for (size_t z = 0; z < a->n_norm && z < 8; z++) norm_names[z] = met_normalizer_name(a->normalizer[z]);
     store_axes ax = {.n_window = st->grid.n_windows, .window_start = st->grid.window_start,
-                     .n_L = a->nL, .L = a->L, .n_N = a->nN, .N = a->N, .n_T = a->nT, .T = a->T,
-                     .n_eps = a->nEps, .eps = a->eps, .n_norm = a->nNorm, .normalizer = norm_names,
-                     .n_layer = a->nLayers, .layer = a->layers, .n_head = a->nHeads, .head = a->heads};
+                     .n_L = a->n_L, .L = a->L, .n_N = a->n_N, .N = a->N, .n_T = a->n_T, .T = a->T,
+                     .n_eps = a->n_eps, .eps = a->eps, .n_norm = a->n_norm, .normalizer = norm_names,
+                     .n_layer = a->n_layer, .layer = a->layer, .n_head = a->n_head, .head = a->head};
     char mpi_lib[MPI_MAX_LIBRARY_VERSION_STRING] = {0};
     int len = 0;
     MPI_Get_library_version(mpi_lib, &len);
@@ -486,7 +486,7 @@ static void unit_dispatched(void *ctx, int64_t unit, int worker_rank) {
 /* Rank 0: groups the pending cells (in dispatch order, largest L first) into
  * one unit per window (per 64 L values), ordered by their largest L. */
 static int build_units(sweep_state *st, const int64_t *todo, size_t ntodo, as_err *err) {
-    size_t chunks = (st->grid.nL + UNIT_MAX_CUTS - 1) / UNIT_MAX_CUTS;
+    size_t chunks = (st->grid.n_L + UNIT_MAX_CUTS - 1) / UNIT_MAX_CUTS;
     int64_t *unit_of = malloc(st->grid.n_windows * chunks * sizeof *unit_of);
     st->units = malloc((ntodo ? ntodo : 1) * sizeof *st->units);
     if (!unit_of || !st->units) {
@@ -726,18 +726,19 @@ int sweep_run(MPI_Comm comm, const sweep_opts *opts, sweep_summary *sum, as_err 
         if (st.out) store_close(st.out, "failed", &local), st.out = NULL;
         goto out;
     }
-    st.unit_cells = st.grid.nL < UNIT_MAX_CUTS ? st.grid.nL : UNIT_MAX_CUTS;
+    st.unit_cells = st.grid.n_L < UNIT_MAX_CUTS ? st.grid.n_L : UNIT_MAX_CUTS;
 
     /* 5. compute: workers (and rank 0 when alone) need a cell worker */
     int computes = st.size == 1 || st.rank != 0;
-    if (ok && computes) st.worker_ok = cell_worker_init(&st.worker, &st.model, &st.cfg, st.rank, e) == 0;
+    cell_spec spec = cell_spec_of(&st.cfg);
+    if (ok && computes) st.worker_ok = cell_worker_init(&st.worker, &st.model, &spec, st.rank, e) == 0;
     if (st.worker_ok) st.worker.should_stop = sched_should_stop;
     /* Every cut comes from a pass at the grid's largest L, however the cuts
      * are grouped into units (a resume regroups them). */
     if (st.worker_ok) st.worker.pass_L = (size_t)config_max_L(&st.cfg);
-    if (st.rank == 0 && !computes) cr_layout_init(&st.worker.layout, st.cfg.axes.nN, st.cfg.axes.nT,
-                                                  st.cfg.axes.nEps, st.cfg.axes.nNorm,
-                                                  st.cfg.axes.nLayers, st.cfg.axes.nHeads);
+    if (st.rank == 0 && !computes) cr_layout_init(&st.worker.layout, st.cfg.axes.n_N, st.cfg.axes.n_T,
+                                                  st.cfg.axes.n_eps, st.cfg.axes.n_norm,
+                                                  st.cfg.axes.n_layer, st.cfg.axes.n_head);
     if (!all_ok(comm, ok && (!computes || st.worker_ok))) {
         if (st.rank == 0 && !e->msg[0]) as_fail(e, "a worker rank could not allocate its memory");
         if (st.out) store_close(st.out, "failed", &local), st.out = NULL;

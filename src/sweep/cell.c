@@ -24,44 +24,39 @@ static double process_cpu_s(void) {
 
 static size_t vector_dim(const cell_worker *w) {
     const gpt2_config *m = &w->model->cfg;
-    return w->cfg->vectors == AS_VECTORS_RESID ? m->n_embd : m->n_embd / m->n_head;
+    return w->spec.vectors == AS_VECTORS_RESID ? m->n_embd : m->n_embd / m->n_head;
 }
 
-int cell_worker_init(cell_worker *w, const gpt2_model *model, const as_config *cfg, int rank,
+cell_spec cell_spec_of(const as_config *cfg) {
+    return (cell_spec){.axes = &cfg->axes, .vectors = cfg->vectors, .rows = cfg->rows,
+                       .logits = cfg->logits, .distance = cfg->distance,
+                       .ssmax_scale = cfg->ssmax_scale, .seed = cfg->seed,
+                       .ks_alpha = cfg->ks_alpha, .threads = cfg->blas_threads};
+}
+
+int cell_worker_init(cell_worker *w, const gpt2_model *model, const cell_spec *spec, int rank,
                      as_err *err) {
     memset(w, 0, sizeof *w);
     w->model = model;
-    w->cfg = cfg;
+    w->spec = *spec;
     w->rank = rank;
-    const as_axes *a = &cfg->axes;
-    cr_layout_init(&w->layout, a->nN, a->nT, a->nEps, a->nNorm, a->nLayers, a->nHeads);
-
-    w->norms = calloc(a->nNorm, sizeof *w->norms);
-    if (!w->norms) return as_fail(err, "out of memory (normalizer list)");
-    for (size_t z = 0; z < a->nNorm; z++) {
-        int id = met_normalizer_from_name(config_normalizer_name(a->normalizer[z]));
-        if (id < 0) {
-            cell_worker_free(w);
-            return as_fail(err, "grid.normalizer: '%s' is not known to the metrics",
-                           config_normalizer_name(a->normalizer[z]));
-        }
-        w->norms[z] = (met_normalizer)id;
-    }
+    const as_axes *a = spec->axes;
+    cr_layout_init(&w->layout, a->n_N, a->n_T, a->n_eps, a->n_norm, a->n_layer, a->n_head);
     w->axes = (met_axes){
-        .N = a->N, .nN = a->nN, .T = a->T, .nT = a->nT, .eps = a->eps, .nEps = a->nEps,
-        .norm = w->norms, .nNorm = a->nNorm, .ssmax_scale = cfg->ssmax_scale,
-        .full_row = cfg->rows == AS_ROWS_FULL_ROW, .seed = (uint64_t)cfg->seed,
-        .aggregate = cfg->distance == AS_DISTANCE_AGGREGATE,
+        .N = a->N, .n_N = a->n_N, .T = a->T, .n_T = a->n_T, .eps = a->eps, .n_eps = a->n_eps,
+        .norm = a->normalizer, .n_norm = a->n_norm, .ssmax_scale = spec->ssmax_scale,
+        .full_row = spec->rows == AS_ROWS_FULL_ROW, .seed = (uint64_t)spec->seed,
+        .aggregate = spec->distance == AS_DISTANCE_AGGREGATE,
     };
 
-    size_t max_L = (size_t)config_max_L(cfg);
+    size_t max_L = a->n_L ? (size_t)a->L[a->n_L - 1] : 0; /* L is sorted ascending */
     if (gpt2_workspace_init(&w->fwd, &model->cfg, max_L, err)) {
         cell_worker_free(w);
         return -1;
     }
     w->met_ws_bytes = met_workspace_bytes(max_L, vector_dim(w), &w->axes);
-    w->threads = cfg->blas_threads > 1 ? (size_t)cfg->blas_threads : 1;
-    if (w->threads > a->nHeads) w->threads = a->nHeads ? a->nHeads : 1;
+    w->threads = spec->threads > 1 ? (size_t)spec->threads : 1;
+    if (w->threads > a->n_head) w->threads = a->n_head ? a->n_head : 1;
     if (w->threads > CELL_MAX_THREADS) w->threads = CELL_MAX_THREADS;
     w->lanes = calloc(w->threads, sizeof *w->lanes);
     if (!w->lanes) {
@@ -73,17 +68,17 @@ int cell_worker_init(cell_worker *w, const gpt2_model *model, const as_config *c
         ln->w = w, ln->lane = i, ln->axes = w->axes;
         ln->met_ws = malloc(w->met_ws_bytes);
         ln->head_out = malloc(CELL_MAX_CUTS * met_out_count(&w->axes) * sizeof(double));
-        if (cfg->logits == AS_LOGITS_SCALED) ln->scaled = malloc(max_L * max_L * sizeof(float));
-        if (!ln->met_ws || !ln->head_out || (cfg->logits == AS_LOGITS_SCALED && !ln->scaled)) {
+        if (spec->logits == AS_LOGITS_SCALED) ln->scaled = malloc(max_L * max_L * sizeof(float));
+        if (!ln->met_ws || !ln->head_out || (spec->logits == AS_LOGITS_SCALED && !ln->scaled)) {
             cell_worker_free(w);
             return as_fail(err, "out of memory: metrics workspace of %zu bytes for L = %zu (thread %zu)",
                            w->met_ws_bytes, max_L, i);
         }
     }
-    w->ks_x = malloc(a->nLayers * a->nHeads * sizeof(double));
-    w->ks_y = malloc(a->nLayers * a->nHeads * sizeof(double));
-    w->ks_p = malloc(a->nN * sizeof(double));
-    w->ks_scratch = malloc(ks_scratch_doubles(a->nLayers * a->nHeads, a->nLayers * a->nHeads) *
+    w->ks_x = malloc(a->n_layer * a->n_head * sizeof(double));
+    w->ks_y = malloc(a->n_layer * a->n_head * sizeof(double));
+    w->ks_p = malloc(a->n_N * sizeof(double));
+    w->ks_scratch = malloc(ks_scratch_doubles(a->n_layer * a->n_head, a->n_layer * a->n_head) *
                            sizeof(double));
     if (!w->ks_x || !w->ks_y || !w->ks_p || !w->ks_scratch) {
         cell_worker_free(w);
@@ -95,7 +90,6 @@ int cell_worker_init(cell_worker *w, const gpt2_model *model, const as_config *c
 
 void cell_worker_free(cell_worker *w) {
     gpt2_workspace_free(&w->fwd);
-    free(w->norms);
     for (size_t i = 0; w->lanes && i < w->threads; i++) {
         free(w->lanes[i].met_ws);
         free(w->lanes[i].head_out);
@@ -119,19 +113,19 @@ static void scatter_head(cell_worker *w, const double *head_out, size_t il, size
         const double *o = head_out + c * per_cut;
         double *b = w->blocks[c];
         for (int v = 0; v < MET_NPERN; v++)
-            for (size_t n = 0; n < ax->nN; n++)
-                for (size_t t = 0; t < ax->nT; t++)
-                    for (size_t z = 0; z < ax->nNorm; z++)
+            for (size_t n = 0; n < ax->n_N; n++)
+                for (size_t t = 0; t < ax->n_T; t++)
+                    for (size_t z = 0; z < ax->n_norm; z++)
                         b[cr_at_per_n(y, (cr_var)(CR_DIST_TRUE + v), n, t, z, il, ih)] =
                             o[met_at_per_n(ax, v, n, t, z)];
         for (int v = 0; v < MET_NPERT; v++)
-            for (size_t t = 0; t < ax->nT; t++)
-                for (size_t z = 0; z < ax->nNorm; z++)
+            for (size_t t = 0; t < ax->n_T; t++)
+                for (size_t z = 0; z < ax->n_norm; z++)
                     b[cr_at_per_t(y, (cr_var)(CR_ENTROPY + v), t, z, il, ih)] =
                         o[met_at_per_t(ax, v, t, z)];
-        for (size_t t = 0; t < ax->nT; t++)
-            for (size_t e = 0; e < ax->nEps; e++)
-                for (size_t z = 0; z < ax->nNorm; z++)
+        for (size_t t = 0; t < ax->n_T; t++)
+            for (size_t e = 0; e < ax->n_eps; e++)
+                for (size_t z = 0; z < ax->n_norm; z++)
                     b[cr_at_grad_fd(y, t, e, z, il, ih)] = o[met_at_grad_fd(ax, t, e, z)];
     }
 }
@@ -141,11 +135,11 @@ static void scatter_head(cell_worker *w, const double *head_out, size_t il, size
 static int lane_heads(cell_lane *ln) {
     cell_worker *w = ln->w;
     const gpt2_layer_view *view = ln->view;
-    const as_axes *a = &w->cfg->axes;
+    const as_axes *a = w->spec.axes;
     size_t L = view->L, D = view->d_head;
     double c0 = thread_cpu_s();
-    for (size_t ih = ln->lane; ih < a->nHeads; ih += w->threads) {
-        size_t h = (size_t)a->heads[ih];
+    for (size_t ih = ln->lane; ih < a->n_head; ih += w->threads) {
+        size_t h = (size_t)a->head[ih];
         const float *scores = view->scores + h * L * L;
         if (ln->scaled) {
             /* metrics.logits = "scaled": q.k / sqrt(d_head), the visible part of each row */
@@ -156,7 +150,7 @@ static int lane_heads(cell_lane *ln) {
         }
         const float *vectors = view->v + h * L * D;
         size_t dim = D;
-        if (w->cfg->vectors == AS_VECTORS_RESID) vectors = view->ln1, dim = view->n_embd;
+        if (w->spec.vectors == AS_VECTORS_RESID) vectors = view->ln1, dim = view->n_embd;
         ln->axes.window = w->window;
         ln->axes.layer = (int64_t)view->layer;
         ln->axes.head = (int64_t)h;
@@ -186,10 +180,10 @@ static void *lane_thread(void *arg) {
 /* The forward pass's per-layer callback: every measured head of this layer. */
 static int on_layer(const gpt2_layer_view *view, void *user, as_err *err) {
     cell_worker *w = user;
-    const as_axes *a = &w->cfg->axes;
+    const as_axes *a = w->spec.axes;
     size_t il = 0;
-    while (il < a->nLayers && (size_t)a->layers[il] != view->layer) il++;
-    if (il == a->nLayers) return 0; /* not a measured layer */
+    while (il < a->n_layer && (size_t)a->layer[il] != view->layer) il++;
+    if (il == a->n_layer) return 0; /* not a measured layer */
     if (w->should_stop && w->should_stop())
         return as_fail(err, "abandoned: the sweep is stopping");
     double t0 = as_monotonic_s();
@@ -220,19 +214,19 @@ static int on_layer(const gpt2_layer_view *view, void *user, as_err *err) {
  * exceeds ks_alpha, -1 when none does. */
 static void cross_head_tests(cell_worker *w, double *b) {
     const cr_layout *y = &w->layout;
-    size_t heads = y->nLayer * y->nHead;
-    for (size_t t = 0; t < y->nT; t++)
-        for (size_t z = 0; z < y->nNorm; z++) {
-            for (size_t n = 0; n < y->nN; n++) {
+    size_t heads = y->n_layer * y->n_head;
+    for (size_t t = 0; t < y->n_T; t++)
+        for (size_t z = 0; z < y->n_norm; z++) {
+            for (size_t n = 0; n < y->n_N; n++) {
                 for (size_t i = 0; i < heads; i++) {
-                    w->ks_x[i] = b[cr_at_per_n(y, CR_DIST_TRUE, n, t, z, i / y->nHead, i % y->nHead)];
-                    w->ks_y[i] = b[cr_at_per_n(y, CR_DIST_EXPECT, n, t, z, i / y->nHead, i % y->nHead)];
+                    w->ks_x[i] = b[cr_at_per_n(y, CR_DIST_TRUE, n, t, z, i / y->n_head, i % y->n_head)];
+                    w->ks_y[i] = b[cr_at_per_n(y, CR_DIST_EXPECT, n, t, z, i / y->n_head, i % y->n_head)];
                 }
                 double *stat = &b[cr_at_ks(y, CR_KS_STAT, n, t, z)];
                 ks_2samp_exact(stat, &w->ks_p[n], w->ks_x, heads, w->ks_y, heads, w->ks_scratch);
                 b[cr_at_ks(y, CR_KS_PVALUE, n, t, z)] = w->ks_p[n];
             }
-            b[cr_at_crit(y, t, z)] = ks_critical_n(w->cfg->axes.N, w->ks_p, y->nN, w->cfg->ks_alpha);
+            b[cr_at_crit(y, t, z)] = ks_critical_n(w->spec.axes->N, w->ks_p, y->n_N, w->spec.ks_alpha);
         }
 }
 
@@ -253,9 +247,9 @@ int cell_compute(cell_worker *w, int64_t window, const int32_t *tokens, const si
     w->blocks = blocks;
     w->window = window;
 
-    const as_axes *a = &w->cfg->axes;
+    const as_axes *a = w->spec.axes;
     gpt2_request req = {.on_layer = on_layer, .user = w};
-    for (size_t il = 0; il < a->nLayers; il++) req.capture_mask |= 1ull << a->layers[il];
+    for (size_t il = 0; il < a->n_layer; il++) req.capture_mask |= 1ull << a->layer[il];
     size_t L = cuts[ncuts - 1];
     if (w->pass_L) {
         if (w->pass_L < L)

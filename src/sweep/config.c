@@ -594,13 +594,13 @@ static int read_N(ctx *c, as_axes *ax) {
     const char *key = "grid.N";
     config_setting_t *s = get(c, key);
     if (s && config_setting_type(s) != CONFIG_TYPE_STRING) {
-        if (read_int_list(c, s, key, &ax->N, &ax->nN)) return -1;
+        if (read_int_list(c, s, key, &ax->N, &ax->n_N)) return -1;
     } else {
         const char *text = s ? config_setting_get_string(s) : "1:128";
         as_err e;
-        if (config_parse_range(&ax->N, &ax->nN, text, &e)) return fail_key(c, s, key, "%s", e.msg);
+        if (config_parse_range(&ax->N, &ax->n_N, text, &e)) return fail_key(c, s, key, "%s", e.msg);
     }
-    if (sort_unique_i32(c, s, key, ax->N, ax->nN)) return -1;
+    if (sort_unique_i32(c, s, key, ax->N, ax->n_N)) return -1;
     if (ax->N[0] < 1) return fail_key(c, s, key, "%d: N must be >= 1", (int)ax->N[0]);
     return 0;
 }
@@ -608,8 +608,8 @@ static int read_N(ctx *c, as_axes *ax) {
 static int read_T(ctx *c, as_axes *ax) {
     config_setting_t *s = get(c, "grid.T");
     if (s && config_setting_type(s) != CONFIG_TYPE_GROUP) {
-        if (read_double_list(c, s, "grid.T", &ax->T, &ax->nT)) return -1;
-        if (sort_unique_f64(c, s, "grid.T", ax->T, ax->nT)) return -1;
+        if (read_double_list(c, s, "grid.T", &ax->T, &ax->n_T)) return -1;
+        if (sort_unique_f64(c, s, "grid.T", ax->T, ax->n_T)) return -1;
         if (!(ax->T[0] > 0)) return fail_key(c, s, "grid.T", "%g: T must be > 0", ax->T[0]);
         return 0;
     }
@@ -641,7 +641,7 @@ static int read_T(ctx *c, as_axes *ax) {
         inc[0] = native, n_inc = 1;
     }
     as_err e;
-    int rc = config_make_T(&ax->T, &ax->nT, min, max, count, spacing == 1, inc, n_inc, &e);
+    int rc = config_make_T(&ax->T, &ax->n_T, min, max, count, spacing == 1, inc, n_inc, &e);
     free(inc);
     if (rc) {
         const char *sub = strstr(e.msg, "include") == e.msg ? "grid.T.include"
@@ -651,11 +651,7 @@ static int read_T(ctx *c, as_axes *ax) {
     return 0;
 }
 
-static const char *const norm_names[] = {"softmax", "sparsemax", "ssmax", NULL};
-
 const char *config_logits_name(as_logits l) { return l == AS_LOGITS_SCALED ? "scaled" : "raw"; }
-
-const char *config_normalizer_name(as_normalizer z) { return norm_names[z]; }
 
 static int read_normalizer(ctx *c, as_axes *ax) {
     const char *key = "grid.normalizer";
@@ -667,7 +663,7 @@ static int read_normalizer(ctx *c, as_axes *ax) {
     if (n > 3) return fail_key(c, s, key, "%zu entries: each of softmax, sparsemax, ssmax at most once", n);
     ax->normalizer = malloc(n * sizeof *ax->normalizer);
     if (!ax->normalizer) return as_fail(c->err, "out of memory");
-    ax->nNorm = 0;
+    ax->n_norm = 0;
     int has_softmax = 0;
     for (size_t i = 0; i < n; i++) {
         const char *name = "softmax";
@@ -678,28 +674,27 @@ static int read_normalizer(ctx *c, as_axes *ax) {
                                 type_name(e));
             name = config_setting_get_string(e);
         }
-        int z = -1;
-        for (int k = 0; norm_names[k]; k++)
-            if (!strcmp(name, norm_names[k])) z = k;
+        int z = met_normalizer_from_name(name);
         if (z < 0) {
-            size_t best = 0;
-            for (size_t k = 1; norm_names[k]; k++)
-                if (edit_distance(name, norm_names[k]) < edit_distance(name, norm_names[best]))
-                    best = k;
+            met_normalizer best = MET_SOFTMAX;
+            for (int k = 1; k < MET_N_NORMALIZERS; k++)
+                if (edit_distance(name, met_normalizer_name((met_normalizer)k)) <
+                    edit_distance(name, met_normalizer_name(best)))
+                    best = (met_normalizer)k;
             return fail_key(c, s, key, "unknown normalizer \"%s\" (did you mean %s?)", name,
-                            norm_names[best]);
+                            met_normalizer_name(best));
         }
-        for (size_t k = 0; k < ax->nNorm; k++)
+        for (size_t k = 0; k < ax->n_norm; k++)
             if ((int)ax->normalizer[k] == z)
                 return fail_key(c, s, key, "duplicate value \"%s\"", name);
-        if (z == AS_NORM_SOFTMAX) has_softmax = 1;
-        else ax->normalizer[ax->nNorm++] = (as_normalizer)z;
+        if (z == MET_SOFTMAX) has_softmax = 1;
+        else ax->normalizer[ax->n_norm++] = (met_normalizer)z;
     }
     /* softmax is always first (docs/metrics.md section 10) */
     if (has_softmax) {
-        memmove(ax->normalizer + 1, ax->normalizer, ax->nNorm * sizeof *ax->normalizer);
-        ax->normalizer[0] = AS_NORM_SOFTMAX;
-        ax->nNorm++;
+        memmove(ax->normalizer + 1, ax->normalizer, ax->n_norm * sizeof *ax->normalizer);
+        ax->normalizer[0] = MET_SOFTMAX;
+        ax->n_norm++;
     }
     return 0;
 }
@@ -956,20 +951,20 @@ static char *canonical_text(const as_config *cfg) {
     const as_axes *a = &cfg->axes;
     sb_printf(&b, "# attnsweep canonical config (sorted keys, resolved values)\n");
     sb_printf(&b, "grid = {\n  L = ");
-    sb_i32_list(&b, a->L, a->nL);
+    sb_i32_list(&b, a->L, a->n_L);
     sb_printf(&b, ";\n  N = ");
-    sb_i32_list(&b, a->N, a->nN);
+    sb_i32_list(&b, a->N, a->n_N);
     sb_printf(&b, ";\n  T = ");
-    sb_f64_list(&b, a->T, a->nT);
+    sb_f64_list(&b, a->T, a->n_T);
     sb_printf(&b, ";\n  eps = ");
-    sb_f64_list(&b, a->eps, a->nEps);
+    sb_f64_list(&b, a->eps, a->n_eps);
     sb_printf(&b, ";\n  heads = ");
-    sb_i32_list(&b, a->heads, a->nHeads);
+    sb_i32_list(&b, a->head, a->n_head);
     sb_printf(&b, ";\n  layers = ");
-    sb_i32_list(&b, a->layers, a->nLayers);
+    sb_i32_list(&b, a->layer, a->n_layer);
     sb_printf(&b, ";\n  normalizer = [");
-    for (size_t i = 0; i < a->nNorm; i++)
-        sb_printf(&b, "%s\"%s\"", i ? ", " : "", config_normalizer_name(a->normalizer[i]));
+    for (size_t i = 0; i < a->n_norm; i++)
+        sb_printf(&b, "%s\"%s\"", i ? ", " : "", met_normalizer_name(a->normalizer[i]));
     sb_printf(&b, "];\n};\nmetrics = {\n  ");
     /* (added later too: only when not the default, see below) */
     if (cfg->distance != AS_DISTANCE_PER_TOKEN) sb_printf(&b, "distance = \"aggregate\";\n  ");
@@ -1022,7 +1017,7 @@ int64_t config_window_start(const as_config *cfg, int64_t w) {
     return cfg->windows_offset + w * cfg->windows_stride;
 }
 
-int32_t config_max_L(const as_config *cfg) { return cfg->axes.L[cfg->axes.nL - 1]; }
+int32_t config_max_L(const as_config *cfg) { return cfg->axes.L[cfg->axes.n_L - 1]; }
 
 int64_t config_tokens_needed(const as_config *cfg) {
     return config_window_start(cfg, cfg->windows_count - 1) + config_max_L(cfg);
@@ -1037,8 +1032,8 @@ void config_free(as_config *cfg) {
     free(cfg->axes.T);
     free(cfg->axes.eps);
     free(cfg->axes.normalizer);
-    free(cfg->axes.layers);
-    free(cfg->axes.heads);
+    free(cfg->axes.layer);
+    free(cfg->axes.head);
     memset(cfg, 0, sizeof *cfg);
 }
 
@@ -1099,48 +1094,48 @@ static int load_values(ctx *c, as_config *cfg, const char *const *sets, size_t n
     as_axes *ax = &cfg->axes;
     config_setting_t *s = get(c, "grid.L");
     if (s) {
-        if (read_int_list(c, s, "grid.L", &ax->L, &ax->nL)) return -1;
+        if (read_int_list(c, s, "grid.L", &ax->L, &ax->n_L)) return -1;
     } else {
         /* default: 32, 64, ... up to the model's context (GPT-2: ... 1024) */
         ax->L = malloc(32 * sizeof *ax->L);
         if (!ax->L) return as_fail(err, "out of memory");
-        for (size_t L = 32; L <= mc->n_positions && ax->nL < 32; L *= 2) ax->L[ax->nL++] = (int32_t)L;
-        if (ax->nL == 0) ax->L[ax->nL++] = (int32_t)mc->n_positions;
+        for (size_t L = 32; L <= mc->n_positions && ax->n_L < 32; L *= 2) ax->L[ax->n_L++] = (int32_t)L;
+        if (ax->n_L == 0) ax->L[ax->n_L++] = (int32_t)mc->n_positions;
     }
-    if (sort_unique_i32(c, s, "grid.L", ax->L, ax->nL)) return -1;
+    if (sort_unique_i32(c, s, "grid.L", ax->L, ax->n_L)) return -1;
     if (ax->L[0] < 2) return fail_key(c, s, "grid.L", "%d: L must be >= 2", (int)ax->L[0]);
-    if ((size_t)ax->L[ax->nL - 1] > mc->n_positions)
+    if ((size_t)ax->L[ax->n_L - 1] > mc->n_positions)
         return fail_key(c, s, "grid.L", "%d exceeds the model's context n_positions = %zu (%s)",
-                        (int)ax->L[ax->nL - 1], mc->n_positions, cfg->model_dir);
+                        (int)ax->L[ax->n_L - 1], mc->n_positions, cfg->model_dir);
 
     if (read_N(c, ax)) return -1;
-    if (ax->N[0] >= ax->L[ax->nL - 1])
+    if (ax->N[0] >= ax->L[ax->n_L - 1])
         return fail_key(c, get(c, "grid.N"), "grid.N",
                         "every N is >= the largest L (%d): no row has an unselected token",
-                        (int)ax->L[ax->nL - 1]);
+                        (int)ax->L[ax->n_L - 1]);
     if (read_T(c, ax)) return -1;
 
     s = get(c, "grid.eps");
     if (s) {
-        if (read_double_list(c, s, "grid.eps", &ax->eps, &ax->nEps)) return -1;
+        if (read_double_list(c, s, "grid.eps", &ax->eps, &ax->n_eps)) return -1;
     } else {
         static const double def_eps[] = {1e-3, 1e-1, 10.0}; /* the paper's, docs/metrics.md section 7 */
         ax->eps = malloc(sizeof def_eps);
         if (!ax->eps) return as_fail(err, "out of memory");
         memcpy(ax->eps, def_eps, sizeof def_eps);
-        ax->nEps = 3;
+        ax->n_eps = 3;
     }
-    if (sort_unique_f64(c, s, "grid.eps", ax->eps, ax->nEps)) return -1;
+    if (sort_unique_f64(c, s, "grid.eps", ax->eps, ax->n_eps)) return -1;
     if (!(ax->eps[0] > 0)) return fail_key(c, s, "grid.eps", "%g: eps must be > 0", ax->eps[0]);
 
     if (read_normalizer(c, ax) ||
-        read_index_list(c, "grid.layers", mc->n_layer, "n_layer", &ax->layers, &ax->nLayers) ||
-        read_index_list(c, "grid.heads", mc->n_head, "n_head", &ax->heads, &ax->nHeads))
+        read_index_list(c, "grid.layers", mc->n_layer, "n_layer", &ax->layer, &ax->n_layer) ||
+        read_index_list(c, "grid.heads", mc->n_head, "n_head", &ax->head, &ax->n_head))
         return -1;
 
     if (get_int64(c, "windows.count", 1, &cfg->windows_count) ||
         get_int64(c, "windows.offset", 0, &cfg->windows_offset) ||
-        get_int64(c, "windows.stride", ax->L[ax->nL - 1], &cfg->windows_stride))
+        get_int64(c, "windows.stride", ax->L[ax->n_L - 1], &cfg->windows_stride))
         return -1;
     if (cfg->windows_count < 1 || cfg->windows_count > INT32_MAX)
         return fail_key(c, get(c, "windows.count"), "windows.count", "must be in 1..%d", INT32_MAX);

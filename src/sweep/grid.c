@@ -9,11 +9,6 @@
 #include "gpt2.h"
 #include "metrics.h"
 
-/* config.h's normalizer enum is passed to metrics.h by value */
-_Static_assert((int)AS_NORM_SOFTMAX == (int)MET_SOFTMAX && (int)AS_NORM_SPARSEMAX == (int)MET_SPARSEMAX &&
-                   (int)AS_NORM_SSMAX == (int)MET_SSMAX,
-               "as_normalizer and met_normalizer must agree");
-
 as_cost_model grid_cost_model_default(void) {
     as_cost_model m = {AS_COST_SGEMM_GFLOPS, AS_COST_THREAD_SCALE, AS_COST_METRIC_NS,
                        AS_COST_ROW_OPS};
@@ -35,8 +30,8 @@ int grid_init(as_grid *g, const as_config *cfg, as_err *err) {
     memset(g, 0, sizeof *g);
     g->cfg = cfg;
     g->n_windows = (size_t)cfg->windows_count;
-    g->nL = cfg->axes.nL;
-    g->n_cells = g->n_windows * g->nL;
+    g->n_L = cfg->axes.n_L;
+    g->n_cells = g->n_windows * g->n_L;
     g->cost = grid_cost_model_default();
     g->window_start = malloc(g->n_windows * sizeof *g->window_start);
     g->dispatch = malloc(g->n_cells * sizeof *g->dispatch);
@@ -44,7 +39,7 @@ int grid_init(as_grid *g, const as_config *cfg, as_err *err) {
         size_t cells = g->n_cells; /* grid_free clears g */
         grid_free(g);
         return as_fail(err, "windows.count: %lld windows x %zu L values = %zu cells do not fit in "
-                       "memory", (long long)cfg->windows_count, cfg->axes.nL, cells);
+                       "memory", (long long)cfg->windows_count, cfg->axes.n_L, cells);
     }
     for (size_t w = 0; w < g->n_windows; w++)
         g->window_start[w] = config_window_start(cfg, (int64_t)w);
@@ -65,19 +60,19 @@ void grid_free(as_grid *g) {
 long grid_cell_find(const as_grid *g, size_t window, int32_t L) {
     if (window >= g->n_windows) return -1;
     const int32_t *ax = g->cfg->axes.L;
-    size_t lo = 0, hi = g->nL;
+    size_t lo = 0, hi = g->n_L;
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
         if (ax[mid] < L) lo = mid + 1;
         else hi = mid;
     }
-    if (lo == g->nL || ax[lo] != L) return -1;
+    if (lo == g->n_L || ax[lo] != L) return -1;
     return (long)grid_cell_index(g, window, lo);
 }
 
 /* Blocks the forward pass runs: up to the deepest measured layer (gpt2.h). */
 static size_t blocks_run(const as_config *cfg) {
-    return (size_t)cfg->axes.layers[cfg->axes.nLayers - 1] + 1;
+    return (size_t)cfg->axes.layer[cfg->axes.n_layer - 1] + 1;
 }
 
 double grid_forward_flops(const as_config *cfg, size_t L) {
@@ -97,9 +92,9 @@ double grid_forward_seconds(const as_grid *g, size_t L) {
     return grid_forward_flops(g->cfg, L) / rate;
 }
 
-double grid_metric_steps(size_t L, size_t heads, size_t d, size_t nN, size_t nT, size_t nNorm,
-                         size_t nEps, double row_ops) {
-    double per_key = (double)d + (double)(nT * nNorm) * ((double)nN + (double)nEps + row_ops);
+double grid_metric_steps(size_t L, size_t heads, size_t d, size_t n_N, size_t n_T, size_t n_norm,
+                         size_t n_eps, double row_ops) {
+    double per_key = (double)d + (double)(n_T * n_norm) * ((double)n_N + (double)n_eps + row_ops);
     return (double)heads * 0.5 * (double)L * (double)L * per_key;
 }
 
@@ -109,9 +104,9 @@ double grid_metric_seconds(const as_grid *g, size_t L) {
     size_t d = cfg->vectors == AS_VECTORS_RESID ? cfg->model.n_embd
                                                 : cfg->model.n_embd / cfg->model.n_head;
     size_t threads = cfg->blas_threads > 1 ? (size_t)cfg->blas_threads : 1;
-    if (threads > a->nHeads) threads = a->nHeads; /* cell.c: metrics threads split the heads */
+    if (threads > a->n_head) threads = a->n_head; /* cell.c: metrics threads split the heads */
     return g->cost.metric_ns * 1e-9 *
-           grid_metric_steps(L, a->nLayers * a->nHeads, d, a->nN, a->nT, a->nNorm, a->nEps,
+           grid_metric_steps(L, a->n_layer * a->n_head, d, a->n_N, a->n_T, a->n_norm, a->n_eps,
                              g->cost.row_ops) /
            speedup(g, (double)threads);
 }
@@ -126,20 +121,20 @@ double grid_cell_cost(const as_grid *g, size_t cell) {
 double grid_window_cost(const as_grid *g) {
     const as_axes *a = &g->cfg->axes;
     double t = grid_forward_seconds(g, (size_t)config_max_L(g->cfg));
-    for (size_t i = 0; i < a->nL; i++) t += grid_metric_seconds(g, (size_t)a->L[i]);
+    for (size_t i = 0; i < a->n_L; i++) t += grid_metric_seconds(g, (size_t)a->L[i]);
     return t;
 }
 
 size_t grid_block_doubles(const as_config *cfg) {
     const as_axes *a = &cfg->axes;
     cr_layout lay;
-    cr_layout_init(&lay, a->nN, a->nT, a->nEps, a->nNorm, a->nLayers, a->nHeads);
+    cr_layout_init(&lay, a->n_N, a->n_T, a->n_eps, a->n_norm, a->n_layer, a->n_head);
     return lay.total;
 }
 
 /* Cells of one unit of work (sweep.c: a window's L values, at most CELL_MAX_CUTS). */
 static size_t unit_cells(const as_grid *g) {
-    return g->nL < CELL_MAX_CUTS ? g->nL : CELL_MAX_CUTS;
+    return g->n_L < CELL_MAX_CUTS ? g->n_L : CELL_MAX_CUTS;
 }
 
 void grid_rank_memory(as_rank_memory *m, const as_grid *g) {
@@ -149,21 +144,21 @@ void grid_rank_memory(as_rank_memory *m, const as_grid *g) {
     size_t d = cfg->vectors == AS_VECTORS_RESID ? cfg->model.n_embd
                                                 : cfg->model.n_embd / cfg->model.n_head;
     size_t threads = cfg->blas_threads > 1 ? (size_t)cfg->blas_threads : 1;
-    if (threads > a->nHeads) threads = a->nHeads;
+    if (threads > a->n_head) threads = a->n_head;
     memset(m, 0, sizeof *m);
     m->weights = model_param_count(&cfg->model) * sizeof(float);
     m->activations = gpt2_workspace_bytes(&cfg->model, Lmax);
     /* metrics.h's own workspace size for one head at the largest L, plus one
      * head's means for every L cut (cell.h runs the cuts of a window together),
      * for each metrics thread */
-    met_normalizer *norms = malloc(a->nNorm * sizeof *norms);
+    met_normalizer *norms = malloc(a->n_norm * sizeof *norms);
     if (norms) {
-        for (size_t i = 0; i < a->nNorm; i++) norms[i] = (met_normalizer)a->normalizer[i];
-        met_axes ax = {.N = a->N, .nN = a->nN, .T = a->T, .nT = a->nT, .eps = a->eps,
-                       .nEps = a->nEps, .norm = norms, .nNorm = a->nNorm,
+        for (size_t i = 0; i < a->n_norm; i++) norms[i] = (met_normalizer)a->normalizer[i];
+        met_axes ax = {.N = a->N, .n_N = a->n_N, .T = a->T, .n_T = a->n_T, .eps = a->eps,
+                       .n_eps = a->n_eps, .norm = norms, .n_norm = a->n_norm,
                        .ssmax_scale = cfg->ssmax_scale, .full_row = cfg->rows == AS_ROWS_FULL_ROW,
                        .seed = (uint64_t)cfg->seed};
-        m->metrics = met_workspace_bytes(Lmax, d, &ax) + a->nL * met_out_count(&ax) * sizeof(double);
+        m->metrics = met_workspace_bytes(Lmax, d, &ax) + a->n_L * met_out_count(&ax) * sizeof(double);
         free(norms);
     } else {
         m->metrics = sizeof(double) * (Lmax * Lmax + 2 * Lmax * d); /* the Gram matrix and X, Y */
@@ -184,7 +179,7 @@ size_t grid_node_memory(const as_grid *g, size_t ranks) {
     /* buffers touched: a worker fills its second unit buffer only when it gets a
      * second unit; the master receives into at most one buffer per unit */
     size_t workers = ranks - 1;
-    size_t units = g->n_windows * ((g->nL + CELL_MAX_CUTS - 1) / CELL_MAX_CUTS);
+    size_t units = g->n_windows * ((g->n_L + CELL_MAX_CUTS - 1) / CELL_MAX_CUTS);
     size_t per_worker = (units + workers - 1) / workers;
     size_t worker = m.worker - (per_worker < 2 ? m.unit_block : 0);
     size_t busy = units < workers ? units : workers;
@@ -198,7 +193,7 @@ size_t grid_node_memory(const as_grid *g, size_t ranks) {
 double grid_output_bytes(const as_grid *g) {
     const as_axes *a = &g->cfg->axes;
     cr_layout lay;
-    cr_layout_init(&lay, a->nN, a->nT, a->nEps, a->nNorm, a->nLayers, a->nHeads);
+    cr_layout_init(&lay, a->n_N, a->n_T, a->n_eps, a->n_norm, a->n_layer, a->n_head);
     double per_cell = 0;
     for (int v = 0; v < CR_NVARS; v++) {
         if (v == CR_WALL_TIME || v == CR_RANK) continue;
@@ -206,8 +201,8 @@ double grid_output_bytes(const as_grid *g) {
         per_cell += width * (double)lay.count[v];
     }
     per_cell += 1 + 4 + 4 + 8; /* status, attempts, rank, wall_time */
-    double axes = 4.0 * (double)(a->nL + a->nN + a->nLayers + a->nHeads) +
-                  8.0 * (double)(a->nT + a->nEps + g->n_windows * 2) + 16.0 * (double)a->nNorm;
+    double axes = 4.0 * (double)(a->n_L + a->n_N + a->n_layer + a->n_head) +
+                  8.0 * (double)(a->n_T + a->n_eps + g->n_windows * 2) + 16.0 * (double)a->n_norm;
     return per_cell * (double)g->n_cells + axes;
 }
 

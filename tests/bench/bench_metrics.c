@@ -39,7 +39,7 @@ static volatile double sink;
 
 /* direct evaluation for one row: every quantity from x itself, O(n d) per (N, T) */
 static void direct_row(const float *scores, const float *v, int t, int d, const int32_t *Ns,
-                       int nN, const double *Ts, int nT, double *a, double *xs, int *ord) {
+                       int n_N, const double *Ts, int n_T, double *a, double *xs, int *ord) {
     int n = t + 1;
     for (int j = 0; j < n; j++) ord[j] = j;
     /* order by logit (qsort-free insertion of the top 128 is enough for the direct method) */
@@ -51,7 +51,7 @@ static void direct_row(const float *scores, const float *v, int t, int d, const 
         int tmp = ord[k]; ord[k] = ord[b]; ord[b] = tmp;
     }
     double s[64], sy[64], S[64], acc = 0;
-    for (int iT = 0; iT < nT; iT++) {
+    for (int iT = 0; iT < n_T; iT++) {
         double mx = -INFINITY, Z = 0;
         for (int j = 0; j < n; j++) mx = fmax(mx, scores[t * 1024 + j] / Ts[iT]);
         for (int j = 0; j < n; j++) Z += a[j] = exp(scores[t * 1024 + j] / Ts[iT] - mx);
@@ -59,7 +59,7 @@ static void direct_row(const float *scores, const float *v, int t, int d, const 
         for (int k = 0; k < d; k++) S[k] = 0;
         for (int j = 0; j < n; j++)
             for (int k = 0; k < d; k++) S[k] += a[j] * v[j * d + k];
-        for (int iN = 0; iN < nN; iN++) {
+        for (int iN = 0; iN < n_N; iN++) {
             int N = Ns[iN];
             if (N >= n) continue;
             for (int k = 0; k < d; k++) s[k] = sy[k] = 0;
@@ -101,7 +101,7 @@ static const char *var_names[MET_NPERN + MET_NPERT + 1] = {
 
 /* index of the variable an output slot belongs to (per_N, then per_T, then grad_fd) */
 static int var_of_slot(const met_axes *ax, size_t at) {
-    size_t perN = ax->nN * ax->nT * ax->nNorm, perT = ax->nT * ax->nNorm;
+    size_t perN = ax->n_N * ax->n_T * ax->n_norm, perT = ax->n_T * ax->n_norm;
     if (at < MET_NPERN * perN) return (int)(at / perN);
     at -= MET_NPERN * perN;
     if (at < MET_NPERT * perT) return MET_NPERN + (int)(at / perT);
@@ -148,16 +148,16 @@ int main(int argc, char **argv) {
         return 2;
     }
     int32_t Ns[128] = {1, 2, 4, 8, 16, 32, 64, 128};
-    int nN = 8;
+    int n_N = 8;
     if (argc > 3 && atoi(argv[3]) == 1) {
-        nN = 128;
+        n_N = 128;
         for (int i = 0; i < 128; i++) Ns[i] = i + 1;
     }
     double Ts[21], eps[3] = {1e-3, 1e-1, 10};
     for (int i = 0; i < 21; i++) Ts[i] = pow(10, -3 + 5.0 * i / 20);
     met_normalizer norm[3] = {MET_SOFTMAX, MET_SPARSEMAX, MET_SSMAX};
-    met_axes ax = {.N = Ns, .nN = (size_t)nN, .T = Ts, .nT = 21, .eps = eps, .nEps = 3, .norm = norm,
-                   .nNorm = norms3 ? 3 : 1, .seed = 1};
+    met_axes ax = {.N = Ns, .n_N = (size_t)n_N, .T = Ts, .n_T = 21, .eps = eps, .n_eps = 3, .norm = norm,
+                   .n_norm = norms3 ? 3 : 1, .seed = 1};
     size_t cuts[6], ncuts = 0;
     for (int c = 32; c <= L; c *= 2) cuts[ncuts++] = (size_t)c;
     if (cuts[ncuts - 1] != (size_t)L) cuts[ncuts++] = (size_t)L;
@@ -195,7 +195,7 @@ int main(int argc, char **argv) {
     void *ws = malloc(wsb);
     double *out = malloc(ncuts * nout * sizeof *out);
     printf("grid: N=%d values (max 128), T=%d, eps=%d, normalizers=%zu, cuts=%zu; workspace %.1f MB\n",
-           nN, 21, 3, ax.nNorm, ncuts, wsb / 1e6);
+           n_N, 21, 3, ax.n_norm, ncuts, wsb / 1e6);
     double *outs = (save || check) ? malloc((size_t)H * ncuts * nout * sizeof *outs) : NULL;
     double t0 = now();
     for (int h = 0; h < H; h++) {
@@ -247,7 +247,7 @@ int main(int argc, char **argv) {
             size_t i = worst_at[v], at = i % nout;
             printf("  %-13s %.3g", var_names[v], worst[v]);
             if (worst[v] > 0 && v < MET_NPERN) { /* where: head, cut, N, T */
-                size_t iZ = at % ax.nNorm, iT = at / ax.nNorm % ax.nT, iN = at / ax.nNorm / ax.nT % ax.nN;
+                size_t iZ = at % ax.n_norm, iT = at / ax.n_norm % ax.n_T, iN = at / ax.n_norm / ax.n_T % ax.n_N;
                 printf("  (head %zu, L %zu, N %d, T %.3g, %s: %.17g vs %.17g)", i / nout / ncuts,
                        cuts[i / nout % ncuts], Ns[iN], Ts[iT], met_normalizer_name(norm[iZ]),
                        outs[i], ref[i]);
@@ -280,7 +280,7 @@ int main(int argc, char **argv) {
     for (int t = 0; t < L; t++) all_n += t + 1;
     t0 = now();
     for (int t = 7; t < L; t += 16) {
-        direct_row(scores, vecs, t, d, Ns, nN, Ts, 21, a, xs, ord);
+        direct_row(scores, vecs, t, d, Ns, n_N, Ts, 21, a, xs, ord);
         sub_n += t + 1;
     }
     double t_sub = now() - t0, t_direct_head = t_sub * all_n / sub_n;

@@ -1,10 +1,10 @@
 /* bench_plan_cost.c -- re-measure the constants of plan's cost model (grid.h).
  *
- * usage: bench_plan_cost [L] [maxN] [nT]     (defaults 512 128 22)
+ * usage: bench_plan_cost [L] [maxN] [n_T]     (defaults 512 128 22)
  *
  * 1. sgemm rate on a GPT-2 small shape ([L, 768] x [768, 2304], c_attn) with
  *    the current OPENBLAS_NUM_THREADS -> --sgemm-gflops (divide by threads).
- * 2. met_head on one random head (d = 64, N = 1..maxN, nT log-spaced T, 3 eps,
+ * 2. met_head on one random head (d = 64, N = 1..maxN, n_T log-spaced T, 3 eps,
  *    softmax) divided by grid_metric_steps() -> --metric-ns.
  * Run with OPENBLAS_NUM_THREADS=1 on an otherwise idle machine. */
 #include <cblas.h>
@@ -31,7 +31,7 @@ static float frand(uint64_t *s) {
 int main(int argc, char **argv) {
     size_t L = argc > 1 ? (size_t)atol(argv[1]) : 512;
     size_t maxN = argc > 2 ? (size_t)atol(argv[2]) : 128;
-    size_t nT = argc > 3 ? (size_t)atol(argv[3]) : 22;
+    size_t n_T = argc > 3 ? (size_t)atol(argv[3]) : 22;
     uint64_t seed = 1;
 
     /* 1. sgemm */
@@ -59,11 +59,11 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < L * d; i++) vec[i] = frand(&seed);
     int32_t *N = malloc(maxN * sizeof *N);
     for (size_t i = 0; i < maxN; i++) N[i] = (int32_t)(i + 1);
-    double *T = malloc(nT * sizeof *T), eps[3] = {1e-3, 1e-1, 10.0};
-    for (size_t i = 0; i < nT; i++) T[i] = nT > 1 ? pow(10.0, -3.0 + 5.0 * (double)i / (double)(nT - 1)) : 8.0;
+    double *T = malloc(n_T * sizeof *T), eps[3] = {1e-3, 1e-1, 10.0};
+    for (size_t i = 0; i < n_T; i++) T[i] = n_T > 1 ? pow(10.0, -3.0 + 5.0 * (double)i / (double)(n_T - 1)) : 8.0;
     met_normalizer norm = MET_SOFTMAX;
-    met_axes ax = {.N = N, .nN = maxN, .T = T, .nT = nT, .eps = eps, .nEps = 3, .norm = &norm,
-                   .nNorm = 1, .ssmax_scale = 0, .full_row = 0, .seed = 1};
+    met_axes ax = {.N = N, .n_N = maxN, .T = T, .n_T = n_T, .eps = eps, .n_eps = 3, .norm = &norm,
+                   .n_norm = 1, .ssmax_scale = 0, .full_row = 0, .seed = 1};
     size_t ws_bytes = met_workspace_bytes(L, d, &ax);
     void *ws = malloc(ws_bytes);
     double *out = malloc(met_out_count(&ax) * sizeof *out);
@@ -79,9 +79,9 @@ int main(int argc, char **argv) {
         reps++;
     } while ((t = now() - t0) < 1.0);
     double per_head = t / reps;
-    double steps = grid_metric_steps(L, 1, d, maxN, nT, 1, 3, AS_COST_ROW_OPS);
+    double steps = grid_metric_steps(L, 1, d, maxN, n_T, 1, 3, AS_COST_ROW_OPS);
     printf("met_head L %zu, d %zu, N 1..%zu, %zu T, 3 eps, softmax: %.4f s per head\n", L, d, maxN,
-           nT, per_head);
+           n_T, per_head);
     printf("=> --metric-ns %.3g   (grid.h default %.3g; row_ops %.0f)\n", per_head / steps * 1e9,
            AS_COST_METRIC_NS, AS_COST_ROW_OPS);
     printf("=> --sgemm-gflops %.0f per BLAS thread (set OPENBLAS_NUM_THREADS=1 to measure it)\n",

@@ -13,6 +13,7 @@ mkdir -p "$out/obj"
 san=(-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
 flags=(-g -O1 -std=c11 -Wall -Wextra -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE
        -I"$here/include/core" -I"$here/include/model" -I"$here/include/text" -I"$here/include/sweep"
+       -I"$here/include/kernels"
        -I"$here/tests/reliability/fuzz")
 lib_sources=(core/errors core/fileio model/json model/safetensors core/sha256 model/model sweep/config text/tokenizer
              text/unicode_tables)

@@ -46,20 +46,20 @@ static void check_sorted_f64(const double *v, size_t n, const char *axis) {
 
 static void check_config(const as_config *cfg) {
     const as_axes *a = &cfg->axes;
-    check_sorted_i32(a->L, a->nL, "L");
-    check_sorted_i32(a->N, a->nN, "N");
-    check_sorted_f64(a->T, a->nT, "T");
-    check_sorted_f64(a->eps, a->nEps, "eps");
-    check_sorted_i32(a->layers, a->nLayers, "layers");
-    check_sorted_i32(a->heads, a->nHeads, "heads");
-    FUZZ_ASSERT(a->nNorm > 0, "no normalizer");
-    for (size_t i = 1; i < a->nNorm; i++)
-        FUZZ_ASSERT(a->normalizer[i] != AS_NORM_SOFTMAX, "softmax not first");
-    FUZZ_ASSERT((size_t)a->L[a->nL - 1] <= cfg->model.n_positions, "L beyond n_positions");
+    check_sorted_i32(a->L, a->n_L, "L");
+    check_sorted_i32(a->N, a->n_N, "N");
+    check_sorted_f64(a->T, a->n_T, "T");
+    check_sorted_f64(a->eps, a->n_eps, "eps");
+    check_sorted_i32(a->layer, a->n_layer, "layers");
+    check_sorted_i32(a->head, a->n_head, "heads");
+    FUZZ_ASSERT(a->n_norm > 0, "no normalizer");
+    for (size_t i = 1; i < a->n_norm; i++)
+        FUZZ_ASSERT(a->normalizer[i] != MET_SOFTMAX, "softmax not first");
+    FUZZ_ASSERT((size_t)a->L[a->n_L - 1] <= cfg->model.n_positions, "L beyond n_positions");
     FUZZ_ASSERT(a->L[0] >= 1 && a->N[0] >= 1, "L or N below 1");
-    FUZZ_ASSERT(a->layers[0] >= 0 && (size_t)a->layers[a->nLayers - 1] < cfg->model.n_layer,
+    FUZZ_ASSERT(a->layer[0] >= 0 && (size_t)a->layer[a->n_layer - 1] < cfg->model.n_layer,
                 "layer out of range");
-    FUZZ_ASSERT(a->heads[0] >= 0 && (size_t)a->heads[a->nHeads - 1] < cfg->model.n_head,
+    FUZZ_ASSERT(a->head[0] >= 0 && (size_t)a->head[a->n_head - 1] < cfg->model.n_head,
                 "head out of range");
     FUZZ_ASSERT(cfg->ssmax_scale != 0, "ssmax_scale unresolved");
     FUZZ_ASSERT(cfg->canonical && strlen(cfg->sha256) == 64, "no canonical text");

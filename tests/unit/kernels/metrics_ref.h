@@ -172,7 +172,7 @@ static void ref_head(double *out, const float *scores, int ld, const float *vec,
     size_t nout = met_out_count(ax);
     free(ref_lo), free(ref_hi);
     ref_lo = calloc(nout, sizeof *ref_lo), ref_hi = calloc(nout, sizeof *ref_hi);
-    double *sum = calloc(nout, sizeof *sum), *cntN = calloc(ax->nN, sizeof *cntN), cntT = 0;
+    double *sum = calloc(nout, sizeof *sum), *cntN = calloc(ax->n_N, sizeof *cntN), cntT = 0;
     double *X = malloc((size_t)Lc * d * sizeof *X), *Y = malloc((size_t)Lc * d * sizeof *Y);
     for (int i = 0; i < Lc; i++) {
         double nn = 0;
@@ -209,13 +209,13 @@ static void ref_head(double *out, const float *scores, int ld, const float *vec,
                 delta = v < delta ? v : delta;
             }
         cntT += 1;
-        for (size_t iN = 0; iN < ax->nN; iN++) cntN[iN] += ax->N[iN] < n;
-        for (size_t iZ = 0; iZ < ax->nNorm; iZ++) {
+        for (size_t iN = 0; iN < ax->n_N; iN++) cntN[iN] += ax->N[iN] < n;
+        for (size_t iZ = 0; iZ < ax->n_norm; iZ++) {
             met_normalizer zn = ax->norm[iZ];
             double f = 1;
             if (zn == MET_SSMAX)
                 f = (ax->ssmax_scale > 0 ? ax->ssmax_scale : 1 / log(1024.0)) * log((double)n);
-            for (size_t iT = 0; iT < ax->nT; iT++) {
+            for (size_t iT = 0; iT < ax->n_T; iT++) {
                 double T = ax->T[iT];
                 for (int j = 0; j < nv; j++) z[j] = f * (l[j] - lmax) / T;
                 if (zn == MET_SPARSEMAX) ref_sparsemax(a, z, nv); else ref_softmax(a, z, nv);
@@ -247,7 +247,7 @@ static void ref_head(double *out, const float *scores, int ld, const float *vec,
                             M[i * nv + j] = ((i == j) ? a[i] : 0) - a[i] * a[j];
                     sum[met_at_per_t(ax, MET_GRAD_EXACT, iT, iZ)] += ref_max_eig(M, nv) / T;
                 }
-                for (size_t iE = 0; iE < ax->nEps; iE++) {
+                for (size_t iE = 0; iE < ax->n_eps; iE++) {
                     double eps = ax->eps[iE];
                     uint64_t key = met_direction_key(ax->seed, ax->window, ax->layer, ax->head, t, iE);
                     double un = 0;
@@ -281,7 +281,7 @@ static void ref_head(double *out, const float *scores, int ld, const float *vec,
                     }
                     sum[met_at_grad_fd(ax, iT, iE, iZ)] += sqrt(dd) / eps;
                 }
-                for (size_t iN = 0; iN < ax->nN; iN++) {
+                for (size_t iN = 0; iN < ax->n_N; iN++) {
                     int N = ax->N[iN];
                     if (N >= n) continue;
                     memset(insel, 0, n * sizeof *insel);
@@ -364,9 +364,9 @@ static void ref_head(double *out, const float *scores, int ld, const float *vec,
             }
         }
     }
-    for (size_t iN = 0; iN < ax->nN; iN++)
-        for (size_t iT = 0; iT < ax->nT; iT++)
-            for (size_t iZ = 0; iZ < ax->nNorm; iZ++) {
+    for (size_t iN = 0; iN < ax->n_N; iN++)
+        for (size_t iT = 0; iT < ax->n_T; iT++)
+            for (size_t iZ = 0; iZ < ax->n_norm; iZ++) {
                 for (int v = 0; v < MET_ROWS_USED; v++) {
                     size_t at = met_at_per_n(ax, v, iN, iT, iZ);
                     out[at] = cntN[iN] > 0 ? sum[at] / cntN[iN] : NAN;
@@ -374,8 +374,8 @@ static void ref_head(double *out, const float *scores, int ld, const float *vec,
                 }
                 out[met_at_per_n(ax, MET_ROWS_USED, iN, iT, iZ)] = cntN[iN];
             }
-    for (size_t iT = 0; iT < ax->nT; iT++)
-        for (size_t iZ = 0; iZ < ax->nNorm; iZ++) {
+    for (size_t iT = 0; iT < ax->n_T; iT++)
+        for (size_t iZ = 0; iZ < ax->n_norm; iZ++) {
             for (int v = 0; v < MET_NPERT; v++) {
                 size_t at = met_at_per_t(ax, v, iT, iZ);
                 out[at] = cntT > 0 ? sum[at] / cntT : NAN;
@@ -384,7 +384,7 @@ static void ref_head(double *out, const float *scores, int ld, const float *vec,
             out[met_at_per_t(ax, MET_GRAD_BOUND, iT, iZ)] =
                 cntT > 0 ? fmin(1 / (4 * T), sqrt(2.0)) : NAN;
             if (ax->norm[iZ] != MET_SOFTMAX) out[met_at_per_t(ax, MET_GRAD_EXACT, iT, iZ)] = NAN;
-            for (size_t iE = 0; iE < ax->nEps; iE++) {
+            for (size_t iE = 0; iE < ax->n_eps; iE++) {
                 size_t at = met_at_grad_fd(ax, iT, iE, iZ);
                 out[at] = cntT > 0 ? sum[at] / cntT : NAN;
             }

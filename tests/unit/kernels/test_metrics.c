@@ -56,9 +56,9 @@ static int compare_out(const double *got, const double *want, const met_axes *ax
                        const char *what) {
     int bad = 0;
     char label[256];
-    for (size_t iN = 0; iN < ax->nN; iN++)
-        for (size_t iT = 0; iT < ax->nT; iT++)
-            for (size_t iZ = 0; iZ < ax->nNorm; iZ++)
+    for (size_t iN = 0; iN < ax->n_N; iN++)
+        for (size_t iT = 0; iT < ax->n_T; iT++)
+            for (size_t iZ = 0; iZ < ax->n_norm; iZ++)
                 for (int v = 0; v < MET_NPERN; v++) {
                     size_t at = met_at_per_n(ax, v, iN, iT, iZ);
                     snprintf(label, sizeof label, "%s %s N=%d T=%g %s", what, var_name_per_n[v],
@@ -73,8 +73,8 @@ static int compare_out(const double *got, const double *want, const met_axes *ax
                         CHECK_CLOSE(got[at], want[at], 2e-7, 1e-7, label);
                     bad += check_failed != before;
                 }
-    for (size_t iT = 0; iT < ax->nT; iT++)
-        for (size_t iZ = 0; iZ < ax->nNorm; iZ++) {
+    for (size_t iT = 0; iT < ax->n_T; iT++)
+        for (size_t iZ = 0; iZ < ax->n_norm; iZ++) {
             for (int v = 0; v < MET_NPERT; v++) {
                 size_t at = met_at_per_t(ax, v, iT, iZ);
                 snprintf(label, sizeof label, "%s %s T=%g %s", what, var_name_per_t[v], ax->T[iT],
@@ -84,7 +84,7 @@ static int compare_out(const double *got, const double *want, const met_axes *ax
                 CHECK_CLOSE(got[at], want[at], 1e-12, v == MET_GRAD_EXACT ? 1e-6 : 1e-9, label);
                 bad += check_failed != before;
             }
-            for (size_t iE = 0; iE < ax->nEps; iE++) {
+            for (size_t iE = 0; iE < ax->n_eps; iE++) {
                 size_t at = met_at_grad_fd(ax, iT, iE, iZ);
                 snprintf(label, sizeof label, "%s grad_fd T=%g eps=%g %s", what, ax->T[iT],
                          ax->eps[iE], met_normalizer_name(ax->norm[iZ]));
@@ -111,8 +111,8 @@ static void test_against_reference(void) {
                 float *scores = malloc((size_t)L * L * sizeof *scores);
                 float *vec = malloc((size_t)L * d * sizeof *vec);
                 make_head(scores, vec, L, d, kind);
-                met_axes ax = {.N = Ns, .nN = 5, .T = Ts, .nT = 3, .eps = eps, .nEps = 3,
-                               .norm = norms, .nNorm = 3, .ssmax_scale = (kind & 1) ? 0.7 : 0,
+                met_axes ax = {.N = Ns, .n_N = 5, .T = Ts, .n_T = 3, .eps = eps, .n_eps = 3,
+                               .norm = norms, .n_norm = 3, .ssmax_scale = (kind & 1) ? 0.7 : 0,
                                .full_row = full, .aggregate = agg, .seed = 7, .window = 2,
                                .layer = 3, .head = (int64_t)sh};
                 size_t cuts[3] = {(size_t)(L + 1) / 2, (size_t)L - (L > 2), (size_t)L};
@@ -144,8 +144,8 @@ static void test_against_reference(void) {
             float *scores = malloc((size_t)L * L * sizeof *scores);
             float *vec = malloc((size_t)L * d * sizeof *vec);
             make_head(scores, vec, L, d, IN_RANDOM);
-            met_axes ax = {.N = Nbig, .nN = 4, .T = Tbig, .nT = 1, .eps = eps + 1, .nEps = 1,
-                           .norm = soft, .nNorm = 1, .full_row = full, .seed = 5};
+            met_axes ax = {.N = Nbig, .n_N = 4, .T = Tbig, .n_T = 1, .eps = eps + 1, .n_eps = 1,
+                           .norm = soft, .n_norm = 1, .full_row = full, .seed = 5};
             size_t cut = (size_t)L, nout = met_out_count(&ax), wsb = met_workspace_bytes(L, d, &ax);
             void *ws = malloc(wsb);
             double *got = malloc(nout * sizeof *got), *want = malloc(nout * sizeof *want);
@@ -170,8 +170,8 @@ static void test_prefix_equals_separate(void) {
     float *scores = malloc((size_t)L * L * sizeof *scores), *vec = malloc((size_t)L * d * sizeof *vec);
     make_head(scores, vec, L, d, IN_RANDOM);
     for (int full = 0; full < 2; full++) {
-        met_axes ax = {.N = Ns, .nN = 3, .T = Ts, .nT = 2, .eps = eps, .nEps = 1, .norm = norms,
-                       .nNorm = 2, .full_row = full, .seed = 3};
+        met_axes ax = {.N = Ns, .n_N = 3, .T = Ts, .n_T = 2, .eps = eps, .n_eps = 1, .norm = norms,
+                       .n_norm = 2, .full_row = full, .seed = 3};
         size_t cuts[4] = {8, 16, 16, 48}, nout = met_out_count(&ax);
         size_t wsb = met_workspace_bytes(L, d, &ax);
         void *ws = malloc(wsb);
@@ -298,7 +298,7 @@ static void test_errors(void) {
     static const int32_t Nbad[] = {0};
     static const double Ts[] = {1};
     static const met_normalizer norms[] = {MET_SOFTMAX};
-    met_axes ax = {.N = Nbad, .nN = 1, .T = Ts, .nT = 1, .norm = norms, .nNorm = 1};
+    met_axes ax = {.N = Nbad, .n_N = 1, .T = Ts, .n_T = 1, .norm = norms, .n_norm = 1};
     float sc[4] = {0, NAN, 0, 0}, v[2] = {1, 2};
     double out[64];
     char ws[1 << 16];

@@ -24,8 +24,8 @@ int main(void) {
     static const double eps[] = {1e-3, 1e-1, 10};
     static const met_normalizer norms[] = {MET_SOFTMAX, MET_SPARSEMAX, MET_SSMAX};
     const int L = 24, nheads = 250;
-    met_axes ax = {.N = Ns, .nN = 5, .T = Ts, .nT = 5, .eps = eps, .nEps = 3, .norm = norms,
-                   .nNorm = 3, .seed = 11};
+    met_axes ax = {.N = Ns, .n_N = 5, .T = Ts, .n_T = 5, .eps = eps, .n_eps = 3, .norm = norms,
+                   .n_norm = 3, .seed = 11};
     size_t nout = met_out_count(&ax), cuts[24];
     for (int c = 0; c < L; c++) cuts[c] = (size_t)c + 1;
     size_t wsb = met_workspace_bytes(L, 16, &ax);
@@ -51,8 +51,8 @@ int main(void) {
         for (int t = 1; t < L; t++) { /* row t = cut t+1 minus cut t */
             const double *cur = out + (size_t)t * nout, *prev = out + (size_t)(t - 1) * nout;
             rows++;
-            for (size_t iT = 0; iT < ax.nT; iT++)
-                for (size_t iZ = 0; iZ < ax.nNorm; iZ++) {
+            for (size_t iT = 0; iT < ax.n_T; iT++)
+                for (size_t iZ = 0; iZ < ax.n_norm; iZ++) {
                     double T = Ts[iT];
                     /* per-T: rows with n >= 2 below cut c are c - 1 */
 #define ROWV_T(var) (cur[met_at_per_t(&ax, var, iT, iZ)] * t - \
@@ -64,7 +64,7 @@ int main(void) {
                         double ge = ROWV_T(MET_GRAD_EXACT);
                         if (isnan(ge)) nans++;
                         if (!(ge <= (1 + 1e-9) / (2 * T))) viol_grad++;
-                        for (size_t iE = 0; iE < ax.nEps; iE++) {
+                        for (size_t iE = 0; iE < ax.n_eps; iE++) {
                             if (eps[iE] / T > 1e-2) continue;
                             size_t at = met_at_grad_fd(&ax, iT, iE, iZ);
                             double fd = cur[at] * t - (t > 1 ? prev[at] * (t - 1) : 0);
@@ -73,7 +73,7 @@ int main(void) {
                             if (ge > 1e-6 / T && fd / ge > worst_fd) worst_fd = fd / ge;
                         }
                     }
-                    for (size_t iN = 0; iN < ax.nN; iN++) {
+                    for (size_t iN = 0; iN < ax.n_N; iN++) {
                         double used = cur[met_at_per_n(&ax, MET_ROWS_USED, iN, iT, iZ)];
                         double pused = prev[met_at_per_n(&ax, MET_ROWS_USED, iN, iT, iZ)];
                         if (used == pused) continue; /* row t skipped: n <= N */
@@ -98,7 +98,7 @@ int main(void) {
         }
     }
     printf("rows %ld (x %zu T x %zu normalizers); grad_fd checks %ld, worst grad_fd/grad_exact %.6f\n",
-           rows, ax.nT, ax.nNorm, fd_checked, worst_fd);
+           rows, ax.n_T, ax.n_norm, fd_checked, worst_fd);
     CHECK(viol_bound == 0, "dist_true > dist_bound in %ld (row, N, T, normalizer)", viol_bound);
     CHECK(viol_sep == 0, "sep_* outside [0,1] in %ld cases", viol_sep);
     CHECK(viol_grad == 0, "grad_exact > 1/(2T) in %ld cases", viol_grad);

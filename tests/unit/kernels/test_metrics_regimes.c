@@ -127,9 +127,9 @@ static void close_to(double got, double want, double abs_tol, double rel_tol, in
 static void compare(const double *got, const double *want, const met_axes *ax, double xmax,
                     const char *what) {
     char label[200];
-    for (size_t iN = 0; iN < ax->nN; iN++)
-        for (size_t iT = 0; iT < ax->nT; iT++)
-            for (size_t iZ = 0; iZ < ax->nNorm; iZ++)
+    for (size_t iN = 0; iN < ax->n_N; iN++)
+        for (size_t iT = 0; iT < ax->n_T; iT++)
+            for (size_t iZ = 0; iZ < ax->n_norm; iZ++)
                 for (int v = 0; v < MET_NPERN; v++) {
                     size_t at = met_at_per_n(ax, v, iN, iT, iZ);
                     snprintf(label, sizeof label, "%s %s N=%d T=%g %s", what, per_n_name[v],
@@ -152,8 +152,8 @@ static void compare(const double *got, const double *want, const met_axes *ax, d
                         close_to(got[at], want[at], 1e-13 * xmax, 1e-8, v, label);
                     }
                 }
-    for (size_t iT = 0; iT < ax->nT; iT++)
-        for (size_t iZ = 0; iZ < ax->nNorm; iZ++) {
+    for (size_t iT = 0; iT < ax->n_T; iT++)
+        for (size_t iZ = 0; iZ < ax->n_norm; iZ++) {
             for (int v = 0; v < MET_NPERT; v++) {
                 size_t at = met_at_per_t(ax, v, iT, iZ);
                 snprintf(label, sizeof label, "%s %s T=%g %s", what, per_t_name[v], ax->T[iT],
@@ -163,7 +163,7 @@ static void compare(const double *got, const double *want, const met_axes *ax, d
                 else
                     close_to(got[at], want[at], 0, 1e-10, MET_NPERN + v, label);
             }
-            for (size_t iE = 0; iE < ax->nEps; iE++) {
+            for (size_t iE = 0; iE < ax->n_eps; iE++) {
                 size_t at = met_at_grad_fd(ax, iT, iE, iZ);
                 snprintf(label, sizeof label, "%s grad_fd T=%g eps=%g %s", what, ax->T[iT],
                          ax->eps[iE], met_normalizer_name(ax->norm[iZ]));
@@ -173,8 +173,8 @@ static void compare(const double *got, const double *want, const met_axes *ax, d
 }
 
 static met_axes regime_axes(int full) {
-    met_axes ax = {.N = Ns, .nN = 5, .T = Ts, .nT = 6, .eps = epss, .nEps = 3, .norm = norms,
-                   .nNorm = 3, .full_row = full, .seed = 16, .window = 1, .layer = 2,
+    met_axes ax = {.N = Ns, .n_N = 5, .T = Ts, .n_T = 6, .eps = epss, .n_eps = 3, .norm = norms,
+                   .n_norm = 3, .full_row = full, .seed = 16, .window = 1, .layer = 2,
                    .head = 3};
     return ax;
 }
@@ -223,9 +223,9 @@ static void test_regimes(FILE *save, FILE *cmp) {
                 double *other = malloc(3 * nout * sizeof *other);
                 CHECK(fread(other, sizeof *other, 3 * nout, cmp) == 3 * nout, "short --compare file");
                 for (int c = 0; c < 3; c++)
-                    for (size_t iN = 0; iN < ax.nN; iN++)
-                        for (size_t iT = 0; iT < ax.nT; iT++)
-                            for (size_t iZ = 0; iZ < ax.nNorm; iZ++) {
+                    for (size_t iN = 0; iN < ax.n_N; iN++)
+                        for (size_t iT = 0; iT < ax.n_T; iT++)
+                            for (size_t iZ = 0; iZ < ax.n_norm; iZ++) {
                                 const double *g = got + c * nout, *o = other + c * nout;
                                 size_t at = met_at_per_n(&ax, MET_SEP_RATIO, iN, iT, iZ);
                                 size_t am = met_at_per_n(&ax, MET_SEP_MARGINAL, iN, iT, iZ);
@@ -243,11 +243,11 @@ static void test_regimes(FILE *save, FILE *cmp) {
                     if (isnan(g) && isnan(o)) continue;
                     double rel = fabs(g - o) / (fabs(o) > 1e-300 ? fabs(o) : 1);
                     /* the counting variables are compared above */
-                    size_t per = nout, in_n = MET_NPERN * ax.nN * ax.nT * ax.nNorm;
+                    size_t per = nout, in_n = MET_NPERN * ax.n_N * ax.n_T * ax.n_norm;
                     size_t k = i % per;
                     double floor_ = 0; /* the absolute floors of the brute-force comparison */
                     if (k < in_n) {
-                        int v = (int)(k / (ax.nN * ax.nT * ax.nNorm));
+                        int v = (int)(k / (ax.n_N * ax.n_T * ax.n_norm));
                         if (v == MET_SEP_RATIO || v == MET_SEP_MARGINAL) continue;
                         floor_ = v <= MET_DIST_EXPECT ? 1e-13 * xmax : 1e-14;
                     }
@@ -287,15 +287,15 @@ static void test_invariants(void) {
         CHECK(met_head(out, ws, wsb, scores, L, vec, L, d, cuts, L, &ax, NULL) == 0, "run");
         for (int t = 1; t < L; t++) {
             const double *cur = out + t * nout, *prev = out + (t - 1) * nout;
-            for (size_t iT = 0; iT < ax.nT; iT++)
-                for (size_t iZ = 0; iZ < ax.nNorm; iZ++) {
+            for (size_t iT = 0; iT < ax.n_T; iT++)
+                for (size_t iZ = 0; iZ < ax.n_norm; iZ++) {
                     double T = Ts[iT];
 #define ROW_T(var) (cur[met_at_per_t(&ax, var, iT, iZ)] * t - \
                     (t > 1 ? prev[met_at_per_t(&ax, var, iT, iZ)] * (t - 1) : 0))
                     double en = ROW_T(MET_ENTROPY_NORM), ge = ROW_T(MET_GRAD_EXACT);
                     int ok = en >= -1e-9 && en <= 1 + 1e-9;
                     if (norms[iZ] == MET_SOFTMAX) ok &= ge <= (1 + 1e-9) / (2 * T);
-                    for (size_t iN = 0; iN < ax.nN; iN++) {
+                    for (size_t iN = 0; iN < ax.n_N; iN++) {
                         double used = cur[met_at_per_n(&ax, MET_ROWS_USED, iN, iT, iZ)];
                         double pused = prev[met_at_per_n(&ax, MET_ROWS_USED, iN, iT, iZ)];
                         if (used == pused) continue;
@@ -348,7 +348,7 @@ static void test_bound_tiny_unselected(void) {
         for (int t = 0; t < L; t++)
             for (int j = 0; j < L; j++)
                 scores[t * L + j] = j > t ? NAN : (float)(j == L - 1 ? -gap : 0.1 * j);
-        met_axes ax = {.N = N1, .nN = 1, .T = T1, .nT = 2, .norm = n1, .nNorm = 2, .seed = 1};
+        met_axes ax = {.N = N1, .n_N = 1, .T = T1, .n_T = 2, .norm = n1, .n_norm = 2, .seed = 1};
         size_t cut = L, nout = met_out_count(&ax), wsb = met_workspace_bytes(L, d, &ax);
         void *ws = malloc(wsb);
         double *out = malloc(nout * sizeof *out);
@@ -389,11 +389,11 @@ static void test_prefix_vs_separate(void) {
                     if (isnan(g[i]) && isnan(one[i])) continue;
                     cmpd++;
                     double diff = fabs(g[i] - one[i]);
-                    size_t in_n = MET_NPERN * ax.nN * ax.nT * ax.nNorm;
-                    int v = i < in_n ? (int)(i / (ax.nN * ax.nT * ax.nNorm)) : -1;
+                    size_t in_n = MET_NPERN * ax.n_N * ax.n_T * ax.n_norm;
+                    int v = i < in_n ? (int)(i / (ax.n_N * ax.n_T * ax.n_norm)) : -1;
                     if (v == MET_SEP_RATIO || v == MET_SEP_MARGINAL) {
-                        size_t rest = i % (ax.nN * ax.nT * ax.nNorm);
-                        size_t am = (size_t)MET_SEP_MARGINAL * ax.nN * ax.nT * ax.nNorm + rest;
+                        size_t rest = i % (ax.n_N * ax.n_T * ax.n_norm);
+                        size_t am = (size_t)MET_SEP_MARGINAL * ax.n_N * ax.n_T * ax.n_norm + rest;
                         double mg = g[am] > one[am] ? g[am] : one[am];
                         if (!(diff <= mg + 1e-12)) {
                             if (bad < 5)

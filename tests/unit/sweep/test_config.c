@@ -86,17 +86,17 @@ static void test_defaults(void) {
     if (load_ok(&c, "", NULL, 0, "defaults")) return;
     const as_axes *a = &c.axes;
     /* L: 32, 64, ... up to n_positions = 256 */
-    CHECK(a->nL == 4 && a->L[0] == 32 && a->L[3] == 256, "default L: n %zu", a->nL);
-    CHECK(a->nN == 128 && a->N[0] == 1 && a->N[127] == 128, "default N \"1:128\"");
-    CHECK(a->nT == 22, "default T: 21 log values + 8.0, got %zu", a->nT);
+    CHECK(a->n_L == 4 && a->L[0] == 32 && a->L[3] == 256, "default L: n %zu", a->n_L);
+    CHECK(a->n_N == 128 && a->N[0] == 1 && a->N[127] == 128, "default N \"1:128\"");
+    CHECK(a->n_T == 22, "default T: 21 log values + 8.0, got %zu", a->n_T);
     int has8 = 0;
-    for (size_t i = 0; i < a->nT; i++) has8 |= a->T[i] == 8.0;
+    for (size_t i = 0; i < a->n_T; i++) has8 |= a->T[i] == 8.0;
     CHECK(has8, "default T includes 8.0 exactly");
-    CHECK(a->T[0] == 1e-3 && a->T[a->nT - 1] == 1e2, "default T endpoints");
-    CHECK(a->nEps == 3 && a->eps[0] == 1e-3 && a->eps[1] == 1e-1 && a->eps[2] == 10.0, "eps");
-    CHECK(a->nNorm == 1 && a->normalizer[0] == AS_NORM_SOFTMAX, "normalizer");
-    CHECK(a->nLayers == 3 && a->layers[2] == 2, "layers all");
-    CHECK(a->nHeads == 4 && a->heads[3] == 3, "heads all");
+    CHECK(a->T[0] == 1e-3 && a->T[a->n_T - 1] == 1e2, "default T endpoints");
+    CHECK(a->n_eps == 3 && a->eps[0] == 1e-3 && a->eps[1] == 1e-1 && a->eps[2] == 10.0, "eps");
+    CHECK(a->n_norm == 1 && a->normalizer[0] == MET_SOFTMAX, "normalizer");
+    CHECK(a->n_layer == 3 && a->layer[2] == 2, "layers all");
+    CHECK(a->n_head == 4 && a->head[3] == 3, "heads all");
     CHECK(c.windows_count == 1 && c.windows_offset == 0 && c.windows_stride == 256, "windows");
     CHECK(c.vectors == AS_VECTORS_VALUE && c.rows == AS_ROWS_VISIBLE, "vectors/rows");
     CHECK_CLOSE(c.ks_alpha, 0.01, 0, 0, "ks_alpha");
@@ -200,9 +200,9 @@ static void test_types(void) {
     if (!load_ok(&c, "grid = { T = { min = 1; max = 100; count = 3; }; eps = [1, 2]; };\n"
                      "metrics = { ssmax_scale = 1; };\n",
                  NULL, 0, "int for float")) {
-        CHECK(c.axes.nT == 3 && c.axes.T[0] == 1.0 && c.axes.T[2] == 100.0, "T from ints");
+        CHECK(c.axes.n_T == 3 && c.axes.T[0] == 1.0 && c.axes.T[2] == 100.0, "T from ints");
         CHECK_CLOSE(c.axes.T[1], 10.0, 0, 1e-14, "T middle");
-        CHECK(c.axes.nEps == 2 && c.axes.eps[1] == 2.0, "eps from ints");
+        CHECK(c.axes.n_eps == 2 && c.axes.eps[1] == 2.0, "eps from ints");
         CHECK(c.ssmax_scale == 1.0, "ssmax_scale from int");
         config_free(&c);
     }
@@ -285,13 +285,13 @@ static void test_values(void) {
     /* softmax moved first, the others keep the user's order */
     if (!load_ok(&c, "grid = { normalizer = [\"ssmax\", \"softmax\", \"sparsemax\"]; };\n", NULL, 0,
                  "norm order")) {
-        CHECK(c.axes.nNorm == 3 && c.axes.normalizer[0] == AS_NORM_SOFTMAX &&
-                  c.axes.normalizer[1] == AS_NORM_SSMAX && c.axes.normalizer[2] == AS_NORM_SPARSEMAX,
+        CHECK(c.axes.n_norm == 3 && c.axes.normalizer[0] == MET_SOFTMAX &&
+                  c.axes.normalizer[1] == MET_SSMAX && c.axes.normalizer[2] == MET_SPARSEMAX,
               "softmax first, then user order");
         config_free(&c);
     }
     if (!load_ok(&c, "grid = { normalizer = [\"sparsemax\", \"ssmax\"]; };\n", NULL, 0, "norm no softmax")) {
-        CHECK(c.axes.nNorm == 2 && c.axes.normalizer[0] == AS_NORM_SPARSEMAX, "user order kept");
+        CHECK(c.axes.n_norm == 2 && c.axes.normalizer[0] == MET_SPARSEMAX, "user order kept");
         config_free(&c);
     }
 }
@@ -302,11 +302,11 @@ static void test_set(void) {
                           "grid.layers=all", "grid.N=1:64:8", " windows.count = 4 "};
     if (!load_ok(&c, "grid = { L = [32]; layers = [1]; N = [1]; };\nmetrics = { seed = 1; };\n",
                  sets, 6, "--set")) {
-        CHECK(c.axes.nL == 2 && c.axes.L[0] == 64 && c.axes.L[1] == 128, "--set grid.L");
+        CHECK(c.axes.n_L == 2 && c.axes.L[0] == 64 && c.axes.L[1] == 128, "--set grid.L");
         CHECK(strstr(c.output, "/x.h5") != NULL, "--set output: %s", c.output);
         CHECK(c.seed == 3, "--set metrics.seed");
-        CHECK(c.axes.nLayers == 3, "--set grid.layers=all (bare word)");
-        CHECK(c.axes.nN == 8 && c.axes.N[7] == 57, "--set grid.N=1:64:8 (bare word range)");
+        CHECK(c.axes.n_layer == 3, "--set grid.layers=all (bare word)");
+        CHECK(c.axes.n_N == 8 && c.axes.N[7] == 57, "--set grid.N=1:64:8 (bare word range)");
         CHECK(c.windows_count == 4, "--set with spaces");
         config_free(&c);
     }
@@ -324,8 +324,8 @@ static void test_set(void) {
             config_free(&g);
         }
         int has3 = 0;
-        for (size_t i = 0; i < c.axes.nT; i++) has3 |= c.axes.T[i] == 3.0;
-        CHECK(has3 && c.axes.nT == 22, "--set created grid.T.include (replaces the default 8.0)");
+        for (size_t i = 0; i < c.axes.n_T; i++) has3 |= c.axes.T[i] == 3.0;
+        CHECK(has3 && c.axes.n_T == 22, "--set created grid.T.include (replaces the default 8.0)");
         config_free(&c);
     }
     expect_error("--set unknown", "", (const char *[]){"grid.temps=[1.0]"}, 1, "--set grid.temps",
@@ -559,13 +559,13 @@ static void test_include(void) {
     int rc = load(&cfg, &err, text, NULL, 0);
     CHECK(rc == 0, "absolute @include: %s", err.msg);
     if (rc == 0) {
-        CHECK(cfg.axes.nN == 2 && cfg.axes.N[1] == 3 && cfg.axes.nT == 1 && cfg.axes.T[0] == 2.0 &&
+        CHECK(cfg.axes.n_N == 2 && cfg.axes.N[1] == 3 && cfg.axes.n_T == 1 && cfg.axes.T[0] == 2.0 &&
                   cfg.windows_count == 2,
-              "absolute @include: values not read (nN %zu)", cfg.axes.nN);
+              "absolute @include: values not read (nN %zu)", cfg.axes.n_N);
         config_free(&cfg);
     }
     rc = load(&cfg, &err, BASE "@include \"incs/grid.inc\"\n", NULL, 0);
-    CHECK(rc == 0 && cfg.axes.nT == 1, "relative @include: %s", err.msg);
+    CHECK(rc == 0 && cfg.axes.n_T == 1, "relative @include: %s", err.msg);
     if (rc == 0) config_free(&cfg);
     /* an error inside the included file names it and its line */
     char bad[500];

@@ -52,12 +52,12 @@ static void test_cells(void) {
     as_grid g;
     as_err err;
     CHECK(grid_init(&g, &c, &err) == 0, "grid_init: %s", err.msg);
-    CHECK(g.n_cells == 20 && g.nL == 4 && g.n_windows == 5, "sizes");
+    CHECK(g.n_cells == 20 && g.n_L == 4 && g.n_windows == 5, "sizes");
 
     /* bijection: every (w, l) gets a distinct index in range, and back */
     int *seen = calloc(g.n_cells, sizeof *seen);
     for (size_t w = 0; w < g.n_windows; w++)
-        for (size_t l = 0; l < g.nL; l++) {
+        for (size_t l = 0; l < g.n_L; l++) {
             size_t cell = grid_cell_index(&g, w, l), w2, l2;
             CHECK(cell < g.n_cells, "index in range");
             if (cell < g.n_cells) seen[cell]++;
@@ -94,11 +94,11 @@ static void test_cells(void) {
           "longer L costs more");
 
     /* block size: cellresult.h's shapes, counted by hand (8 per-N variables with sep_marginal) */
-    size_t H = c.axes.nNorm * c.axes.nLayers * c.axes.nHeads, nN = 2, nT = 1, nE = 3, nZ = 1;
-    size_t want = 8 * nN * nT * H + 4 * nT * H + nT * nE * H + 2 * nN * nT * nZ + nT * nZ + 2;
+    size_t H = c.axes.n_norm * c.axes.n_layer * c.axes.n_head, n_N = 2, n_T = 1, nE = 3, nZ = 1;
+    size_t want = 8 * n_N * n_T * H + 4 * n_T * H + n_T * nE * H + 2 * n_N * n_T * nZ + n_T * nZ + 2;
     CHECK(grid_block_doubles(&c) == want, "block doubles %zu want %zu", grid_block_doubles(&c), want);
-    double want_out = (double)g.n_cells * (4.0 * (8 * nN * nT * H + 4 * nT * H + nT * nE * H + nT * nZ) +
-                                           8.0 * 2 * nN * nT * nZ + 17.0);
+    double want_out = (double)g.n_cells * (4.0 * (8 * n_N * n_T * H + 4 * n_T * H + n_T * nE * H + n_T * nZ) +
+                                           8.0 * 2 * n_N * n_T * nZ + 17.0);
     double out = grid_output_bytes(&g);
     CHECK(out >= want_out && out < want_out + 4096, "output bytes %.0f vs cells-only %.0f", out, want_out);
 
@@ -106,7 +106,7 @@ static void test_cells(void) {
     grid_rank_memory(&m, &g);
     CHECK(m.weights == model_param_count(&c.model) * 4, "weights bytes");
     CHECK(m.cell_block == want * 8, "cell block bytes");
-    CHECK(m.unit_block == c.axes.nL * m.cell_block, "a unit holds the window's nL cells");
+    CHECK(m.unit_block == c.axes.n_L * m.cell_block, "a unit holds the window's nL cells");
     CHECK(m.worker == AS_MEM_PROCESS_BYTES + m.activations + m.metrics + 2 * m.unit_block,
           "worker: activations, metrics, two unit buffers, the process");
     CHECK(m.total == m.weights + m.worker, "memory total");
