@@ -130,7 +130,7 @@ def test_load_masks(partial):
     raw_status = ref.v["status"]
     check(int((raw_status != 1).sum()) == 3, "partial copy has 3 unfinished cells")
     for name in ("dist_true", "dist_bound", "dist_expect", "sep_ratio", "sep_lower",
-                 "sep_upper", "rows_used", "entropy", "entropy_norm", "grad_fd", "grad_exact",
+                 "sep_upper", "sep_marginal", "rows_used", "entropy", "entropy_norm", "grad_fd", "grad_exact",
                  "grad_bound", "ks_stat", "ks_pvalue", "crit_N"):
         got = ds[name].transpose(*ref.dims[name]).values.astype(float)
         raw = ref.v[name].astype(float)
@@ -206,6 +206,18 @@ def test_figures(path, out_dir, label):
     for key in ("sep_lower", "sep_upper"):
         close(fig[key], nanmean(ref.metric(key)[:, iL, :, iT, isoft], (0, 2, 3)),
               f"{label}: {key} mean line")
+    # issue 16: the resolvable part max(sep_ratio - sep_marginal, 0), clipped per cell, then
+    # the mean over (window, layer, head) like the sep_ratio mean line beside it
+    sep = ref.metric("sep_ratio")[:, iL, :, iT, isoft]
+    marg = ref.metric("sep_marginal")[:, iL, :, iT, isoft]
+    close(fig["sep_ratio_mean"], nanmean(sep, (0, 2, 3)), f"{label}: sep_ratio mean line")
+    close(fig["resolvable"], nanmean(np.maximum(sep - marg, 0), (0, 2, 3)),
+          f"{label}: resolvable = mean of max(sep_ratio - sep_marginal, 0)")
+    check(np.all(fig["resolvable"][np.isfinite(fig["resolvable"])]
+                 <= fig["sep_ratio_mean"][np.isfinite(fig["resolvable"])] + 1e-7),
+          f"{label}: resolvable <= sep_ratio")
+    mh = nanmean(marg, 0)
+    close(fig["sep_marginal_max"], np.nanmax(mh), f"{label}: sep_marginal max over heads = file")
 
     fig = drawn["gradient_vs_T"]
     close(fig["T"], T, f"{label}: gradient x = T axis")
@@ -307,6 +319,16 @@ def test_skips():
           "skip: plateau falls back to the upper half of the N axis")
 
 
+def test_old_file():
+    """A file without sep_marginal (older runs) still draws the separability figure."""
+    ds = ar.load(os.path.join(SCRATCH, "results.h5")).drop_vars("sep_marginal")
+    opt = figures.Options(ds)
+    os.makedirs(os.path.join(SCRATCH, "figs-old"), exist_ok=True)
+    fig = figures.fig_separability(ds, opt, os.path.join(SCRATCH, "figs-old"), "png")
+    check(fig is not None and "resolvable" not in fig and os.path.getsize(fig["path"]) > 8000,
+          "old file: separability drawn without the resolvable curve")
+
+
 def test_cli(full, partial):
     py = sys.executable
     out = subprocess.run([py, os.path.join(ANALYSIS, "attnsweep_results.py"), partial],
@@ -339,6 +361,7 @@ def main():
     test_figures(partial, os.path.join(SCRATCH, "figs-partial"), "partial")
     test_sensitivity(full, drawn_full)
     test_skips()
+    test_old_file()
     test_cli(full, partial)
     return summary("test_analysis")
 
