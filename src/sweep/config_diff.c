@@ -1,0 +1,171 @@
+/* config_diff.c -- comparing two canonical configs for resume and extension: the verdicts. */
+#include "config_int.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* --------------------------------------------------------------- diff -- */
+
+const char *config_diff_kind_name(as_diff_kind k) {
+    switch (k) {
+    case AS_DIFF_HARMLESS: return "harmless";
+    case AS_DIFF_PATH: return "path moved";
+    case AS_DIFF_EXTEND: return "extension";
+    default: return "refused";
+    }
+}
+
+static int settings_equal(const config_setting_t *a, const config_setting_t *b) {
+    if (is_number(a) && is_number(b)) {
+        if (is_int(a) && is_int(b)) return config_setting_get_int64(a) == config_setting_get_int64(b);
+        return number_of(a) == number_of(b);
+    }
+    int ta = config_setting_type(a), tb = config_setting_type(b);
+    if (is_sequence(a) && is_sequence(b)) {
+        if (config_setting_length(a) != config_setting_length(b)) return 0;
+        for (int i = 0; i < config_setting_length(a); i++)
+            if (!settings_equal(config_setting_get_elem(a, (unsigned)i),
+                                config_setting_get_elem(b, (unsigned)i)))
+                return 0;
+        return 1;
+    }
+    if (ta != tb) return 0;
+    if (ta == CONFIG_TYPE_STRING) return !strcmp(config_setting_get_string(a), config_setting_get_string(b));
+    if (ta == CONFIG_TYPE_BOOL) return config_setting_get_bool(a) == config_setting_get_bool(b);
+    if (ta == CONFIG_TYPE_GROUP) {
+        if (config_setting_length(a) != config_setting_length(b)) return 0;
+        for (int i = 0; i < config_setting_length(a); i++) {
+            const config_setting_t *ea = config_setting_get_elem(a, (unsigned)i);
+            const config_setting_t *eb = config_setting_get_member(b, config_setting_name(ea));
+            if (!eb || !settings_equal(ea, eb)) return 0;
+        }
+        return 1;
+    }
+    return 0;
+}
+
+/* new L holds every old L (and more) */
+static int is_superset(const config_setting_t *old, const config_setting_t *new) {
+    if (!is_sequence(old) || !is_sequence(new)) return 0;
+    if (config_setting_length(new) <= config_setting_length(old)) return 0;
+    for (int i = 0; i < config_setting_length(old); i++) {
+        const config_setting_t *o = config_setting_get_elem(old, (unsigned)i);
+        int found = 0;
+        for (int j = 0; j < config_setting_length(new) && !found; j++)
+            found = settings_equal(o, config_setting_get_elem(new, (unsigned)j));
+        if (!found) return 0;
+    }
+    return 1;
+}
+
+static as_diff_kind classify(const char *key, const config_setting_t *old,
+                             const config_setting_t *new) {
+    if (!strcmp(key, "output") || !strncmp(key, "runtime.", 8)) return AS_DIFF_HARMLESS;
+    if (!old || !new) return AS_DIFF_REFUSED;
+    if (!strcmp(key, "model") || !strcmp(key, "text.path")) return AS_DIFF_PATH;
+    if (!strcmp(key, "windows.count") && is_int(old) && is_int(new) &&
+        config_setting_get_int64(new) > config_setting_get_int64(old))
+        return AS_DIFF_EXTEND;
+    if (!strcmp(key, "grid.L") && is_superset(old, new)) return AS_DIFF_EXTEND;
+    return AS_DIFF_REFUSED;
+}
+
+/* A setting's value in config syntax, shortened to fit (ending in "..."). */
+static void render_value(char *out, size_t size, const config_setting_t *s) {
+    size_t at = 0;
+    out[0] = 0;
+#define PUT(...) do { int w_ = snprintf(out + at, at < size ? size - at : 0, __VA_ARGS__); \
+                      if (w_ > 0) at += (size_t)w_; } while (0)
+    if (!s) {
+        PUT("(absent)");
+    } else if (is_sequence(s) || config_setting_type(s) == CONFIG_TYPE_GROUP) {
+        int group = config_setting_type(s) == CONFIG_TYPE_GROUP;
+        PUT("%s", group ? "{ " : "[");
+        for (int i = 0; i < config_setting_length(s) && at < size; i++) {
+            char item[64];
+            const config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
+            render_value(item, sizeof item, e);
+            if (group) PUT("%s = %s; ", config_setting_name(e), item);
+            else PUT("%s%s", i ? ", " : "", item);
+        }
+        PUT("%s", group ? "}" : "]");
+    } else if (is_int(s)) {
+        PUT("%lld", (long long)config_setting_get_int64(s));
+    } else if (is_number(s)) {
+        PUT("%.10g", number_of(s));
+    } else if (config_setting_type(s) == CONFIG_TYPE_BOOL) {
+        PUT("%s", config_setting_get_bool(s) ? "true" : "false");
+    } else if (config_setting_type(s) == CONFIG_TYPE_STRING) {
+        PUT("\"%s\"", config_setting_get_string(s));
+    }
+#undef PUT
+    if (at >= size && size > 4) memcpy(out + size - 4, "...", 4);
+}
+
+static void diff_add(as_config_diff *d, const char *key, as_diff_kind k,
+                     const config_setting_t *old, const config_setting_t *new) {
+    if (k > d->verdict) d->verdict = k;
+    if (d->n == AS_DIFF_MAX) return;
+    snprintf(d->item[d->n].key, sizeof d->item[d->n].key, "%s", key);
+    render_value(d->item[d->n].old_value, sizeof d->item[d->n].old_value, old);
+    render_value(d->item[d->n].new_value, sizeof d->item[d->n].new_value, new);
+    d->item[d->n++].kind = k;
+}
+
+/* Leaves of `a` compared with `b`; with only_missing, records leaves of `a`
+ * absent from `b` (the second walk, over the new config). */
+static void diff_walk(as_config_diff *d, const config_setting_t *a, config_setting_t *broot,
+                      const char *prefix, int a_is_new) {
+    for (int i = 0; i < config_setting_length(a); i++) {
+        const config_setting_t *m = config_setting_get_elem(a, (unsigned)i);
+        char key[128];
+        snprintf(key, sizeof key, "%s%s%s", prefix, *prefix ? "." : "", config_setting_name(m));
+        config_setting_t *other = cfg_find_key(broot, key);
+        if (config_setting_type(m) == CONFIG_TYPE_GROUP && other &&
+            config_setting_type(other) == CONFIG_TYPE_GROUP) {
+            diff_walk(d, m, broot, key, a_is_new);
+            continue;
+        }
+        if (a_is_new) {
+            if (!other) diff_add(d, key, classify(key, NULL, m), NULL, m);
+        } else if (!other || !settings_equal(m, other)) {
+            diff_add(d, key, classify(key, m, other), m, other);
+        }
+    }
+}
+
+int config_diff(as_config_diff *out, const char *old_canonical, const char *new_canonical,
+                as_err *err) {
+    memset(out, 0, sizeof *out);
+    config_t a, b;
+    config_init(&a);
+    config_init(&b);
+    int rc = 0;
+    if (config_read_string(&a, old_canonical) != CONFIG_TRUE)
+        rc = as_fail(err, "stored config, line %d: %s", config_error_line(&a), config_error_text(&a));
+    else if (config_read_string(&b, new_canonical) != CONFIG_TRUE)
+        rc = as_fail(err, "new config, line %d: %s", config_error_line(&b), config_error_text(&b));
+    if (!rc) {
+        diff_walk(out, config_root_setting(&a), config_root_setting(&b), "", 0);
+        diff_walk(out, config_root_setting(&b), config_root_setting(&a), "", 1);
+    }
+    config_destroy(&a);
+    config_destroy(&b);
+    return rc;
+}
+
+void config_diff_describe(const as_config_diff *d, char *buf, size_t size) {
+    size_t at = 0;
+    buf[0] = 0;
+    if (d->n == 0) {
+        snprintf(buf, size, "no difference");
+        return;
+    }
+    for (size_t i = 0; i < d->n && at < size; i++) {
+        int w = snprintf(buf + at, size - at, "%s%s (%s: stored %s, now %s)", i ? "; " : "",
+                         d->item[i].key, config_diff_kind_name(d->item[i].kind),
+                         d->item[i].old_value, d->item[i].new_value);
+        if (w < 0) break;
+        at += (size_t)w;
+    }
+}

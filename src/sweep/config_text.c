@@ -1,0 +1,151 @@
+/* config_text.c -- the canonical config text (sorted keys, resolved values) that the sha256 covers. */
+#include "config_int.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *config_logits_name(as_logits l) { return l == AS_LOGITS_SCALED ? "scaled" : "raw"; }
+
+/* ---------------------------------------------------------- canonical -- */
+
+typedef struct {
+    char *s;
+    size_t len, cap;
+    int oom;
+} sbuf;
+
+static void sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sb_printf(sbuf *b, const char *fmt, ...) {
+    if (b->oom) return;
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        /* NULL + 0 is undefined behaviour: the first call sizes an empty buffer. */
+        int w = vsnprintf(b->s ? b->s + b->len : NULL, b->cap - b->len, fmt, ap);
+        va_end(ap);
+        if (w < 0) {
+            b->oom = 1;
+            return;
+        }
+        if ((size_t)w < b->cap - b->len) {
+            b->len += (size_t)w;
+            return;
+        }
+        size_t cap = (b->cap + (size_t)w + 1) * 2;
+        char *s = realloc(b->s, cap);
+        if (!s) {
+            b->oom = 1;
+            return;
+        }
+        b->s = s, b->cap = cap;
+    }
+}
+
+/* Shortest %g form that reads back to the same double, always a libconfig float. */
+static void sb_double(sbuf *b, double x) {
+    char buf[40];
+    for (int prec = 15; prec <= 17; prec++) {
+        snprintf(buf, sizeof buf, "%.*g", prec, x);
+        if (strtod(buf, NULL) == x) break;
+    }
+    if (!strpbrk(buf, ".eEn")) strcat(buf, ".0");
+    sb_printf(b, "%s", buf);
+}
+
+static void sb_string(sbuf *b, const char *s) {
+    sb_printf(b, "\"");
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\') sb_printf(b, "\\%c", *s);
+        else sb_printf(b, "%c", *s);
+    }
+    sb_printf(b, "\"");
+}
+
+static void sb_i32_list(sbuf *b, const int32_t *v, size_t n) {
+    sb_printf(b, "[");
+    for (size_t i = 0; i < n; i++) sb_printf(b, "%s%d", i ? ", " : "", (int)v[i]);
+    sb_printf(b, "]");
+}
+
+static void sb_f64_list(sbuf *b, const double *v, size_t n) {
+    sb_printf(b, "[");
+    for (size_t i = 0; i < n; i++) {
+        if (i) sb_printf(b, ", ");
+        sb_double(b, v[i]);
+    }
+    sb_printf(b, "]");
+}
+
+static void sb_int64(sbuf *b, int64_t v) {
+    /* libconfig needs the L suffix beyond int32 */
+    if (v < INT32_MIN || v > INT32_MAX) sb_printf(b, "%lldL", (long long)v);
+    else sb_printf(b, "%lld", (long long)v);
+}
+
+/* Keys sorted by name at each level (strcmp order), values resolved. */
+char *cfg_canonical_text(const as_config *cfg) {
+    sbuf b = {0};
+    const as_axes *a = &cfg->axes;
+    sb_printf(&b, "# attnsweep canonical config (sorted keys, resolved values)\n");
+    sb_printf(&b, "grid = {\n  L = ");
+    sb_i32_list(&b, a->L, a->n_L);
+    sb_printf(&b, ";\n  N = ");
+    sb_i32_list(&b, a->N, a->n_N);
+    sb_printf(&b, ";\n  T = ");
+    sb_f64_list(&b, a->T, a->n_T);
+    sb_printf(&b, ";\n  eps = ");
+    sb_f64_list(&b, a->eps, a->n_eps);
+    sb_printf(&b, ";\n  heads = ");
+    sb_i32_list(&b, a->head, a->n_head);
+    sb_printf(&b, ";\n  layers = ");
+    sb_i32_list(&b, a->layer, a->n_layer);
+    sb_printf(&b, ";\n  normalizer = [");
+    for (size_t i = 0; i < a->n_norm; i++)
+        sb_printf(&b, "%s\"%s\"", i ? ", " : "", met_normalizer_name(a->normalizer[i]));
+    sb_printf(&b, "];\n};\nmetrics = {\n  ");
+    /* (added later too: only when not the default, see below) */
+    if (cfg->distance != AS_DISTANCE_PER_TOKEN) sb_printf(&b, "distance = \"aggregate\";\n  ");
+    sb_printf(&b, "ks_alpha = ");
+    sb_double(&b, cfg->ks_alpha);
+    /* Keys added after results files existed appear only when they differ from
+     * their default, so those files' canonical text (and resume) is unchanged. */
+    if (cfg->logits != AS_LOGITS_RAW) sb_printf(&b, ";\n  logits = \"%s\"", config_logits_name(cfg->logits));
+    sb_printf(&b, ";\n  rows = \"%s\";\n  seed = ", cfg->rows == AS_ROWS_VISIBLE ? "visible" : "full_row");
+    sb_int64(&b, cfg->seed);
+    sb_printf(&b, ";\n  ssmax_scale = ");
+    sb_double(&b, cfg->ssmax_scale);
+    sb_printf(&b, ";\n  vectors = \"%s\";\n};\nmodel = ",
+              cfg->vectors == AS_VECTORS_VALUE ? "value" : "resid");
+    sb_string(&b, cfg->model_dir);
+    sb_printf(&b, ";\noutput = ");
+    sb_string(&b, cfg->output);
+    /* compress only when on, so that files written before the key existed keep their sha256 */
+    sb_printf(&b, ";\nruntime = {\n  blas_threads = %d;\n  commit_every = %d;\n%s};\n",
+              cfg->blas_threads, cfg->commit_every, cfg->compress ? "  compress = true;\n" : "");
+    sb_printf(&b, "text = {\n  format = \"%s\";\n  path = ",
+              cfg->text_format == AS_TEXT_PLAIN ? "text" : "tokens");
+    sb_string(&b, cfg->text_path);
+    if (cfg->start_at[0]) {
+        sb_printf(&b, ";\n  start_at = ");
+        sb_string(&b, cfg->start_at);
+        if (cfg->start_occurrence != 1) {
+            sb_printf(&b, ";\n  start_occurrence = ");
+            sb_int64(&b, cfg->start_occurrence);
+        }
+    }
+    sb_printf(&b, ";\n  strip_gutenberg = %s;\n};\nwindows = {\n  count = ",
+              cfg->strip_gutenberg ? "true" : "false");
+    sb_int64(&b, cfg->windows_count);
+    sb_printf(&b, ";\n  offset = ");
+    sb_int64(&b, cfg->windows_offset);
+    sb_printf(&b, ";\n  stride = ");
+    sb_int64(&b, cfg->windows_stride);
+    sb_printf(&b, ";\n};\n");
+    if (b.oom) {
+        free(b.s);
+        return NULL;
+    }
+    return b.s;
+}
