@@ -23,8 +23,9 @@ set_tests_properties(metrics_sep_mpmath PROPERTIES FIXTURES_REQUIRED metrics_sep
 # fp-contract pragma fuses nothing) saves
 # every output of the regimes; the default build compares: 1e-9 relative, counts within
 # sep_marginal.
+file(GLOB AS_METRICS_SOURCES ${CMAKE_SOURCE_DIR}/src/kernels/metrics*.c)
 add_executable(test_metrics_regimes_nofma ${CMAKE_SOURCE_DIR}/tests/unit/kernels/test_metrics_regimes.c
-               ${CMAKE_SOURCE_DIR}/src/kernels/metrics.c)
+               ${AS_METRICS_SOURCES})
 target_compile_options(test_metrics_regimes_nofma PRIVATE -mno-fma -mno-avx512f)
 target_include_directories(test_metrics_regimes_nofma PRIVATE ${AS_TEST_LIB}
                            ${CMAKE_SOURCE_DIR}/include/kernels)

@@ -1,0 +1,369 @@
+/* metrics_head.c -- top-N order, directions, workspace, row preparation and the head job. */
+#include "metrics.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <string.h>
+
+/* Speed notes: the build compiles with -fno-math-errno (CMakeLists.txt). sqrt never sees a
+ * negative argument in the hot loops (clamped first), so errno handling only blocks their
+ * vectorization. The pragma below lets the compiler fuse a*b+c into one FMA in this file (ISO
+ * C mode, -std=c11, turns contraction off; the c / c^y kernel runs at half speed without it).
+ * This is not -ffast-math: IEEE semantics, NaN and inf are unchanged, no reassociation; a fused
+ * multiply-add only rounds once instead of twice. Every quantity that cancels (distances by the
+ * Gram expansion) is clamped at 0 before sqrt, as before. */
+#if defined(__clang__)
+#pragma clang fp contract(fast)
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=fast")
+#endif
+
+#include "metrics_int.h"
+
+/* ---------------- top-N order (section 3) ---------------- */
+
+static inline int ranks_before(const double *l, uint32_t i, uint32_t j) {
+    double li = l[i], lj = l[j];
+    if (isnan(li)) li = -INFINITY;
+    if (isnan(lj)) lj = -INFINITY;
+    return li > lj || (li == lj && i < j);
+}
+
+/* Partial quicksort: leaves idx[0..K) sorted and holding the K first elements of the
+ * (logit desc, index asc) total order. Keys are all distinct, so Lomuto cannot degenerate
+ * on ties. */
+static void partial_sort(uint32_t *idx, size_t lo, size_t hi, size_t K, const double *l) {
+    while (hi - lo > 16) {
+        size_t m = lo + (hi - lo) / 2, r = hi - 1;
+        /* median of three into position r */
+        if (ranks_before(l, idx[m], idx[lo])) { uint32_t t = idx[m]; idx[m] = idx[lo]; idx[lo] = t; }
+        if (ranks_before(l, idx[r], idx[lo])) { uint32_t t = idx[r]; idx[r] = idx[lo]; idx[lo] = t; }
+        if (ranks_before(l, idx[m], idx[r])) { uint32_t t = idx[m]; idx[m] = idx[r]; idx[r] = t; }
+        uint32_t piv = idx[r];
+        size_t s = lo;
+        for (size_t i = lo; i < r; i++)
+            if (ranks_before(l, idx[i], piv)) {
+                uint32_t t = idx[i]; idx[i] = idx[s]; idx[s] = t;
+                s++;
+            }
+        idx[r] = idx[s];
+        idx[s] = piv;
+        /* [lo, s) before pivot, s pivot, (s, hi) after */
+        if (s + 1 < K) {
+            partial_sort(idx, lo, s, K, l);
+            lo = s + 1;
+        } else {
+            hi = s;
+        }
+    }
+    for (size_t i = lo + 1; i < hi; i++) {
+        uint32_t x = idx[i];
+        size_t j = i;
+        while (j > lo && ranks_before(l, x, idx[j - 1])) {
+            idx[j] = idx[j - 1];
+            j--;
+        }
+        idx[j] = x;
+    }
+}
+
+void met_topk_order(uint32_t *order, uint32_t *scratch, const double *l, size_t n, size_t K) {
+    if (K > n) K = n;
+    for (size_t j = 0; j < n; j++) scratch[j] = (uint32_t)j;
+    partial_sort(scratch, 0, n, K, l);
+    memcpy(order, scratch, K * sizeof *order);
+}
+
+/* ---------------- counter-based directions (section 7) ---------------- */
+
+static inline uint64_t mix64(uint64_t x) {
+    x += 0x9E3779B97F4A7C15ull;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+}
+
+uint64_t met_direction_key(uint64_t seed, int64_t window, int64_t layer, int64_t head, int64_t t,
+                           int64_t eps_index) {
+    uint64_t k = mix64(seed ^ 0x6174746e73776570ull);
+    k = mix64(k ^ (uint64_t)window);
+    k = mix64(k ^ (uint64_t)layer);
+    k = mix64(k ^ (uint64_t)head);
+    k = mix64(k ^ (uint64_t)t);
+    return mix64(k ^ (uint64_t)eps_index);
+}
+
+/* Box-Muller on the pair p = j/2: two hashed counters give two uniforms. */
+static inline void normal_pair(double *z0, double *z1, uint64_t key, uint64_t p) {
+    uint64_t r1 = mix64(key ^ mix64(2 * p)), r2 = mix64(key ^ mix64(2 * p + 1));
+    double u1 = ((double)(r1 >> 11) + 0.5) * 0x1p-53; /* (0, 1): log is finite */
+    double u2 = (double)(r2 >> 11) * 0x1p-53;
+    double rad = sqrt(-2.0 * log(u1)), ang = 6.283185307179586 * u2;
+    *z0 = rad * cos(ang);
+    *z1 = rad * sin(ang);
+}
+
+double met_normal(uint64_t key, uint64_t j) {
+    double z0, z1;
+    normal_pair(&z0, &z1, key, j >> 1);
+    return (j & 1) ? z1 : z0;
+}
+
+void met_direction(double *u, size_t n, uint64_t key) {
+    double ss = 0;
+    for (size_t j = 0; j < n; j += 2) {
+        double z0, z1;
+        normal_pair(&z0, &z1, key, j >> 1);
+        u[j] = z0;
+        ss += z0 * z0;
+        if (j + 1 < n) {
+            u[j + 1] = z1;
+            ss += z1 * z1;
+        }
+    }
+    double inv = 1.0 / sqrt(ss);
+    for (size_t j = 0; j < n; j++) u[j] *= inv;
+}
+
+
+static size_t axes_unique_n(const met_axes *ax, uint32_t *uN, uint32_t *uOf) {
+    /* sorted unique N values; uOf[iN] = index of N[iN] in uN */
+    size_t nU = 0;
+    for (size_t i = 0; i < ax->n_N; i++) {
+        uint32_t v = (uint32_t)ax->N[i];
+        size_t p = 0;
+        while (p < nU && uN[p] < v) p++;
+        if (p < nU && uN[p] == v) continue;
+        memmove(uN + p + 1, uN + p, (nU - p) * sizeof *uN);
+        uN[p] = v;
+        nU++;
+    }
+    for (size_t i = 0; i < ax->n_N; i++) {
+        size_t p = 0;
+        while (uN[p] != (uint32_t)ax->N[i]) p++;
+        uOf[i] = (uint32_t)p;
+    }
+    return nU;
+}
+
+size_t met_out_count(const met_axes *ax) {
+    return (MET_NPERN * ax->n_N + MET_NPERT + ax->n_eps) * ax->n_T * ax->n_norm;
+}
+
+static size_t carve(met_ws *w, char *base, size_t L, size_t dim, const met_axes *ax) {
+    size_t nout = met_out_count(ax), at = 0;
+    size_t n_N = ax->n_N ? ax->n_N : 1, n_T = ax->n_T;
+#define TAKE(ptr, count, type)                                  \
+    do {                                                        \
+        if (base) (ptr) = (type *)(void *)(base + at);          \
+        at += (((count) * sizeof(type)) + 63) / 64 * 64;        \
+    } while (0)
+    size_t Kmax = 1;
+    for (size_t i = 0; i < ax->n_N; i++)
+        if ((size_t)ax->N[i] > Kmax) Kmax = (size_t)ax->N[i];
+    if (Kmax > L) Kmax = L;
+    w->U_ld = Kmax + 1;
+    TAKE(w->X, L * dim, double);
+    TAKE(w->XT, dim * L, double);
+    TAKE(w->G, L * L, double);
+    TAKE(w->x_sq, L, double);
+    TAKE(w->x_norm, L, double);
+    TAKE(w->x_inv, L, double);
+    TAKE(w->y_sq, L, double);
+    TAKE(w->delta_run, L, double);
+    TAKE(w->l, L, double);
+    TAKE(w->z, L, double);
+    TAKE(w->ap, L, double);
+    TAKE(w->u, (ax->n_eps ? ax->n_eps : 1) * L, double);
+    TAKE(w->u_range, 2 * (ax->n_eps ? ax->n_eps : 1), double);
+    TAKE(w->a_T, n_T * L, double);
+    TAKE(w->order, L, uint32_t);
+    TAKE(w->scratch, L, uint32_t);
+    TAKE(w->S_T, n_T * dim, double);
+    TAKE(w->e_T, n_T * L, double);
+    TAKE(w->S_sq_T, n_T, double);
+    TAKE(w->sparse_T, n_T, uint32_t);
+    TAKE(w->nz_idx_T, n_T * L, uint32_t);
+    TAKE(w->nnz_T, n_T, uint32_t);
+    TAKE(w->sel_w, 2 * n_T * Kmax, double);
+    TAKE(w->sel_w_end, 2 * n_T, uint32_t);
+    TAKE(w->c_T, 2 * n_T * L, double);
+    TAKE(w->A_T, n_T, double);
+    TAKE(w->Q_T, n_T, double);
+    TAKE(w->zero_sel_T, n_T, size_t);
+    TAKE(w->is_unsel, L, double);
+    TAKE(w->sel_inf, L, double);
+    TAKE(w->rank, L, uint32_t);
+    TAKE(w->d1_sq_run, L, double);
+    TAKE(w->d1_N, n_N, double);
+    TAKE(w->not_topK, L, double);
+    TAKE(w->U_T, n_T * (Kmax + 1), double);
+    TAKE(w->s_vec, dim, double);
+    TAKE(w->m_N, n_N, double);
+    TAKE(w->sel_gather, 5 * Kmax, double);
+    TAKE(w->acc, nout, double);
+    TAKE(w->cntN, n_N, double);
+    TAKE(w->uN, n_N, uint32_t);
+    TAKE(w->uOf, n_N, uint32_t);
+    TAKE(w->iota, L > dim ? L : dim, uint32_t);
+    TAKE(w->uStart, n_N + 1, uint32_t);
+    TAKE(w->uIdx, n_N, uint32_t);
+#undef TAKE
+    return at;
+}
+
+size_t met_workspace_bytes(size_t L_max, size_t dim, const met_axes *ax) {
+    met_ws w;
+    return carve(&w, NULL, L_max, dim, ax) + 64;
+}
+
+
+static void finish_cut(double *out, met_ws *w) {
+    const met_axes *ax = w->ax;
+    for (size_t iN = 0; iN < ax->n_N; iN++)
+        for (size_t iT = 0; iT < ax->n_T; iT++)
+            for (size_t iZ = 0; iZ < ax->n_norm; iZ++) {
+                double cnt = w->cntN[iN];
+                for (int v = 0; v < NVAL; v++) {
+                    size_t at = met_at_per_n(ax, v, iN, iT, iZ);
+                    out[at] = cnt > 0 ? w->acc[at] / cnt : NAN;
+                }
+                out[met_at_per_n(ax, MET_ROWS_USED, iN, iT, iZ)] = cnt;
+            }
+    for (size_t iT = 0; iT < ax->n_T; iT++)
+        for (size_t iZ = 0; iZ < ax->n_norm; iZ++) {
+            double cnt = w->cntT;
+            for (int v = 0; v < MET_NPERT; v++) {
+                size_t at = met_at_per_t(ax, v, iT, iZ);
+                out[at] = cnt > 0 ? w->acc[at] / cnt : NAN;
+            }
+            double T = ax->T[iT], gb = 1.0 / (4.0 * T);
+            out[met_at_per_t(ax, MET_GRAD_BOUND, iT, iZ)] =
+                cnt > 0 ? (gb < sqrt(2.0) ? gb : sqrt(2.0)) : NAN;
+            if (ax->norm[iZ] != MET_SOFTMAX) out[met_at_per_t(ax, MET_GRAD_EXACT, iT, iZ)] = NAN;
+            for (size_t iE = 0; iE < ax->n_eps; iE++) {
+                size_t at = met_at_grad_fd(ax, iT, iE, iZ);
+                out[at] = cnt > 0 ? w->acc[at] / cnt : NAN;
+            }
+        }
+}
+
+static void reset_acc(met_ws *w) {
+    memset(w->acc, 0, w->nout * sizeof *w->acc);
+    memset(w->cntN, 0, (w->ax->n_N ? w->ax->n_N : 1) * sizeof *w->cntN);
+    w->cntT = 0;
+}
+
+int met_head(double *out, void *workspace, size_t workspace_bytes, const float *scores,
+             size_t ld_scores, const float *vectors, size_t L, size_t dim, const size_t *cuts,
+             size_t ncuts, const met_axes *ax, as_err *err) {
+    if (L == 0 || dim == 0 || ld_scores < L)
+        return as_fail(err, "metrics: bad head shape L=%zu dim=%zu ld=%zu", L, dim, ld_scores);
+    if (L > UINT32_MAX - 1) return as_fail(err, "metrics: L=%zu too large", L);
+    if (ax->n_N == 0 || ax->n_T == 0 || ax->n_norm == 0)
+        return as_fail(err, "metrics: empty N, T or normalizer axis");
+    for (size_t i = 0; i < ax->n_N; i++)
+        if (ax->N[i] < 1) return as_fail(err, "metrics: N[%zu]=%d must be >= 1", i, (int)ax->N[i]);
+    for (size_t i = 0; i < ax->n_T; i++)
+        if (!(ax->T[i] > 0) || !isfinite(ax->T[i]))
+            return as_fail(err, "metrics: T[%zu]=%g must be finite and > 0", i, ax->T[i]);
+    for (size_t i = 0; i < ax->n_eps; i++)
+        if (!(ax->eps[i] > 0))
+            return as_fail(err, "metrics: eps[%zu]=%g must be > 0", i, ax->eps[i]);
+    for (size_t i = 0; i < ax->n_norm; i++)
+        if ((int)ax->norm[i] < 0 || (int)ax->norm[i] > MET_SSMAX)
+            return as_fail(err, "metrics: normalizer[%zu]=%d unknown", i, (int)ax->norm[i]);
+    for (size_t c = 0; c < ncuts; c++)
+        if (cuts[c] < 1 || cuts[c] > L || (c && cuts[c] < cuts[c - 1]))
+            return as_fail(err, "metrics: cut %zu = %zu must be ascending in [1, %zu]", c,
+                           cuts[c], L);
+    size_t need = met_workspace_bytes(L, dim, ax);
+    if (workspace_bytes < need)
+        return as_fail(err, "metrics: workspace of %zu bytes, need %zu for L=%zu dim=%zu",
+                       workspace_bytes, need, L, dim);
+    if (ncuts == 0) return 0;
+
+    met_ws w;
+    memset(&w, 0, sizeof w);
+    char *base = (char *)(((uintptr_t)workspace + 63) & ~(uintptr_t)63);
+    carve(&w, base, L, dim, ax);
+    w.L = L, w.dim = dim, w.ld = ld_scores, w.ax = ax, w.scores = scores;
+    w.nout = met_out_count(ax);
+    w.nU = axes_unique_n(ax, w.uN, w.uOf);
+    w.Kmax = w.uN[w.nU - 1];
+    /* grid indices of each unique N, grouped: uIdx[uStart[u] .. uStart[u+1]) */
+    for (size_t u = 0, g = 0; u < w.nU; u++) {
+        w.uStart[u] = (uint32_t)g;
+        for (size_t iN = 0; iN < ax->n_N; iN++)
+            if (w.uOf[iN] == u) w.uIdx[g++] = (uint32_t)iN;
+        w.uStart[u + 1] = (uint32_t)g;
+    }
+    size_t Lmax = cuts[ncuts - 1];
+
+    /* Gram matrix in double over the rows any cut uses; the rest of G is zeroed because
+     * c_update reads whole 16-column blocks past the row's n */
+    memset(w.G, 0, L * L * sizeof *w.G);
+    w.finite = 1;
+    for (size_t i = 0; i < Lmax * dim; i++) {
+        w.X[i] = (double)vectors[i];
+        if (!isfinite(w.X[i])) w.finite = 0;
+    }
+    /* zero past Lmax too: the kernels read whole 16-column blocks */
+    memset(w.x_sq, 0, L * sizeof *w.x_sq);
+    /* XT [dim][L]: X transposed, zero past Lmax (c_update reads whole 16-column blocks) */
+    memset(w.XT, 0, dim * L * sizeof *w.XT);
+    for (size_t i = 0; i < Lmax; i++)
+        for (size_t k = 0; k < dim; k++) w.XT[k * L + i] = w.X[i * dim + k];
+    for (size_t i = 0; i < (L > dim ? L : dim); i++) w.iota[i] = (uint32_t)i;
+    cblas_dsyrk(CblasRowMajor, CblasLower, CblasNoTrans, (int)Lmax, (int)dim, 1.0, w.X, (int)dim,
+                0.0, w.G, (int)L);
+    for (size_t i = 0; i < Lmax; i++) {
+        for (size_t j = i + 1; j < Lmax; j++) w.G[i * L + j] = w.G[j * L + i];
+        /* |x_i|^2 summed from X itself, not G_ii: dsyrk may round the diagonal of two
+         * identical rows differently, and y_i = x_i / |x_i| of exact duplicates must be equal
+         * (delta = 0, r = 0 for twins) */
+        double sq = 0;
+        for (size_t k = 0; k < dim; k++) sq += w.X[i * dim + k] * w.X[i * dim + k];
+        w.x_sq[i] = sq;
+        w.x_norm[i] = sqrt(w.x_sq[i]);
+        w.x_inv[i] = w.x_norm[i] > 0 ? 1.0 / w.x_norm[i] : 0.0;
+        w.y_sq[i] = w.x_norm[i] > 0 ? 1.0 : 0.0;
+    }
+    /* delta (section 6): running minimum over t of |y_i - y_t|, i < t */
+    double run = INFINITY;
+    for (size_t t = 0; t < Lmax; t++) {
+        const double *Gt = w.G + t * L;
+        for (size_t i = 0; i < t; i++) {
+            double d2 = w.y_sq[i] + w.y_sq[t] - 2 * w.x_inv[i] * w.x_inv[t] * Gt[i];
+            if (d2 < MET_CANCEL * (w.y_sq[i] + w.y_sq[t])) { /* near-duplicates: directly */
+                for (size_t k = 0; k < dim; k++) w.s_vec[k] = y_of(w.X + t * dim, k, w.x_norm[t]);
+                d2 = sq_diff_y(w.X + i * dim, w.x_norm[i], 1.0, w.s_vec, dim);
+            }
+            d2 = d2 > 0 ? d2 : 0;
+            if (d2 < run) run = d2;
+        }
+        w.delta_run[t] = sqrt(run);
+    }
+
+    size_t nout = w.nout;
+    if (!ax->full_row) {
+        reset_acc(&w);
+        size_t c = 0;
+        for (size_t t = 0; t < Lmax; t++) {
+            met_process_row(&w, t, t + 1, w.delta_run[t]);
+            while (c < ncuts && cuts[c] == t + 1) finish_cut(out + nout * c++, &w);
+        }
+    } else {
+        for (size_t c = 0; c < ncuts; c++) {
+            if (c && cuts[c] == cuts[c - 1]) {
+                memcpy(out + nout * c, out + nout * (c - 1), nout * sizeof *out);
+                continue;
+            }
+            reset_acc(&w);
+            size_t Lc = cuts[c];
+            for (size_t t = 0; t < Lc; t++) met_process_row(&w, t, Lc, w.delta_run[Lc - 1]);
+            finish_cut(out + nout * c, &w);
+        }
+    }
+    return 0;
+}

@@ -1,0 +1,423 @@
+/* metrics_norm.c -- the normalizers and their gradients (docs/metrics.md sections 7, 8, 10). */
+#include "metrics.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <string.h>
+
+/* Speed notes: the build compiles with -fno-math-errno (CMakeLists.txt). sqrt never sees a
+ * negative argument in the hot loops (clamped first), so errno handling only blocks their
+ * vectorization. The pragma below lets the compiler fuse a*b+c into one FMA in this file (ISO
+ * C mode, -std=c11, turns contraction off; the c / c^y kernel runs at half speed without it).
+ * This is not -ffast-math: IEEE semantics, NaN and inf are unchanged, no reassociation; a fused
+ * multiply-add only rounds once instead of twice. Every quantity that cancels (distances by the
+ * Gram expansion) is clamped at 0 before sqrt, as before. */
+#if defined(__clang__)
+#pragma clang fp contract(fast)
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=fast")
+#endif
+
+#include "metrics_int.h"
+
+
+/* ln Z of the shifted logits x (max 0) from exp(x) = e: Z = c + R with c the count of the
+ * maximal entries (exp(0) = 1 exactly) and R the rest, so ln Z = ln c + log1p(R / c) keeps R's
+ * digits in near-one-hot rows, where log(1 + R) would round R < 1e-16 away (docs/metrics.md
+ * section 8). NaN entries fall into R and propagate. Returns Z in *Z. */
+static double log_partition(double *Z, const double *x, const double *e, size_t n) {
+    double cl[8] = {0}, rl[8] = {0};
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int q = 0; q < 8; q++) {
+            int top = x[i + q] == 0;
+            cl[q] += top ? 1.0 : 0.0;
+            rl[q] += top ? 0.0 : e[i + q];
+        }
+    for (; i < n; i++) {
+        int top = x[i] == 0;
+        cl[0] += top ? 1.0 : 0.0;
+        rl[0] += top ? 0.0 : e[i];
+    }
+    double c = 0, R = 0;
+    for (int q = 0; q < 8; q++) c += cl[q], R += rl[q];
+    *Z = c + R;
+    if (!(c > 0)) return log(*Z); /* all logits NaN: NaN */
+    return log(c) + log1p(R / c);
+}
+
+double met_softmax(double *a, const double *z, size_t n) {
+    double zmax = -INFINITY;
+    for (size_t j = 0; j < n; j++)
+        if (z[j] > zmax) zmax = z[j];
+    for (size_t j = 0; j < n; j++) a[j] = z[j] - zmax;
+    exp_nonpos(a, a, n);
+    double cl = 0, R = 0; /* ln Z as in log_partition (z may alias a: count exp = 1) */
+    for (size_t j = 0; j < n; j++) {
+        int top = a[j] == 1.0;
+        cl += top ? 1.0 : 0.0;
+        R += top ? 0.0 : a[j];
+    }
+    double sum = cl + R, inv = 1.0 / sum;
+    for (size_t j = 0; j < n; j++) a[j] *= inv;
+    return cl > 0 ? log(cl) + log1p(R / cl) : log(sum);
+}
+
+/* Sums in 8 independent lanes, combined in a fixed order: vectorizable without reassociation
+ * flags, and the result does not depend on the CPU. */
+
+/* Softmax of z = f l over n >= 1 entries, the hot path of the head job: x [n] gets
+ * z_j - max z = f (l_j - max l) (the entropy needs it), a [n] the weights (a may alias l).
+ * Shift, then scale (docs/metrics.md section 10): l_j - max l is exact for float32 logits held
+ * in double, so the only rounding is the one product (scaling first rounded f l_j, whose
+ * error is relative to |f l_j|, before the shift cancelled it). Returns ln Z of the shifted
+ * logits (log_partition). NaN logits are skipped by the max and propagate through exp and the
+ * sum, as in met_softmax. */
+double met_softmax_scaled(double *a, double *x, const double *l, double f, size_t n) {
+    double mx[LANES];
+    for (int q = 0; q < LANES; q++) mx[q] = -INFINITY;
+    size_t i = 0;
+    for (; i + LANES <= n; i += LANES)
+        for (int q = 0; q < LANES; q++) {
+            double z = l[i + q];
+            mx[q] = z > mx[q] ? z : mx[q];
+        }
+    for (; i < n; i++) mx[0] = l[i] > mx[0] ? l[i] : mx[0];
+    double lmax = -INFINITY;
+    for (int q = 0; q < LANES; q++) lmax = mx[q] > lmax ? mx[q] : lmax;
+    for (size_t j = 0; j < n; j++) x[j] = (l[j] - lmax) * f;
+    exp_nonpos(a, x, n);
+    double sum, lnZ = log_partition(&sum, x, a, n), inv = 1.0 / sum;
+    for (size_t j = 0; j < n; j++) a[j] *= inv;
+    return lnZ;
+}
+
+/* Michelot: tau = (sum_{S} z - 1)/|S| with S shrinking to {z > tau}; tau only grows and S
+ * is exactly the support when it stops changing. */
+/* Michelot on logits already shifted to max 0 (a may alias z: a is written last) */
+static void sparsemax_shifted(double *a, const double *z, size_t n) {
+    double sum = 0;
+    for (size_t j = 0; j < n; j++) sum += z[j];
+    size_t k = n;
+    double tau = (sum - 1.0) / (double)k;
+    for (;;) {
+        double s2 = 0;
+        size_t k2 = 0;
+        for (size_t j = 0; j < n; j++)
+            if (z[j] > tau) {
+                s2 += z[j];
+                k2++;
+            }
+        /* exact arithmetic shrinks the set until it is stable; rounding can make tau dip and
+         * the set regrow, so stop as soon as it stops shrinking (at most n passes) */
+        if (k2 >= k || k2 == 0) break;
+        k = k2;
+        tau = (s2 - 1.0) / (double)k;
+    }
+    for (size_t j = 0; j < n; j++) a[j] = z[j] > tau ? z[j] - tau : 0.0;
+}
+
+void met_sparsemax(double *a, const double *z, size_t n) {
+    /* on z - max z (docs/metrics.md section 10): tau is then O(1) whatever the logits' size, so
+     * sum a - 1 stays at round-off (unshifted, (sum z - 1)/k lost the 1 at T = 1e-3) */
+    double zmax = -INFINITY;
+    for (size_t j = 0; j < n; j++)
+        if (z[j] > zmax) zmax = z[j];
+    if (!(zmax > -INFINITY)) zmax = 0; /* all NaN: let NaN through */
+    for (size_t j = 0; j < n; j++) a[j] = z[j] - zmax;
+    sparsemax_shifted(a, a, n);
+}
+
+
+/* Returns ln Z of the shifted logits for softmax/ssmax (entropy identity), 0 for sparsemax;
+ * zmax_out gets max z. z is scratch [nv]. */
+double met_weights_with_z(double *a, double *z, double *zmax_out, const double *l, size_t nv,
+                             size_t n, double T, met_normalizer zn, double ssmax_scale) {
+    double f = 1.0 / T;
+    if (zn == MET_SSMAX) f *= ssmax_factor(ssmax_scale, n);
+    /* shift, then scale (see met_softmax_scaled) */
+    double lmax = -INFINITY;
+    for (size_t j = 0; j < nv; j++)
+        if (l[j] > lmax) lmax = l[j];
+    for (size_t j = 0; j < nv; j++) z[j] = (l[j] - lmax) * f;
+    double zmax = lmax * f, lnZ = 0;
+    if (zn == MET_SPARSEMAX)
+        sparsemax_shifted(a, z, nv); /* z - max z = 0 at the max already */
+    else
+        lnZ = met_softmax(a, z, nv);
+    for (size_t j = nv; j < n; j++) a[j] = 0.0;
+    if (zmax_out) *zmax_out = zmax;
+    return lnZ;
+}
+
+void met_weights(double *a, const double *l, size_t nv, size_t n, double T, met_normalizer zn,
+                 double ssmax_scale) {
+    /* in place: both normalizers write a[j] only in element-wise passes after reading z */
+    double f = 1.0 / T;
+    if (zn == MET_SSMAX) f *= ssmax_factor(ssmax_scale, n);
+    double lmax = -INFINITY; /* shift, then scale (see met_softmax_scaled) */
+    for (size_t j = 0; j < nv; j++)
+        if (l[j] > lmax) lmax = l[j];
+    if (!(lmax > -INFINITY)) lmax = 0;
+    for (size_t j = 0; j < nv; j++) a[j] = (l[j] - lmax) * f;
+    if (zn == MET_SPARSEMAX)
+        met_sparsemax(a, a, nv);
+    else
+        met_softmax(a, a, nv);
+    for (size_t j = nv; j < n; j++) a[j] = 0.0;
+}
+
+/* ---------------- grad_fd (section 7) ---------------- */
+
+/* expm1(x) for |x| <= 0.5 by its Taylor polynomial to x^16 (truncation below 2e-18 relative),
+ * branch-free so that the loops calling it vectorize. */
+static inline double expm1_small(double x) {
+    double p = 1.0 / 20922789888000.0;
+    p = p * x + 1.0 / 1307674368000.0;
+    p = p * x + 1.0 / 87178291200.0;
+    p = p * x + 1.0 / 6227020800.0;
+    p = p * x + 1.0 / 479001600.0;
+    p = p * x + 1.0 / 39916800.0;
+    p = p * x + 1.0 / 3628800.0;
+    p = p * x + 1.0 / 362880.0;
+    p = p * x + 1.0 / 40320.0;
+    p = p * x + 1.0 / 5040.0;
+    p = p * x + 1.0 / 720.0;
+    p = p * x + 1.0 / 120.0;
+    p = p * x + 1.0 / 24.0;
+    p = p * x + 1.0 / 6.0;
+    p = p * x + 0.5;
+    p = p * x + 1.0;
+    return p * x;
+}
+
+/* docs/metrics.md section 7: |softmax(f (l + eps u)) - softmax(f l)|_2 for the row's weights
+ * a = softmax(f l) over n entries, dominant entry p (a_p = max a), without subtracting the two
+ * nearly equal softmaxes (their difference has an absolute floor of ulp(max a), and the
+ * dominant weight's change is lost entirely where 1 - 1 = 0). With delta_j = f eps (u_j - u_p)
+ * (softmax is shift-invariant), E_j = expm1(delta_j) and mu = sum_j a_j E_j, exactly
+ *   a'_j - a_j = a_j (E_j - mu) / (1 + mu),
+ * used when every |delta_j| <= 1/2 (expm1 by a polynomial there). Otherwise the perturbed
+ * softmax is formed (ap: scratch [n], z: scratch [n]), a'_j - a_j taken directly for j != p
+ * (no cancellation of the dominant 1) and the dominant's change as minus their sum (both
+ * rows sum to 1). */
+double met_softmax_change_norm(const double *a, size_t p, const double *l, const double *u,
+                                  double umin, double umax, double f, double eps, size_t n,
+                                  double *ap, double *z) {
+    /* max_j |delta_j| from the direction's range (umin, umax: min and max of u [n]) */
+    double fe = f * eps, up = u[p], dlo = fe * (up - umin), dhi = fe * (umax - up);
+    double dmax = dlo > dhi ? dlo : dhi;
+    size_t i = 0;
+    double acc[LANES] = {0};
+    if (dmax <= 0.5) {
+        double mul[LANES] = {0};
+        for (; i + LANES <= n; i += LANES)
+            for (int q = 0; q < LANES; q++) {
+                double E = expm1_small(fe * (u[i + q] - up));
+                ap[i + q] = E;
+                mul[q] += a[i + q] * E;
+            }
+        for (; i < n; i++) {
+            double E = expm1_small(fe * (u[i] - up));
+            ap[i] = E;
+            mul[0] += a[i] * E;
+        }
+        double mu = 0;
+        for (int q = 0; q < LANES; q++) mu += mul[q];
+        double inv = 1.0 / (1.0 + mu);
+        for (i = 0; i + LANES <= n; i += LANES)
+            for (int q = 0; q < LANES; q++) {
+                double d = a[i + q] * (ap[i + q] - mu) * inv;
+                acc[q] += d * d;
+            }
+        for (; i < n; i++) {
+            double d = a[i] * (ap[i] - mu) * inv;
+            acc[0] += d * d;
+        }
+        double ss = 0;
+        for (int q = 0; q < LANES; q++) ss += acc[q];
+        return sqrt(ss);
+    }
+    for (size_t j = 0; j < n; j++) ap[j] = l[j] + eps * u[j];
+    met_softmax_scaled(ap, z, ap, f, n);
+    double rl[LANES] = {0};
+    for (i = 0; i + LANES <= n; i += LANES)
+        for (int q = 0; q < LANES; q++) {
+            double d = i + q == p ? 0.0 : ap[i + q] - a[i + q];
+            rl[q] += d;
+            acc[q] += d * d;
+        }
+    for (; i < n; i++) {
+        double d = i == p ? 0.0 : ap[i] - a[i];
+        rl[0] += d;
+        acc[0] += d * d;
+    }
+    double ss = 0, rest = 0;
+    for (int q = 0; q < LANES; q++) ss += acc[q], rest += rl[q];
+    return sqrt(ss + rest * rest);
+}
+
+/* ---------------- grad_exact (section 7) ---------------- */
+
+/* For a on the simplex (sum a = 1, which softmax gives), the secular equation of the rank-one
+ * update diag(a) - a a^T, sum_j a_j^2/(a_j - lambda) = 1, equals lambda * sum_j a_j/(a_j -
+ * lambda) = 0: phi(lambda) = sum_j a_j/(a_j - lambda) = 0 has no "1" left to cancel against,
+ * so tiny eigenvalues near one-hot rows keep their relative accuracy. The largest root lies in
+ * (a2, a1) (interlacing), where phi rises from -inf to +inf.
+ * Iteration (the rational "two poles + constant" model of LAPACK's dlaed4): the poles a1 and
+ * a2 (with its ties, weight W2 = a2 * count) are kept exactly; the remaining terms R, with
+ * value and slope matched at the current lambda, become C + S/(a2 - mu). The model's root is
+ * the next iterate (a quadratic, solved without cancellation); it is exact for n = 2 and
+ * converges in 2-4 passes of O(n) otherwise (plain Newton needed 10-35). Lambda is held as
+ * an offset v from the nearer pole (lambda = o + sg v), so rows whose root sits at v ~ 1e-200
+ * from a pole keep full relative accuracy; a bracket on v falls back to bisection. */
+/* The solver on the rest terms: rest [m] holds the a_j with 0 < a_j < a2 (zero weights add
+ * nothing to phi and are left out, which makes sparse rows at small T cheap), or, with
+ * masked, all weights, of which only those are kept. Sums in 8 lanes (vectorizable). Two
+ * divisions, not a reciprocal: 1/den overflows where den is subnormal (near-one-hot rows at
+ * T = 1e-3 have roots ~1e-313), a_j/den does not. */
+static inline __attribute__((always_inline)) double
+jacobian_norm_rest(const double *rest, size_t m, double a1, double a2, size_t cnt2,
+                   const int masked) {
+    const double g = a1 - a2, W2 = a2 * (double)cnt2;
+    /* first pass at the midpoint decides the nearer pole; lambda = o + sg v, v in (0, hi] */
+    double o = a2, sg = 1, v = 0.5 * g, lo = 0, hi = g;
+    int first = 1;
+    for (int it = 0; it < 100; it++) {
+        /* rest R = sum over 0 < a_j < a2 of a_j/(a_j - lambda), and its lambda-slope */
+        double Rl[LANES] = {0}, dRl[LANES] = {0};
+        size_t j = 0;
+        for (; j + LANES <= m; j += LANES)
+            for (int l = 0; l < LANES; l++) {
+                double x = rest[j + l];
+                int keep = !masked || (x > 0 && x < a2);
+                double den = (x - o) - sg * v; /* a_j - lambda, never 0 for the kept j */
+                den = keep ? den : 1.0;
+                double q = (keep ? x : 0.0) / den;
+                Rl[l] += q;
+                dRl[l] += q / den;
+            }
+        for (; j < m; j++) {
+            double x = rest[j];
+            int keep = !masked || (x > 0 && x < a2);
+            double den = (x - o) - sg * v;
+            den = keep ? den : 1.0;
+            double q = (keep ? x : 0.0) / den;
+            Rl[0] += q;
+            dRl[0] += q / den;
+        }
+        double R = 0, dR = 0;
+        for (int l = 0; l < LANES; l++) R += Rl[l], dR += dRl[l];
+        double x = sg > 0 ? v : g - v; /* lambda - a2 */
+        double y = sg > 0 ? g - v : v; /* a1 - lambda */
+        double phi = a1 / y - W2 / x + R;
+        if (first) {
+            first = 0;
+            if (phi == 0) return o + sg * v;
+            if (phi < 0) { /* root in (mid, a1): measure from a1 */
+                o = a1, sg = -1, lo = 0, hi = v;
+            } else {
+                lo = 0, hi = v;
+            }
+        } else {
+            if (phi == 0) break;
+            /* phi rises with lambda; v runs with lambda when sg = +1, against it when -1 */
+            if ((phi > 0) == (sg > 0))
+                hi = v;
+            else
+                lo = v;
+        }
+        /* model C + S/(a2 - mu) + a1/(a1 - mu) with S = W2 + dR x^2, C = R + dR x (<= 0) */
+        double S = W2 + dR * x * x, C = R + dR * x;
+        if (C > 0) C = 0; /* only rounding can make it positive */
+        double vn;
+        if (sg > 0) { /* xn = distance from a2: C xn^2 - b xn + S g = 0, the root in (0, g) */
+            double b = C * g + S + a1, disc = sqrt(b * b - 4 * C * S * g);
+            vn = b > 0 ? 2 * S * g / (b + disc) : (b - disc) / (2 * C);
+        } else { /* yn = distance from a1: |C| yn^2 - |b'| yn + a1 g = 0, the smaller root */
+            double bp = S + a1 - C * g, disc = bp * bp + 4 * C * a1 * g;
+            vn = 2 * a1 * g / (bp + sqrt(disc > 0 ? disc : 0));
+        }
+        /* the bracket ends are admissible: at convergence the model lands on the last v */
+        if (!(vn >= lo && vn <= hi)) vn = 0.5 * (lo + hi);
+        double step = fabs(vn - v);
+        v = vn;
+        if (step <= 1e-12 * v || hi - lo <= 4e-16 * hi) break;
+    }
+    return o + sg * v;
+}
+
+/* The two largest distinct weights a1 > a2 and their counts, in two vectorizable passes.
+ * Returns 1 when the answer is already known (*done: repeated a1, one-hot or zero row). NaN
+ * entries are skipped (never > or == anything), as the serial scan did. */
+static int jacobian_poles(double *done, double *a1o, double *a2o, size_t *cnt2o,
+                          const double *a, size_t n) {
+    double ml[LANES];
+    for (int l = 0; l < LANES; l++) ml[l] = -1;
+    size_t j = 0;
+    for (; j + LANES <= n; j += LANES)
+        for (int l = 0; l < LANES; l++) ml[l] = a[j + l] > ml[l] ? a[j + l] : ml[l];
+    for (; j < n; j++) ml[0] = a[j] > ml[0] ? a[j] : ml[0];
+    double a1 = -1;
+    for (int l = 0; l < LANES; l++) a1 = ml[l] > a1 ? ml[l] : a1;
+    if (!(a1 > 0)) return *done = 0.0, 1;
+    double c1l[LANES] = {0}, m2l[LANES] = {0};
+    for (j = 0; j + LANES <= n; j += LANES)
+        for (int l = 0; l < LANES; l++) {
+            double x = a[j + l];
+            c1l[l] += x == a1 ? 1.0 : 0.0;
+            double y = x < a1 ? x : 0.0;
+            m2l[l] = y > m2l[l] ? y : m2l[l];
+        }
+    for (; j < n; j++) {
+        double x = a[j];
+        c1l[0] += x == a1 ? 1.0 : 0.0;
+        double y = x < a1 ? x : 0.0;
+        m2l[0] = y > m2l[0] ? y : m2l[0];
+    }
+    double cnt1 = 0, a2 = 0;
+    for (int l = 0; l < LANES; l++) cnt1 += c1l[l], a2 = m2l[l] > a2 ? m2l[l] : a2;
+    if (cnt1 >= 2) return *done = a1, 1; /* repeated largest weight: a1 is the eigenvalue */
+    if (!(a2 > 0)) return *done = 0.0, 1; /* one-hot: diag(a1 - a1^2, 0...) = 0 */
+    double c2l[LANES] = {0};
+    for (j = 0; j + LANES <= n; j += LANES)
+        for (int l = 0; l < LANES; l++) c2l[l] += a[j + l] == a2 ? 1.0 : 0.0;
+    for (; j < n; j++) c2l[0] += a[j] == a2 ? 1.0 : 0.0;
+    double cnt2 = 0;
+    for (int l = 0; l < LANES; l++) cnt2 += c2l[l];
+    *a1o = a1, *a2o = a2, *cnt2o = (size_t)cnt2;
+    return 0;
+}
+
+/* For a on the simplex (sum a = 1, which softmax gives), the secular equation of the rank-one
+ * update diag(a) - a a^T, sum_j a_j^2/(a_j - lambda) = 1, equals lambda * sum_j a_j/(a_j -
+ * lambda) = 0: phi(lambda) = sum_j a_j/(a_j - lambda) = 0 has no "1" left to cancel against,
+ * so tiny eigenvalues near one-hot rows keep their relative accuracy. The largest root lies in
+ * (a2, a1) (interlacing), where phi rises from -inf to +inf.
+ * Iteration (the rational "two poles + constant" model of LAPACK's dlaed4): the poles a1 and
+ * a2 (with its ties, weight W2 = a2 * count) are kept exactly; the remaining terms R, with
+ * value and slope matched at the current lambda, become C + S/(a2 - mu). The model's root is
+ * the next iterate (a quadratic, solved without cancellation); it is exact for n = 2 and
+ * converges in 2-4 passes of O(n) otherwise (plain Newton needed 10-35). Lambda is held as
+ * an offset v from the nearer pole (lambda = o + sg v), so rows whose root sits at v ~ 1e-200
+ * from a pole keep full relative accuracy; a bracket on v falls back to bisection.
+ * rest: scratch [n] for the terms 0 < a_j < a2 (compacted once, so the passes skip zeros). */
+double met_jacobian_norm(const double *a, size_t n, double *rest) {
+    double a1, a2, done;
+    size_t cnt2;
+    if (jacobian_poles(&done, &a1, &a2, &cnt2, a, n)) return done;
+    size_t m = 0;
+    for (size_t j = 0; j < n; j++) {
+        double x = a[j];
+        rest[m] = x;
+        m += (x > 0) & (x < a2); /* branch-free: zeros and weights mix unpredictably */
+    }
+    return jacobian_norm_rest(rest, m, a1, a2, cnt2, 0);
+}
+
+double met_softmax_jacobian_norm(const double *a, size_t n) {
+    double a1, a2, done;
+    size_t cnt2;
+    if (jacobian_poles(&done, &a1, &a2, &cnt2, a, n)) return done;
+    return jacobian_norm_rest(a, n, a1, a2, cnt2, 1); /* no scratch here: mask instead */
+}
