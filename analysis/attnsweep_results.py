@@ -16,20 +16,10 @@ CLI: python3 analysis/attnsweep_results.py RESULTS.h5  -- prints a summary.
 import argparse
 import sys
 
-# Debian's /usr/bin/python3 has the packages (jobs/setup.sh installs them); another python3
-# first on PATH (pyenv, conda, a venv) may not: run as a script, this file then restarts itself
-# under /usr/bin/python3 instead of failing on an import.
+# restart under /usr/bin/python3 when this interpreter lacks the packages (debian_python.py)
 if __name__ == "__main__":
-    try:
-        import matplotlib as _m, xarray as _x, h5netcdf as _h  # noqa: F401
-    except ImportError as _exc:
-        import os as _os
-        if _os.path.realpath(sys.executable) != _os.path.realpath("/usr/bin/python3") and \
-                _os.access("/usr/bin/python3", _os.X_OK):
-            print(f"note: {sys.executable} lacks {_exc.name}; running /usr/bin/python3 instead",
-                  file=sys.stderr)
-            _os.execv("/usr/bin/python3", ["/usr/bin/python3"] + sys.argv)
-        raise SystemExit(f"{sys.argv[0]}: needs {_exc.name} (Debian: jobs/setup.sh installs it)")
+    import debian_python
+    debian_python.require("matplotlib", "xarray", "h5netcdf")
 
 import numpy as np
 import xarray as xr
