@@ -13,7 +13,15 @@
  * earlier version of metrics.c) and prints the worst relative difference per variable;
  * --poison fills the workspace with NaN bytes before every head (outputs must not change:
  * met_head may not read what it did not write); --bad-vectors puts a NaN into head 0's
- * vectors and an inf into head 1's (NaN must propagate as in the saved run). */
+ * vectors and an inf into head 1's (NaN must propagate as in the saved run); --paper takes
+ * configs/paper.cfg's N (28 values, 1..16 then coarser to 128) and T (21 log-spaced + 8.0).
+ * Besides the grid's time it prints, from the same run:
+ *  - the fixed cost per head: met_head on the same heads with the minimal grid N = [1],
+ *    T = [8], eps = [0.1] (what every head pays before its first (N, T): Gram, delta, top-K);
+ *  - a roofline line: the (row, key, N, T) steps the grid counts (docs/metrics.md 4.4: two
+ *    square roots and ~20 multiply-adds each, plus the c update's 2 K multiply-adds per
+ *    (row, key, T)), the minimum time they need at this box's double sqrt and FMA throughput
+ *    (measured here with tight loops), and the kernel's fraction of that time. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,6 +102,55 @@ static void direct_row(const float *scores, const float *v, int t, int d, const 
     sink = acc;
 }
 
+/* ---- the box's throughput, measured in this run (the roofline line) ---- */
+
+/* double square roots per second: y = sqrt(x) over an L1-resident array, which the compiler
+ * vectorizes as it does the kernel's O(n) pass (checked: vsqrtpd zmm with -march=native) */
+__attribute__((noinline)) static void sqrt_pass(double *restrict y, const double *restrict x, int m) {
+    for (int i = 0; i < m; i++) y[i] = sqrt(x[i]);
+}
+static double sqrt_rate(void) {
+    enum { M = 2048 };
+    static double x[M], y[M];
+    for (int i = 0; i < M; i++) x[i] = 1.0 + i * 0.37;
+    double best = 0, s = 0;
+    for (int rep = 0; rep < 5; rep++) {
+        long iters = 2000;
+        double t0 = now();
+        for (long it = 0; it < iters; it++) {
+            sqrt_pass(y, x, M);
+            x[it & (M - 1)] = y[(it * 7) & (M - 1)] + 1.0; /* each pass depends on the last */
+        }
+        double dt = now() - t0, r = (double)iters * M / dt;
+        best = r > best ? r : best;
+        s += y[5];
+    }
+    sink = s;
+    return best;
+}
+
+/* fused multiply-adds per second: 16 independent accumulators of 8 doubles */
+typedef double bench_v8d __attribute__((vector_size(64)));
+__attribute__((optimize("fp-contract=fast"))) static double fma_rate(void) {
+    bench_v8d acc[16], m, c;
+    for (int q = 0; q < 8; q++) m[q] = 0.999999, c[q] = 1e-7 * q;
+    for (int r = 0; r < 16; r++)
+        for (int q = 0; q < 8; q++) acc[r][q] = r + q;
+    double best = 0;
+    for (int rep = 0; rep < 5; rep++) {
+        long iters = 4000000;
+        double t0 = now();
+        for (long it = 0; it < iters; it++)
+            for (int r = 0; r < 16; r++) acc[r] = acc[r] * m + c;
+        double dt = now() - t0, rr = (double)iters * 16 * 8 / dt;
+        best = rr > best ? rr : best;
+    }
+    double s = 0;
+    for (int r = 0; r < 16; r++) s += acc[r][0];
+    sink = s;
+    return best;
+}
+
 static const char *var_names[MET_NPERN + MET_NPERT + 1] = {
     "dist_true", "dist_bound", "dist_expect", "sep_ratio", "sep_lower", "sep_upper",
     "sep_marginal", "rows_used",
@@ -110,13 +167,16 @@ static int var_of_slot(const met_axes *ax, size_t at) {
 
 int main(int argc, char **argv) {
     const char *save = NULL, *check = NULL;
-    int direct = 1, norms3 = 0, poison = 0, bad_vectors = 0, npos = 0;
+    int direct = 1, norms3 = 0, poison = 0, bad_vectors = 0, paper = 0, minimal = 0, npos = 0;
     char *pos[4] = {argv[0], 0, 0, 0};
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             printf("usage: bench_metrics [L=1024] [heads=12] [Nall=0] [--no-direct] [--norms3]\n"
                    "                     [--save FILE | --check FILE] [--poison] [--bad-vectors]\n"
+                   "                     [--paper | --minimal]\n"
                    "  Nall=1: N = 1..128 instead of 1,2,4,...,128\n"
+                   "  --paper: configs/paper.cfg's N (28 values) and T (22: 21 log-spaced + 8.0)\n"
+                   "  --minimal: the grid N = [1], T = [8], eps = [0.1] (the fixed cost alone)\n"
                    "  --no-direct: skip the direct O(n d) comparison\n"
                    "  --norms3: softmax, sparsemax and ssmax instead of softmax alone\n"
                    "  --save FILE / --check FILE: write every output / compare with a saved run\n"
@@ -129,6 +189,10 @@ int main(int argc, char **argv) {
             bad_vectors = 1;
         } else if (!strcmp(argv[i], "--poison")) {
             poison = 1;
+        } else if (!strcmp(argv[i], "--paper")) {
+            paper = 1;
+        } else if (!strcmp(argv[i], "--minimal")) {
+            minimal = 1;
         } else if (!strcmp(argv[i], "--norms3")) {
             norms3 = 1;
         } else if ((!strcmp(argv[i], "--save") || !strcmp(argv[i], "--check")) && i + 1 < argc) {
@@ -153,10 +217,22 @@ int main(int argc, char **argv) {
         n_N = 128;
         for (int i = 0; i < 128; i++) Ns[i] = i + 1;
     }
-    double Ts[21], eps[3] = {1e-3, 1e-1, 10};
+    double Ts[22], eps[3] = {1e-3, 1e-1, 10};
+    int n_T = 21;
     for (int i = 0; i < 21; i++) Ts[i] = pow(10, -3 + 5.0 * i / 20);
+    if (paper) { /* configs/paper.cfg: grid.N, and grid.T's include = [8.0] (between 10^0.75, 10^1) */
+        static const int32_t pN[28] = {1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13, 14,
+                                       15, 16, 20, 24, 28, 32, 40, 48, 56, 64, 80, 96, 112, 128};
+        n_N = 28;
+        memcpy(Ns, pN, sizeof pN);
+        memmove(Ts + 16, Ts + 15, 6 * sizeof *Ts);
+        Ts[15] = 8.0;
+        n_T = 22;
+    }
+    int n_eps = 3;
+    if (minimal) n_N = 1, Ns[0] = 1, n_T = 1, Ts[0] = 8.0, n_eps = 1, eps[0] = 0.1;
     met_normalizer norm[3] = {MET_SOFTMAX, MET_SPARSEMAX, MET_SSMAX};
-    met_axes ax = {.N = Ns, .n_N = (size_t)n_N, .T = Ts, .n_T = 21, .eps = eps, .n_eps = 3, .norm = norm,
+    met_axes ax = {.N = Ns, .n_N = (size_t)n_N, .T = Ts, .n_T = (size_t)n_T, .eps = eps, .n_eps = (size_t)n_eps, .norm = norm,
                    .n_norm = norms3 ? 3 : 1, .seed = 1};
     size_t cuts[6], ncuts = 0;
     for (int c = 32; c <= L; c *= 2) cuts[ncuts++] = (size_t)c;
@@ -195,7 +271,7 @@ int main(int argc, char **argv) {
     void *ws = malloc(wsb);
     double *out = malloc(ncuts * nout * sizeof *out);
     printf("grid: N=%d values (max 128), T=%d, eps=%d, normalizers=%zu, cuts=%zu; workspace %.1f MB\n",
-           n_N, 21, 3, ax.n_norm, ncuts, wsb / 1e6);
+           n_N, n_T, n_eps, ax.n_norm, ncuts, wsb / 1e6);
     double *outs = (save || check) ? malloc((size_t)H * ncuts * nout * sizeof *outs) : NULL;
     double t0 = now();
     for (int h = 0; h < H; h++) {
@@ -210,6 +286,45 @@ int main(int argc, char **argv) {
         if (outs) memcpy(outs + (size_t)h * ncuts * nout, out, ncuts * nout * sizeof *out);
     }
     double t_fast = now() - t0;
+
+    /* the fixed cost per head: the same heads with the minimal grid N = [1], T = [8],
+     * eps = [0.1] (Gram, delta, top-K, one weight vector per row) */
+    int32_t N1[1] = {1};
+    double T1[1] = {8.0}, E1[1] = {0.1};
+    met_axes ax1 = ax;
+    ax1.N = N1, ax1.n_N = 1, ax1.T = T1, ax1.n_T = 1, ax1.eps = E1, ax1.n_eps = 1, ax1.n_norm = 1;
+    size_t wsb1 = met_workspace_bytes(L, d, &ax1);
+    void *ws1 = malloc(wsb1);
+    double *out1 = malloc(ncuts * met_out_count(&ax1) * sizeof *out1);
+    double t1 = now();
+    for (int h = 0; h < H; h++) {
+        ax1.head = h;
+        as_err err;
+        if (met_head(out1, ws1, wsb1, scores + (size_t)h * L * L, L, vecs + (size_t)h * L * d, L,
+                     d, cuts, ncuts, &ax1, &err)) {
+            fprintf(stderr, "bench_metrics: %s\n", err.msg);
+            return 1;
+        }
+    }
+    double t_fixed = now() - t1;
+    free(ws1), free(out1);
+
+    /* the roofline: steps (row, key, N, T) of the grid (dense count: every key of every row,
+     * N < n) and the c update's multiply-adds (2 per (row, key, T, selected k), k < K) */
+    int32_t Nmax = 0;
+    for (int i = 0; i < n_N; i++) Nmax = Ns[i] > Nmax ? Ns[i] : Nmax;
+    double steps = 0, c_fma = 0, zT = (double)n_T * (double)ax.n_norm;
+    for (int t = 1; t < L; t++) { /* row t has n = t + 1 keys; N must be < n */
+        double n = t + 1, nN = 0;
+        for (int i = 0; i < n_N; i++) nN += Ns[i] < n; /* unique N in these grids */
+        double K = Nmax < t ? Nmax : t;
+        steps += n * nN * zT;
+        c_fma += 2 * n * K * zT;
+    }
+    steps *= H, c_fma *= H;
+    double r_sqrt = sqrt_rate(), r_fma = fma_rate();
+    double t_sqrt = 2 * steps / r_sqrt, t_fmas = (20 * steps + c_fma) / r_fma;
+    double t_roof = t_sqrt > t_fmas ? t_sqrt : t_fmas;
     size_t nall = (size_t)H * ncuts * nout;
     if (save) {
         FILE *f = fopen(save, "wb");
@@ -259,13 +374,21 @@ int main(int argc, char **argv) {
     free(outs);
     printf("met_head: %d heads in %.3f CPU s (%.3f s/head); all %zu prefix L included\n", H, t_fast,
            t_fast / H, ncuts);
-    printf("  example (head %d, L=%d, N=%d, T=8): dist_true %.4f dist_expect %.4f sep_ratio %.3f "
-           "grad_exact %.5f entropy_norm %.3f\n", H - 1, L, Ns[3],
-           out[(ncuts - 1) * nout + met_at_per_n(&ax, MET_DIST_TRUE, 3, 15, 0)],
-           out[(ncuts - 1) * nout + met_at_per_n(&ax, MET_DIST_EXPECT, 3, 15, 0)],
-           out[(ncuts - 1) * nout + met_at_per_n(&ax, MET_SEP_RATIO, 3, 15, 0)],
-           out[(ncuts - 1) * nout + met_at_per_t(&ax, MET_GRAD_EXACT, 15, 0)],
-           out[(ncuts - 1) * nout + met_at_per_t(&ax, MET_ENTROPY_NORM, 15, 0)]);
+    printf("fixed cost (grid N=[1], T=[8], eps=[0.1]): %.3f CPU s, %.4f s/head (%.1f%% of the "
+           "grid's time)\n", t_fixed, t_fixed / H, 100 * t_fixed / t_fast);
+    printf("steps (row, key, N, T): %.4g, %.3f ns/step (grid time minus fixed cost: %.3f ns/step)\n",
+           steps, 1e9 * t_fast / steps, 1e9 * (t_fast - t_fixed) / steps);
+    printf("roofline: sqrt %.3g/s, FMA %.3g/s (8-lane doubles, this run); 2 sqrt/step -> %.3f s, "
+           "20 FMA/step + c update %.3g FMA -> %.3f s; bound %.3f s, kernel at %.0f%% of it\n",
+           r_sqrt, r_fma, t_sqrt, c_fma, t_fmas, t_roof, 100 * t_roof / t_fast);
+    size_t xN = minimal ? 0 : 3, xT = minimal ? 0 : 15;
+    printf("  example (head %d, L=%d, N=%d, T=%.3g): dist_true %.4f dist_expect %.4f sep_ratio %.3f "
+           "grad_exact %.5f entropy_norm %.3f\n", H - 1, L, Ns[xN], Ts[xT],
+           out[(ncuts - 1) * nout + met_at_per_n(&ax, MET_DIST_TRUE, xN, xT, 0)],
+           out[(ncuts - 1) * nout + met_at_per_n(&ax, MET_DIST_EXPECT, xN, xT, 0)],
+           out[(ncuts - 1) * nout + met_at_per_n(&ax, MET_SEP_RATIO, xN, xT, 0)],
+           out[(ncuts - 1) * nout + met_at_per_t(&ax, MET_GRAD_EXACT, xT, 0)],
+           out[(ncuts - 1) * nout + met_at_per_t(&ax, MET_ENTROPY_NORM, xT, 0)]);
 
     if (!direct) {
         printf("full paper grid (144 heads) estimate: %.1f s on one core, %.1f s on two\n",
