@@ -38,31 +38,31 @@ typedef int64_t v8i __attribute__((vector_size(64)));
 #define STORE8(p, v) memcpy((p), &(v), sizeof(v8d))
 
 #define CK_ROWS 6
-/* one block of R rows (R <= CK_ROWS, a constant after inlining) x 16 columns at i */
+#define CK_VECS 8
+/* one block of R rows x 8 V columns at i (R <= CK_ROWS, V <= CK_VECS, R V <= 16: constants
+ * after inlining). R V accumulators: a multiply-add's latency is ~4 cycles, so a block needs
+ * 8 or more independent chains to keep the FMA units busy -- few rows (one or two T, or the
+ * dist_expect sums of a grid with one T) take more columns per pass over k instead. Each
+ * column is still summed over k in order: the blocking does not change a single rounding. */
 static inline __attribute__((always_inline)) void c_block(double *C, size_t ldc, const double *W,
                                                           size_t ldw, const double *G, size_t ldg,
                                                           const uint32_t *order, size_t k0,
-                                                          size_t k1, size_t i, const int R) {
-    v8d acc0[CK_ROWS], acc1[CK_ROWS];
-    for (int r = 0; r < R; r++) {
-        LOAD8(acc0[r], C + r * ldc + i);
-        LOAD8(acc1[r], C + r * ldc + i + 8);
-    }
+                                                          size_t k1, size_t i, const int R,
+                                                          const int V) {
+    v8d acc[CK_ROWS][CK_VECS];
+    for (int r = 0; r < R; r++)
+        for (int v = 0; v < V; v++) LOAD8(acc[r][v], C + r * ldc + i + 8 * v);
     for (size_t k = k0; k < k1; k++) {
         const double *g = G + (size_t)order[k] * ldg + i;
-        v8d g0, g1;
-        LOAD8(g0, g);
-        LOAD8(g1, g + 8);
+        v8d gv[CK_VECS];
+        for (int v = 0; v < V; v++) LOAD8(gv[v], g + 8 * v);
         for (int r = 0; r < R; r++) {
             double wv = W[r * ldw + k];
-            acc0[r] += wv * g0;
-            acc1[r] += wv * g1;
+            for (int v = 0; v < V; v++) acc[r][v] += wv * gv[v];
         }
     }
-    for (int r = 0; r < R; r++) {
-        STORE8(C + r * ldc + i, acc0[r]);
-        STORE8(C + r * ldc + i + 8, acc1[r]);
-    }
+    for (int r = 0; r < R; r++)
+        for (int v = 0; v < V; v++) STORE8(C + r * ldc + i + 8 * v, acc[r][v]);
 }
 
 /* kend (or NULL): row r of W is zero from column kend[r] on, so a block of rows stops at the
@@ -89,14 +89,22 @@ static void c_update(double *C, size_t ldc, size_t rows, const double *W, size_t
         }
         int do_md = md && r0 == 0;
         if (kb == k0 && !do_md) continue;
+        /* R < 4: 64 (R <= 2) or 32 columns per block where they fit, then 16 */
+        size_t wide = R <= 2 ? 64 : R == 3 ? 32 : 16, iw = n16 / wide * wide;
         for (size_t i = 0; i < n16; i += 16) {
-            if (kb > k0) switch (R) {
-            case 6: c_block(Cr, ldc, Wr, ldw, G, ldg, order, k0, kb, i, 6); break;
-            case 5: c_block(Cr, ldc, Wr, ldw, G, ldg, order, k0, kb, i, 5); break;
-            case 4: c_block(Cr, ldc, Wr, ldw, G, ldg, order, k0, kb, i, 4); break;
-            case 3: c_block(Cr, ldc, Wr, ldw, G, ldg, order, k0, kb, i, 3); break;
-            case 2: c_block(Cr, ldc, Wr, ldw, G, ldg, order, k0, kb, i, 2); break;
-            default: c_block(Cr, ldc, Wr, ldw, G, ldg, order, k0, kb, i, 1); break;
+            if (kb > k0 && i < iw && i % wide == 0) switch (R) {
+            case 3: c_block(Cr, ldc, Wr, ldw, G, ldg, order, k0, kb, i, 3, 4); break;
+            case 2: c_block(Cr, ldc, Wr, ldw, G, ldg, order, k0, kb, i, 2, 8); break;
+            case 1: c_block(Cr, ldc, Wr, ldw, G, ldg, order, k0, kb, i, 1, 8); break;
+            default: break;
+            }
+            if (kb > k0 && (i >= iw || wide == 16)) switch (R) {
+            case 6: c_block(Cr, ldc, Wr, ldw, G, ldg, order, k0, kb, i, 6, 2); break;
+            case 5: c_block(Cr, ldc, Wr, ldw, G, ldg, order, k0, kb, i, 5, 2); break;
+            case 4: c_block(Cr, ldc, Wr, ldw, G, ldg, order, k0, kb, i, 4, 2); break;
+            case 3: c_block(Cr, ldc, Wr, ldw, G, ldg, order, k0, kb, i, 3, 2); break;
+            case 2: c_block(Cr, ldc, Wr, ldw, G, ldg, order, k0, kb, i, 2, 2); break;
+            default: c_block(Cr, ldc, Wr, ldw, G, ldg, order, k0, kb, i, 1, 2); break;
             }
             if (do_md) { /* on the 16 columns just read (L1); max as a bit select */
                 v8d m0, m1, g0, g1;

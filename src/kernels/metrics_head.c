@@ -67,8 +67,31 @@ static void partial_sort(uint32_t *idx, size_t lo, size_t hi, size_t K, const do
     }
 }
 
+/* Small K (a grid whose largest N is a few): one pass keeping the K best so far, sorted;
+ * an entry is compared with the K-th best first, so most cost one comparison. The order is
+ * a strict total order, so this is the same list the partial sort gives. */
+#define TOPK_INSERT_MAX 8
+static void topk_insert(uint32_t *order, const double *l, size_t n, size_t K) {
+    size_t m = 0;
+    for (size_t j = 0; j < n; j++) {
+        uint32_t x = (uint32_t)j;
+        if (m == K && !ranks_before(l, x, order[K - 1])) continue;
+        size_t p = m < K ? m++ : K - 1;
+        while (p > 0 && ranks_before(l, x, order[p - 1])) {
+            order[p] = order[p - 1];
+            p--;
+        }
+        order[p] = x;
+    }
+}
+
 void met_topk_order(uint32_t *order, uint32_t *scratch, const double *l, size_t n, size_t K) {
     if (K > n) K = n;
+    if (K == 0) return;
+    if (K <= TOPK_INSERT_MAX) {
+        topk_insert(order, l, n, K);
+        return;
+    }
     for (size_t j = 0; j < n; j++) scratch[j] = (uint32_t)j;
     partial_sort(scratch, 0, n, K, l);
     memcpy(order, scratch, K * sizeof *order);
