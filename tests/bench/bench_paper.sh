@@ -79,11 +79,13 @@ tag="$preset-$dtype-p$ranks-w$windows"
 [ -n "$grid_L" ] && tag="$tag-L$(echo "$grid_L" | tr -dc '0-9,' | tr ',' '-')"
 [ $private = 1 ] && tag="$tag-private"
 cfg=$work/$tag.cfg
+# the text group may span lines (paper.cfg's start_at): replaced whole, up to its "};"
+awk -v t="text = { path = \"$work/tokens-$ntok.npy\"; format = \"tokens\"; };" \
+    '/^text = / {skip = 1; print t} skip {if (index($0, "};")) skip = 0; next} {print}' \
+    "$here/configs/paper.cfg" |
 sed -e "s#^model = .*#model = \"$model\";#" \
-    -e "s#^text = .*#text = { path = \"$work/tokens-$ntok.npy\"; format = \"tokens\"; };#" \
     -e "s#^windows = .*#windows = { count = $windows; offset = 0; stride = 1024; };#" \
-    -e "s#^output = .*#output = \"$work/out/$tag.h5\";#" \
-    "$here/configs/paper.cfg" >"$cfg"
+    -e "s#^output = .*#output = \"$work/out/$tag.h5\";#" >"$cfg"
 if [ -n "$grid_L" ]; then set -- --set "grid.L=$grid_L"; else set --; fi
 old_ifs=$IFS
 IFS='
