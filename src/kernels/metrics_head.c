@@ -97,58 +97,6 @@ void met_topk_order(uint32_t *order, uint32_t *scratch, const double *l, size_t 
     memcpy(order, scratch, K * sizeof *order);
 }
 
-/* ---------------- counter-based directions (section 7) ---------------- */
-
-static inline uint64_t mix64(uint64_t x) {
-    x += 0x9E3779B97F4A7C15ull;
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-    return x ^ (x >> 31);
-}
-
-uint64_t met_direction_key(uint64_t seed, int64_t window, int64_t layer, int64_t head, int64_t t,
-                           int64_t eps_index) {
-    uint64_t k = mix64(seed ^ 0x6174746e73776570ull);
-    k = mix64(k ^ (uint64_t)window);
-    k = mix64(k ^ (uint64_t)layer);
-    k = mix64(k ^ (uint64_t)head);
-    k = mix64(k ^ (uint64_t)t);
-    return mix64(k ^ (uint64_t)eps_index);
-}
-
-/* Box-Muller on the pair p = j/2: two hashed counters give two uniforms. */
-static inline void normal_pair(double *z0, double *z1, uint64_t key, uint64_t p) {
-    uint64_t r1 = mix64(key ^ mix64(2 * p)), r2 = mix64(key ^ mix64(2 * p + 1));
-    double u1 = ((double)(r1 >> 11) + 0.5) * 0x1p-53; /* (0, 1): log is finite */
-    double u2 = (double)(r2 >> 11) * 0x1p-53;
-    double rad = sqrt(-2.0 * log(u1)), ang = 6.283185307179586 * u2;
-    *z0 = rad * cos(ang);
-    *z1 = rad * sin(ang);
-}
-
-double met_normal(uint64_t key, uint64_t j) {
-    double z0, z1;
-    normal_pair(&z0, &z1, key, j >> 1);
-    return (j & 1) ? z1 : z0;
-}
-
-void met_direction(double *u, size_t n, uint64_t key) {
-    double ss = 0;
-    for (size_t j = 0; j < n; j += 2) {
-        double z0, z1;
-        normal_pair(&z0, &z1, key, j >> 1);
-        u[j] = z0;
-        ss += z0 * z0;
-        if (j + 1 < n) {
-            u[j + 1] = z1;
-            ss += z1 * z1;
-        }
-    }
-    double inv = 1.0 / sqrt(ss);
-    for (size_t j = 0; j < n; j++) u[j] *= inv;
-}
-
-
 static size_t axes_unique_n(const met_axes *ax, uint32_t *uN, uint32_t *uOf) {
     /* sorted unique N values; uOf[iN] = index of N[iN] in uN */
     size_t nU = 0;
