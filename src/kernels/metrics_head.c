@@ -271,9 +271,13 @@ int met_head(double *out, void *workspace, size_t workspace_bytes, const float *
     }
     size_t Lmax = cuts[ncuts - 1];
 
-    /* Gram matrix in double over the rows any cut uses; the rest of G is zeroed because
-     * c_update reads whole 16-column blocks past the row's n */
-    memset(w.G, 0, L * L * sizeof *w.G);
+    /* Gram matrix in double over the rows any cut uses (dsyrk's lower triangle, mirrored
+     * below); columns Lmax .. L of those rows are zeroed because c_update reads whole
+     * 16-column blocks past the row's n. Rows past Lmax are never read (every index in
+     * order[] is below the row's n <= Lmax) and are left as they are: zeroing all of G
+     * (8 MB at L = 1024) was a tenth of the fixed cost per head. */
+    for (size_t i = 0; i < Lmax && Lmax < L; i++)
+        memset(w.G + i * L + Lmax, 0, (L - Lmax) * sizeof *w.G);
     w.finite = 1;
     for (size_t i = 0; i < Lmax * dim; i++) {
         w.X[i] = (double)vectors[i];
@@ -288,8 +292,14 @@ int met_head(double *out, void *workspace, size_t workspace_bytes, const float *
     for (size_t i = 0; i < (L > dim ? L : dim); i++) w.iota[i] = (uint32_t)i;
     cblas_dsyrk(CblasRowMajor, CblasLower, CblasNoTrans, (int)Lmax, (int)dim, 1.0, w.X, (int)dim,
                 0.0, w.G, (int)L);
+    /* the upper triangle from the lower in 32 x 32 tiles (a column walk over the whole
+     * matrix missed the cache at every element) */
+    for (size_t i0 = 0; i0 < Lmax; i0 += 32)
+        for (size_t j0 = i0; j0 < Lmax; j0 += 32)
+            for (size_t i = i0; i < i0 + 32 && i < Lmax; i++)
+                for (size_t j = j0 > i + 1 ? j0 : i + 1; j < j0 + 32 && j < Lmax; j++)
+                    w.G[i * L + j] = w.G[j * L + i];
     for (size_t i = 0; i < Lmax; i++) {
-        for (size_t j = i + 1; j < Lmax; j++) w.G[i * L + j] = w.G[j * L + i];
         /* |x_i|^2 summed from X itself, not G_ii: dsyrk may round the diagonal of two
          * identical rows differently, and y_i = x_i / |x_i| of exact duplicates must be equal
          * (delta = 0, r = 0 for twins) */
@@ -304,15 +314,43 @@ int met_head(double *out, void *workspace, size_t workspace_bytes, const float *
     double run = INFINITY;
     for (size_t t = 0; t < Lmax; t++) {
         const double *Gt = w.G + t * L;
-        for (size_t i = 0; i < t; i++) {
-            double d2 = w.y_sq[i] + w.y_sq[t] - 2 * w.x_inv[i] * w.x_inv[t] * Gt[i];
-            if (d2 < MET_CANCEL * (w.y_sq[i] + w.y_sq[t])) { /* near-duplicates: directly */
-                for (size_t k = 0; k < dim; k++) w.s_vec[k] = y_of(w.X + t * dim, k, w.x_norm[t]);
-                d2 = sq_diff_y(w.X + i * dim, w.x_norm[i], 1.0, w.s_vec, dim);
-            }
-            d2 = d2 > 0 ? d2 : 0;
-            if (d2 < run) run = d2;
+        /* a branch-free pass first (min is exact in any order: the lanes change nothing);
+         * only a row with a cancelled square (near-duplicates) takes the explicit loop */
+        double ml[LANES], gl[LANES];
+        for (int q = 0; q < LANES; q++) ml[q] = INFINITY, gl[q] = INFINITY;
+        const double yt = w.y_sq[t], xt = w.x_inv[t];
+        size_t i = 0;
+#define MET_DELTA_TERM(lane, i)                                                     \
+    do {                                                                            \
+        double d2 = w.y_sq[i] + yt - 2 * w.x_inv[i] * xt * Gt[i];                   \
+        double gd = d2 - MET_CANCEL * (w.y_sq[i] + yt);                             \
+        gl[lane] = gd < gl[lane] ? gd : gl[lane];                                   \
+        d2 = d2 > 0 ? d2 : 0;                                                       \
+        ml[lane] = d2 < ml[lane] ? d2 : ml[lane];                                   \
+    } while (0)
+        for (; i + LANES <= t; i += LANES)
+            for (int q = 0; q < LANES; q++) MET_DELTA_TERM(q, i + q);
+        for (; i < t; i++) MET_DELTA_TERM(0, i);
+#undef MET_DELTA_TERM
+        double guard = INFINITY, mt = INFINITY;
+        for (int q = 0; q < LANES; q++) {
+            guard = gl[q] < guard ? gl[q] : guard;
+            mt = ml[q] < mt ? ml[q] : mt;
         }
+        if (guard < 0 || guard != guard) { /* some square cancelled (or NaN): explicitly */
+            mt = INFINITY;
+            for (i = 0; i < t; i++) {
+                double d2 = w.y_sq[i] + yt - 2 * w.x_inv[i] * xt * Gt[i];
+                if (d2 < MET_CANCEL * (w.y_sq[i] + yt)) { /* near-duplicates: directly */
+                    for (size_t k = 0; k < dim; k++)
+                        w.s_vec[k] = y_of(w.X + t * dim, k, w.x_norm[t]);
+                    d2 = sq_diff_y(w.X + i * dim, w.x_norm[i], 1.0, w.s_vec, dim);
+                }
+                d2 = d2 > 0 ? d2 : 0;
+                if (d2 < mt) mt = d2;
+            }
+        }
+        if (mt < run) run = mt;
         w.delta_run[t] = sqrt(run);
     }
 
