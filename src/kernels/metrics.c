@@ -31,6 +31,7 @@
  * 12 vector accumulators; GCC's vector extension compiles to AVX-512, AVX2 or SSE alike. */
 typedef double v8d __attribute__((vector_size(64)));
 typedef int64_t v8i __attribute__((vector_size(64)));
+typedef float v8f __attribute__((vector_size(32)));
 
 /* unaligned vector load / store (macros: a v8d function argument or return value would
  * change the ABI where AVX-512 is not enabled, and GCC warns about it) */
@@ -44,18 +45,37 @@ typedef int64_t v8i __attribute__((vector_size(64)));
  * 8 or more independent chains to keep the FMA units busy -- few rows (one or two T, or the
  * dist_expect sums of a grid with one T) take more columns per pass over k instead. Each
  * column is still summed over k in order: the blocking does not change a single rounding. */
+/* 8 floats widened to doubles (exact): one vcvtps2pd where AVX-512 is there (GCC's generic
+ * __builtin_convertvector split it into halves) */
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#define LOADF8(v, p) ((v) = (v8d)_mm512_cvtps_pd(_mm256_loadu_ps(p)))
+#else
+#define LOADF8(v, p)                                                                \
+    do {                                                                            \
+        v8f f_;                                                                     \
+        memcpy(&f_, (p), sizeof f_);                                                \
+        (v) = __builtin_convertvector(f_, v8d);                                     \
+    } while (0)
+#endif
+
 static inline __attribute__((always_inline)) void c_block(double *C, size_t ldc, const double *W,
-                                                          size_t ldw, const double *G, size_t ldg,
+                                                          size_t ldw, const void *G, size_t ldg,
                                                           const uint32_t *order, size_t k0,
                                                           size_t k1, size_t i, const int R,
-                                                          const int V) {
+                                                          const int V, const int gf) {
     v8d acc[CK_ROWS][CK_VECS];
     for (int r = 0; r < R; r++)
         for (int v = 0; v < V; v++) LOAD8(acc[r][v], C + r * ldc + i + 8 * v);
     for (size_t k = k0; k < k1; k++) {
-        const double *g = G + (size_t)order[k] * ldg + i;
+        size_t at = (size_t)order[k] * ldg + i;
         v8d gv[CK_VECS];
-        for (int v = 0; v < V; v++) LOAD8(gv[v], g + 8 * v);
+        for (int v = 0; v < V; v++) {
+            if (gf) /* float G (the captured vectors): the same products as a double copy */
+                LOADF8(gv[v], (const float *)G + at + 8 * v);
+            else
+                LOAD8(gv[v], (const double *)G + at + 8 * v);
+        }
         for (int r = 0; r < R; r++) {
             double wv = W[r * ldw + k];
             for (int v = 0; v < V; v++) acc[r][v] += wv * gv[v];
@@ -70,9 +90,12 @@ static inline __attribute__((always_inline)) void c_block(double *C, size_t ldc,
  * guarantees before passing kend). md (or NULL): also the running maximum of section 4.2's d1,
  * md_i = max over the stretch's p of |x_i - x_p|^2 = gd_i + gd_p - 2 G_pi, done on the 16
  * columns just read, while the G rows are in L1 (a separate pass read them from memory). */
-static void c_update(double *C, size_t ldc, size_t rows, const double *W, size_t ldw,
-                     const double *G, size_t ldg, const uint32_t *order, size_t k0, size_t k1,
-                     size_t n, size_t n16, const uint32_t *kend, double *md, const double *gd) {
+static inline __attribute__((always_inline)) void
+c_update_any(double *C, size_t ldc, size_t rows, const double *W, size_t ldw, const void *Gv,
+             size_t ldg, const uint32_t *order, size_t k0, size_t k1, size_t n, size_t n16,
+             const uint32_t *kend, double *md, const double *gd, const int gf) {
+    const double *G = gf ? NULL : (const double *)Gv; /* md and the leftover columns: double G */
+    const float *Gf = gf ? (const float *)Gv : NULL;
     /* row blocks outside: the first block streams each G row of the stretch from memory (the
      * prefetcher follows a few long streams, not 64 short ones), the others find it in L2 */
     for (size_t r0 = 0; r0 < rows; r0 += CK_ROWS) {
@@ -93,18 +116,18 @@ static void c_update(double *C, size_t ldc, size_t rows, const double *W, size_t
         size_t wide = R <= 2 ? 64 : R == 3 ? 32 : 16, iw = n16 / wide * wide;
         for (size_t i = 0; i < n16; i += 16) {
             if (kb > k0 && i < iw && i % wide == 0) switch (R) {
-            case 3: c_block(Cr, ldc, Wr, ldw, G, ldg, order, k0, kb, i, 3, 4); break;
-            case 2: c_block(Cr, ldc, Wr, ldw, G, ldg, order, k0, kb, i, 2, 8); break;
-            case 1: c_block(Cr, ldc, Wr, ldw, G, ldg, order, k0, kb, i, 1, 8); break;
+            case 3: c_block(Cr, ldc, Wr, ldw, Gv, ldg, order, k0, kb, i, 3, 4, gf); break;
+            case 2: c_block(Cr, ldc, Wr, ldw, Gv, ldg, order, k0, kb, i, 2, 8, gf); break;
+            case 1: c_block(Cr, ldc, Wr, ldw, Gv, ldg, order, k0, kb, i, 1, 8, gf); break;
             default: break;
             }
             if (kb > k0 && (i >= iw || wide == 16)) switch (R) {
-            case 6: c_block(Cr, ldc, Wr, ldw, G, ldg, order, k0, kb, i, 6, 2); break;
-            case 5: c_block(Cr, ldc, Wr, ldw, G, ldg, order, k0, kb, i, 5, 2); break;
-            case 4: c_block(Cr, ldc, Wr, ldw, G, ldg, order, k0, kb, i, 4, 2); break;
-            case 3: c_block(Cr, ldc, Wr, ldw, G, ldg, order, k0, kb, i, 3, 2); break;
-            case 2: c_block(Cr, ldc, Wr, ldw, G, ldg, order, k0, kb, i, 2, 2); break;
-            default: c_block(Cr, ldc, Wr, ldw, G, ldg, order, k0, kb, i, 1, 2); break;
+            case 6: c_block(Cr, ldc, Wr, ldw, Gv, ldg, order, k0, kb, i, 6, 2, gf); break;
+            case 5: c_block(Cr, ldc, Wr, ldw, Gv, ldg, order, k0, kb, i, 5, 2, gf); break;
+            case 4: c_block(Cr, ldc, Wr, ldw, Gv, ldg, order, k0, kb, i, 4, 2, gf); break;
+            case 3: c_block(Cr, ldc, Wr, ldw, Gv, ldg, order, k0, kb, i, 3, 2, gf); break;
+            case 2: c_block(Cr, ldc, Wr, ldw, Gv, ldg, order, k0, kb, i, 2, 2, gf); break;
+            default: c_block(Cr, ldc, Wr, ldw, Gv, ldg, order, k0, kb, i, 1, 2, gf); break;
             }
             if (do_md) { /* on the 16 columns just read (L1); max as a bit select */
                 v8d m0, m1, g0, g1;
@@ -134,7 +157,10 @@ static void c_update(double *C, size_t ldc, size_t rows, const double *W, size_t
         size_t kb = kend && kend[r] < k1 ? kend[r] : k1;
         for (size_t i = n16; i < n; i++) {
             double c = C[r * ldc + i];
-            for (size_t k = k0; k < kb; k++) c += W[r * ldw + k] * G[(size_t)order[k] * ldg + i];
+            for (size_t k = k0; k < kb; k++) {
+                size_t at = (size_t)order[k] * ldg + i;
+                c += W[r * ldw + k] * (gf ? (double)Gf[at] : G[at]);
+            }
             C[r * ldc + i] = c;
         }
     }
@@ -148,6 +174,18 @@ static void c_update(double *C, size_t ldc, size_t rows, const double *W, size_t
                 md[i] = dd > md[i] ? dd : md[i];
             }
         }
+}
+/* G in double (the Gram matrix: c, c^y and d1) or in float (the token vectors as captured:
+ * dist_expect's S and e, where reading floats halves the bytes that come from L2 per row) */
+static void c_update(double *C, size_t ldc, size_t rows, const double *W, size_t ldw,
+                     const double *G, size_t ldg, const uint32_t *order, size_t k0, size_t k1,
+                     size_t n, size_t n16, const uint32_t *kend, double *md, const double *gd) {
+    c_update_any(C, ldc, rows, W, ldw, G, ldg, order, k0, k1, n, n16, kend, md, gd, 0);
+}
+static void c_update_f(double *C, size_t ldc, size_t rows, const double *W, size_t ldw,
+                       const float *G, size_t ldg, const uint32_t *order, size_t k0, size_t k1,
+                       size_t n, size_t n16) {
+    c_update_any(C, ldc, rows, W, ldw, G, ldg, order, k0, k1, n, n16, NULL, NULL, NULL, 1);
 }
 
 /* ---------------- sections 4 and 6 per row: the phases of row_per_n ---------------- */
@@ -329,7 +367,8 @@ static void list_nonzero_weights(met_ws *w, size_t n, size_t K) {
 
 /* docs/metrics.md section 4.3, dist_expect's pieces for every T: S = sum_j a_j x_j (only
  * j < nv weigh), e_j = x_j . S, |S|^2. Dense runs of T use the c-update kernel (S = A X over
- * the rows of X, e = S X^T over the rows of XT [dim][L]; both shapes are short-and-wide,
+ * the rows of X, e = S X^T over the rows of XT [dim][L], both read as the captured floats
+ * (X = (double) Xf exactly: the same products); both shapes are short-and-wide,
  * where dgemm's packing does not pay); sparse T the same sums in the same order over their
  * nonzero weights. */
 static void expect_sums(met_ws *w, size_t n, size_t nv, size_t n16) {
@@ -361,11 +400,11 @@ static void expect_sums(met_ws *w, size_t n, size_t nv, size_t n16) {
         size_t r1 = r0;
         while (r1 < n_T && !w->sparse_T[r1]) r1++;
         memset(w->S_T + r0 * dim, 0, (r1 - r0) * dim * sizeof *w->S_T);
-        c_update(w->S_T + r0 * dim, dim, r1 - r0, w->a_T + r0 * L, L, w->X, dim, w->iota, 0, nv,
-                 dim, dim / 16 * 16, NULL, NULL, NULL);
+        c_update_f(w->S_T + r0 * dim, dim, r1 - r0, w->a_T + r0 * L, L, w->Xf, dim, w->iota, 0,
+                   nv, dim, dim / 16 * 16);
         for (size_t r = r0; r < r1; r++) memset(w->e_T + r * L, 0, n16 * sizeof *w->e_T);
-        c_update(w->e_T + r0 * L, L, r1 - r0, w->S_T + r0 * dim, dim, w->XT, L, w->iota, 0, dim,
-                 n, n16 / 16 * 16, NULL, NULL, NULL);
+        c_update_f(w->e_T + r0 * L, L, r1 - r0, w->S_T + r0 * dim, dim, w->XTf, L, w->iota, 0,
+                   dim, n, n16 / 16 * 16);
         r0 = r1;
     }
     for (size_t iT = 0; iT < n_T; iT++) {

@@ -135,7 +135,7 @@ static size_t carve(met_ws *w, char *base, size_t L, size_t dim, const met_axes 
     if (Kmax > L) Kmax = L;
     w->U_ld = Kmax + 1;
     TAKE(w->X, L * dim, double);
-    TAKE(w->XT, dim * L, double);
+    TAKE(w->XTf, dim * L, float);
     TAKE(w->G, L * L, double);
     TAKE(w->x_sq, L, double);
     TAKE(w->x_norm, L, double);
@@ -285,10 +285,11 @@ int met_head(double *out, void *workspace, size_t workspace_bytes, const float *
     }
     /* zero past Lmax too: the kernels read whole 16-column blocks */
     memset(w.x_sq, 0, L * sizeof *w.x_sq);
-    /* XT [dim][L]: X transposed, zero past Lmax (c_update reads whole 16-column blocks) */
-    memset(w.XT, 0, dim * L * sizeof *w.XT);
+    /* XTf [dim][L]: the vectors transposed, zero past Lmax (c_update reads whole 16-column blocks) */
+    w.Xf = vectors;
+    memset(w.XTf, 0, dim * L * sizeof *w.XTf);
     for (size_t i = 0; i < Lmax; i++)
-        for (size_t k = 0; k < dim; k++) w.XT[k * L + i] = w.X[i * dim + k];
+        for (size_t k = 0; k < dim; k++) w.XTf[k * L + i] = vectors[i * dim + k];
     for (size_t i = 0; i < (L > dim ? L : dim); i++) w.iota[i] = (uint32_t)i;
     cblas_dsyrk(CblasRowMajor, CblasLower, CblasNoTrans, (int)Lmax, (int)dim, 1.0, w.X, (int)dim,
                 0.0, w.G, (int)L);

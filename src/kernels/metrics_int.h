@@ -160,7 +160,8 @@ typedef struct {
     const float *scores;
     /* per head */
     double *X;         /* [L][dim] x_j in double */
-    double *XT;        /* [dim][L] X transposed (e = S X^T reads its rows) */
+    const float *Xf;   /* [L][dim] x_j as captured (the caller's vectors: X = (double) Xf) */
+    float *XTf;        /* [dim][L] Xf transposed (e = S X^T reads its rows) */
     double *G;         /* [L][L] Gram matrix G_ij = x_i . x_j */
     double *x_sq;      /* [L] |x_j|^2 = G_jj */
     double *x_norm;    /* [L] |x_j| */
