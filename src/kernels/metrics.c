@@ -529,18 +529,30 @@ static void selected_mass(met_ws *w, size_t iT, size_t k0, size_t N) {
     w->A_T[iT] = A, w->Q_T[iT] = Q, w->zero_sel_T[iT] = zsel;
 }
 
-/* The selected entries of one T gathered once (weight, c, c^y = c^y_j scaled by 1/|x_j|,
- * |y|^2) into sel_gather; returns |s|^2 = sum_{j in I_N} a_j c_j (section 4) and sets
- * *sy_sq = |s^y|^2 = sum_{j in I_N} a_j c^y_j (section 6). */
+/* The selected entries' c and c^y = c^y_j scaled by 1/|x_j| of one T gathered into
+ * sel_gather rows 1 and 2 (row 0 holds 1/|x| and row 3 |y|^2 in the sorted order, filled once
+ * per row: gather_rows; the weights in order are sel_w's row 2T); returns |s|^2 =
+ * sum_{j in I_N} a_j c_j (section 4) and sets *sy_sq = |s^y|^2 = sum_{j in I_N} a_j c^y_j
+ * (section 6). */
 static double gather_selected(met_ws *w, size_t iT, size_t N, size_t K, double *sy_sq) {
-    const double *a = w->a_T + iT * w->L, *c = w->c_T + 2 * iT * w->L, *cy = c + w->L;
-    double *sa = w->sel_gather, *sc = sa + K, *scy = sc + K, *syy = scy + K;
+    const double *sa = w->sel_w + 2 * iT * K, *c = w->c_T + 2 * iT * w->L, *cy = c + w->L;
+    const double *xi = w->sel_gather;
+    double *sc = w->sel_gather + K, *scy = sc + K;
     for (size_t q = 0; q < N; q++) {
         uint32_t j = w->order[q];
-        sa[q] = a[j], sc[q] = c[j], scy[q] = w->x_inv[j] * cy[j], syy[q] = w->y_sq[j];
+        sc[q] = c[j], scy[q] = xi[q] * cy[j];
     }
     *sy_sq = lane_dot(sa, scy, N);
     return lane_dot(sa, sc, N);
+}
+
+/* the T-independent rows of sel_gather: 1/|x| and |y|^2 of order[0 .. K) */
+static void gather_rows(met_ws *w, size_t K) {
+    double *xi = w->sel_gather, *syy = xi + 3 * K;
+    for (size_t q = 0; q < K; q++) {
+        uint32_t j = w->order[q];
+        xi[q] = w->x_inv[j], syy[q] = w->y_sq[j];
+    }
 }
 
 /* docs/metrics.md section 6 over the selected set of one T: N_s = #{i in I_N : D_i < r}
@@ -549,11 +561,11 @@ static double gather_selected(met_ws *w, size_t iT, size_t N, size_t K, double *
  * reconstructed bounds' sums, *xi_sum = sum_i xi_i and *upper_sum =
  * sum_i exp(-(max(0, xi_i - r))^2 / 2). Lanes keep it vectorizable; the exponents (<= 0) go
  * to exp_nonpos. */
-static size_t separability(double *xi_sum, double *upper_sum, size_t *marginal,
-                           const double *sel_gather, size_t K, size_t N, double A, double Q,
+static size_t separability(double *xi_sum, double *upper_sum, size_t *marginal, const double *sa,
+                           double *sel_gather, size_t K, size_t N, double A, double Q,
                            double sy_sq, double g_min, double r, double delta) {
-    const double *sa = sel_gather, *scy = sa + 2 * K, *syy = sa + 3 * K;
-    double *sarg = (double *)sel_gather + 4 * K;
+    const double *scy = sel_gather + 2 * K, *syy = sel_gather + 3 * K;
+    double *sarg = sel_gather + 4 * K;
     double d2h = 0.5 * delta * delta, nsl[LANES] = {0}, nml[LANES] = {0}, xil[LANES] = {0};
     double tie = MET_MARGINAL * sy_sq;
 #define MET_SEP_TERM(lane, q)                                                       \
@@ -587,10 +599,9 @@ static size_t separability(double *xi_sum, double *upper_sum, size_t *marginal,
  *                 (explicitly where that cancels, MET_CANCEL),
  *   dist_bound  = U d1 + |U - A| m (U the unselected mass: |sum_u a_i (x_i - s/A) + (U - A) s/A|),
  *   dist_expect = |E over uniform I_N of (S - 2 s)| = (|n - 2N| / n) |S| (P(j in I_N) = N/n).
- * sel_gather holds the selected weights in order (gather_selected). */
-static void aggregate_distance(double *val, const unsel_in *in, size_t n, const double *sel_gather,
+ * sa holds the selected weights in order (sel_w's row of the T). */
+static void aggregate_distance(double *val, const unsel_in *in, size_t n, const double *sa,
                                double U, double A, double d1, double m) {
-    const double *sa = sel_gather;
     double Ss = 0, S_sq = in->S_sq, s_sq = in->s_sq;
     for (size_t q = 0; q < in->N; q++) /* a zero weight's e_j may be unset (sparse T) */
         Ss += sa[q] != 0 ? sa[q] * in->e[in->order[q]] : 0.0;
@@ -621,6 +632,7 @@ static void row_per_n(met_ws *w, size_t n, size_t nv, size_t K, double delta, si
     list_nonzero_weights(w, n, K);
     expect_sums(w, n, nv, n16);
     selection_weights(w, K);
+    gather_rows(w, K);
     double *d1_sq_run = iZ == 0 ? w->d1_sq_run : NULL; /* d1, m: T- and normalizer-free */
     start_walk(w, n, n16, d1_sq_run);
     double m = 0;
@@ -648,12 +660,13 @@ static void row_per_n(met_ws *w, size_t n, size_t nv, size_t K, double delta, si
                 unselected_terms(&t_true, &t_exp, &g_min, &in, n, NULL, n, 0);
             double r = radius(g_min, sy_sq, &in, n);
             double xisum, up, U = w->U_T[iT * w->U_ld + N];
-            size_t Nm, Ns = separability(&xisum, &up, &Nm, w->sel_gather, K, N, A, Q, sy_sq,
+            const double *sa = w->sel_w + 2 * iT * K;
+            size_t Nm, Ns = separability(&xisum, &up, &Nm, sa, w->sel_gather, K, N, A, Q, sy_sq,
                                          g_min, r, delta);
             double val[NVAL];
             /* section 4 */
             if (ax->aggregate) {
-                aggregate_distance(val, &in, n, w->sel_gather, U, A, w->d1_N[u], w->m_N[u]);
+                aggregate_distance(val, &in, n, sa, U, A, w->d1_N[u], w->m_N[u]);
             } else {
                 val[MET_DIST_TRUE] = t_true;
                 val[MET_DIST_BOUND] = U * w->d1_N[u] + ((double)(n - N) * A - U) * w->m_N[u];

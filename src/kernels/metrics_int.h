@@ -203,7 +203,7 @@ typedef struct {
     double *U_T;       /* [n_T][K+1] unselected mass U_N = sum_{j not in I_N} a_j, summed
                         * directly (U_N = U_{N+1} + a_{order[N]}), not as 1 - A */
     double *s_vec;     /* [dim] s or s^y formed explicitly (cancellation fallbacks) */
-    double *sel_gather; /* [5][K] per selected q: a, c, c^y, |y|^2, the sep_upper exponent */
+    double *sel_gather; /* [5][K] per selected q: 1/|x|, c, c^y, |y|^2, the sep_upper exponent */
     /* grid bookkeeping and accumulators */
     double *acc, *cntN;
     double cntT;
