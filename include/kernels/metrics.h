@@ -92,7 +92,19 @@
  *    may be fused (FMA where the target has it): results agree with a serial evaluation to
  *    round-off; builds with and without FMA agree to ~1e-12 relative and in sep_ratio up to
  *    sep_marginal (test metrics_fma_agree); prefix cuts equal separate passes the same way.
- *  - delta: running minimum over t of min_{i<t} |y_i - y_t|, O(n) per row.
+ *  - delta: running minimum over t of min_{i<t} |y_i - y_t|, O(n) per row (8 lanes; a row
+ *    with a cancelled square is done again with the explicit differences).
+ *  - dist_expect's S and e read the vectors as captured (float, widened exactly to double:
+ *    the same products as a double copy, half the bytes per row).
+ *  Where the time goes (tests/bench/bench_metrics --paper, L = 1024, 22 T, 28 N; issue 14):
+ *  the O(n) pass of each (grid N, T) is ~40 % of the walk and runs at the machine's double
+ *  square-root rate (two roots per (row, key, N, T) step: about 0.4 ns/step, what two roots
+ *  take on the development box); the c update ~25 % (every stretch moves the C rows through
+ *  L2 and back, and N = 1..16 are stretches of one G row each); the O(N) separability and
+ *  gathers ~20 %; the per-row preparation ~12 %. Outside the walk the per-(row, T) work
+ *  (grad_exact's secular equation, grad_fd, the weights) is ~20 % of a head. A head's fixed
+ *  cost (grid N = [1], T = [8], eps = [0.1]: Gram, delta, top-K, one weight vector and
+ *  direction per row) is bench_metrics' "fixed cost" line.
  */
 #ifndef ATTNSWEEP_METRICS_H
 #define ATTNSWEEP_METRICS_H
@@ -192,7 +204,10 @@ double met_softmax_jacobian_norm(const double *a, size_t n);
 void met_topk_order(uint32_t *order, uint32_t *scratch, const double *l, size_t n, size_t K);
 
 /* Section 7 direction: u [n] = a unit vector, a normalized Gaussian from the counter-based
- * generator (splitmix64 hash of the counter, Box-Muller), keyed by met_direction_key. */
+ * generator (splitmix64 hash of the counter, Box-Muller), keyed by met_direction_key. The
+ * logarithm and sin/cos of Box-Muller are series in +, -, *, / only, contraction off
+ * (metrics_dir.c): the same bits on every CPU and build (libm's differ between its FMA and
+ * plain variants), within 8e-16 of libm's Box-Muller times the radius (test_metrics). */
 uint64_t met_direction_key(uint64_t seed, int64_t window, int64_t layer, int64_t head, int64_t t,
                            int64_t eps_index);
 void met_direction(double *u, size_t n, uint64_t key);
