@@ -6,8 +6,10 @@
 # the medians and the median of the pair-by-pair ratios new / old.
 #
 # usage: tests/bench/bench_metrics_vs.sh [--base COMMIT] [--runs R] [--build DIR] [-- BENCH ARGS]
-#   --base COMMIT  the baseline (default: 6e9a4cd, the last commit before issue 14's kernel
-#                  changes; its bench_metrics already has --paper and --minimal)
+#   --base COMMIT  the baseline (default: the last commit before issue 14's kernel changes,
+#                  6e9a4cd when this was written, found by its subject "bench_metrics:
+#                  --paper grid" so that a rebase does not lose it; its bench_metrics already
+#                  has --paper and --minimal)
 #   --runs R       pairs of runs (default 3)
 #   --build DIR    this tree's build directory (default build); its bench_metrics is rebuilt
 #   BENCH ARGS     passed to both (default: 1024 12 --no-direct --paper)
@@ -16,7 +18,7 @@
 # OPENBLAS_NUM_THREADS=1; times are CPU seconds of the process (the machine may be shared).
 set -eu
 here=$(cd "$(dirname "$0")/../.." && pwd)
-base=6e9a4cd
+base=""
 runs=3
 build=$here/build
 while [ $# -gt 0 ]; do
@@ -25,11 +27,15 @@ while [ $# -gt 0 ]; do
         --runs) runs=$2; shift 2 ;;
         --build) build=$2; shift 2 ;;
         --) shift; break ;;
-        -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "bench_metrics_vs.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
     esac
 done
 [ $# -gt 0 ] || set -- 1024 12 --no-direct --paper
+if [ -z "$base" ]; then
+    base=$(git -C "$here" log --format=%H -1 --grep='^bench_metrics: --paper grid' HEAD)
+    [ -n "$base" ] || { echo "bench_metrics_vs.sh: no default baseline in this history (give --base)" >&2; exit 2; }
+fi
 tmp=$(mktemp -d /tmp/bench_metrics_vs.XXXXXX)
 cleanup() {
     git -C "$here" worktree remove --force "$tmp/src" >/dev/null 2>&1 || true
