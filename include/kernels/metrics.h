@@ -99,7 +99,9 @@
  *  Where the time goes (tests/bench/bench_metrics --paper, L = 1024, 22 T, 28 N; issue 14):
  *  the O(n) pass of each (grid N, T) is ~40 % of the walk and runs at the machine's double
  *  square-root rate (two roots per (row, key, N, T) step: about 0.4 ns/step, what two roots
- *  take on the development box); the c update ~25 % (every stretch moves the C rows through
+ *  take on the development box), but its other arithmetic and loads nearly fill the same
+ *  time: with the roots deleted a head took only 9 % less, the most that float or rsqrt14
+ *  roots could gain; the c update ~25 % (every stretch moves the C rows through
  *  L2 and back, and N = 1..16 are stretches of one G row each); the O(N) separability and
  *  gathers ~20 %; the per-row preparation ~12 %. Outside the walk the per-(row, T) work
  *  (grad_exact's secular equation, grad_fd, the weights) is ~20 % of a head. A head's fixed
