@@ -30,7 +30,14 @@
  * The header is the journal's identity: a header that fails its checksum is
  * refused, and nothing is changed.
  *
- * Versions. 2 (this program writes it) adds the record field `flags` (4 bytes that
+ * Versions. 3 (this program writes it) adds the model axis: a JR_DISPATCH or
+ * JR_COMMIT names its cell as (model index, window index, L value), the model index in
+ * the upper 16 bits of the 4-byte flags word (JF_* use the lower 16), so the record
+ * keeps its 80 bytes. Version 1 and 2 journals (no model: those bits are always 0) are
+ * read as a one-model sweep and appended to in their own form; a cell of a model > 0
+ * cannot be written to them (journal_append refuses in one line: an older output
+ * gains a model only in a new output). Their first compaction rewrites them as
+ * version 3. 2 added the record field `flags` (4 bytes that
  * were always 0 in version 1) and compacted commits. Version 1 journals are read as
  * they are and appended to in version 1's form; their first compaction rewrites
  * them as version 2. A program that reads only version 1 refuses a version 2
@@ -63,10 +70,10 @@
  *
  * Record types (fields not listed are 0):
  *   JR_CONFIG     payload = the config text; t_start = time written.
- *   JR_DISPATCH   a cell was handed to a worker: window, L (the L VALUE, not
+ *   JR_DISPATCH   a cell was handed to a worker: model, window, L (the L VALUE, not
  *                 its index, so axes may grow), window_start, attempt, rank,
  *                 t_start.
- *   JR_COMMIT     a cell finished: window, L, window_start, status (1 done,
+ *   JR_COMMIT     a cell finished: model, window, L, window_start, status (1 done,
  *                 2 failed), attempt, rank, t_start, t_end, wall_time;
  *                 payload = the packed results (empty for a failed cell), or with
  *                 flags JF_COMPACT the digest of the values (Compaction). Status 0
@@ -91,7 +98,9 @@
 
 #define JOURNAL_HEADER_BYTES 256
 #define JOURNAL_RECORD_BYTES 80
-#define JOURNAL_VERSION 2
+#define JOURNAL_VERSION 3
+/* The most models a journal can name (16 bits of the flags word, version 3). */
+#define JOURNAL_MAX_MODELS 65535
 
 enum { JR_CONFIG = 1, JR_DISPATCH = 2, JR_COMMIT = 3, JR_SEG_BEGIN = 4, JR_SEG_END = 5 };
 
@@ -113,7 +122,8 @@ typedef struct {
     int32_t window, L;
     uint32_t status, attempt;
     int32_t rank;
-    uint32_t flags;          /* JF_* (version 2; always 0 in version 1) */
+    uint32_t flags;          /* JF_* (version 2; always 0 in version 1); < 2^16 */
+    uint32_t model;          /* model index (version 3; 0 in older journals); < 2^16 */
     int64_t window_start;
     double t_start, t_end, wall_time;
     uint64_t payload_len;
@@ -166,7 +176,7 @@ int journal_sync(journal *j, as_err *err);
 
 /* Bytes of valid journal (header included). */
 off_t journal_size(const journal *j);
-/* The header's format version (1 or 2; journal_create writes JOURNAL_VERSION). */
+/* The header's format version (1 to 3; journal_create writes JOURNAL_VERSION). */
 unsigned journal_version(const journal *j);
 /* Renames the journal's file to `to` (atomic rename, then the directory is fsynced);
  * the handle keeps working under the new name. */

@@ -12,11 +12,19 @@
  *   OUT.h5.tmp.PID  a file being rebuilt; renamed over OUT.h5 when complete,
  *                   removed on every error path
  *
- * Cells are (window index, L value). Window indices and L values, not
- * positions, identify a cell in the journal, so a later segment may append
- * windows or L values (the file is then rebuilt with the larger axes). The
+ * Cells are (model index, window index, L value). Model and window indices and L
+ * values, not positions, identify a cell in the journal, so a later segment may append
+ * models or windows or L values (the file is then rebuilt with the larger axes). The
  * other axes (N, T, eps, normalizer, layer, head) are fixed for the life of
- * the journal (checked via the journal's layout sizes and axis fingerprint).
+ * the journal (checked via the journal's layout sizes and axis fingerprint): a model
+ * appended later must fit the layer and head axes the output has.
+ *
+ * The model axis (docs/results.md "The model axis"): every cell variable's first
+ * dimension; coordinates model (name), model_path, model_sha256, model_n_layer,
+ * model_n_head, model_n_embd, training_step; head_valid (model, layer, head) says which
+ * (layer, head) of the union axes each model has. On resume each model's sha256 must
+ * equal the stored one (a model rewritten in place is refused by the caller, sweep.c);
+ * a view whose model names or sha256s differ from the store's is rebuilt from the journal.
  *
  * Commit protocol (README, Reliability): per batch, data into
  * HDF5 + H5Fflush; status/wall_time/rank/attempts + H5Fflush; journal records
@@ -87,6 +95,16 @@ typedef struct {
     const int32_t *layer;        /* [n_layer] */
     size_t n_head;
     const int32_t *head;         /* [n_head] */
+    /* The model axis. n_model = 0 means one model described by the provenance alone
+     * (name "model", path prov.model_dir, sha256 prov.weights_sha256, shapes -1, every
+     * head present): what callers written before the model axis get. */
+    size_t n_model;
+    const char *const *model_name;    /* [n_model] unique */
+    const char *const *model_path;    /* [n_model] */
+    const char *const *model_sha256;  /* [n_model] of model.safetensors; "" = unknown */
+    const int32_t *model_n_layer, *model_n_head, *model_n_embd; /* [n_model] */
+    const int64_t *training_step;     /* [n_model] -1 = not given */
+    const uint8_t *head_valid;        /* [n_model][n_layer][n_head] 1 present, 0 masked; NULL = all 1 */
 } store_axes;
 
 /* Provenance (docs/results.md "Root attributes") and this run segment. Strings may
@@ -135,6 +153,7 @@ typedef struct {
     int rank;           /* worker rank */
     double t_start, t_end; /* seconds since the epoch */
     double wall_time;   /* seconds; used when block is NULL (failed cell) */
+    size_t model;       /* index into the model axis (last, so older initializers mean model 0) */
 } store_cell;
 
 typedef struct store store;
@@ -161,8 +180,10 @@ long long store_torn_bytes(const store *s);
 const char *store_journal_damage(const store *s);
 
 /* Per-cell state (indices into the axes). */
-int store_cell_status(const store *s, size_t window, size_t l_index);
-int store_cell_attempts(const store *s, size_t window, size_t l_index);
+int store_cell_status(const store *s, size_t model, size_t window, size_t l_index);
+int store_cell_attempts(const store *s, size_t model, size_t window, size_t l_index);
+/* Cells of one model with the given status. */
+size_t store_count_model(const store *s, size_t model, int status);
 size_t store_count(const store *s, int status);
 size_t store_total(const store *s);
 /* Doubles in one cell's block (cellresult.h layout). */
@@ -176,8 +197,8 @@ void store_pack_cell(const cr_layout *lay, const double *block, unsigned char *o
 
 /* Records that a cell was handed to a worker (attempts + 1, journaled; made
  * durable with the next commit batch). */
-int store_mark_dispatched(store *s, size_t window, size_t l_index, int rank, double t_start,
-                          as_err *err);
+int store_mark_dispatched(store *s, size_t model, size_t window, size_t l_index, int rank,
+                          double t_start, as_err *err);
 
 /* Commits n cells: blocks[i] is the cell's block (store_block_doubles()
  * doubles, cellresult.h layout), may be NULL for a failed cell. A failed
@@ -242,6 +263,13 @@ typedef struct {
     size_t done, failed;
 } store_progress_L;
 
+/* One model's counts (the model axis). */
+typedef struct {
+    char name[256];      /* "" when unknown (a journal alone does not name models) */
+    size_t total;        /* cells of this model; 0 when unknown */
+    size_t done, failed;
+} store_progress_model;
+
 typedef enum {
     STORE_FROM_JOURNAL = 0, /* the journal (the truth); totals from the status file */
     STORE_FROM_VIEW = 1,    /* no journal: the HDF5 file's status variable, read-only */
@@ -259,6 +287,8 @@ typedef struct {
     size_t in_flight;     /* (status) at the last update */
     store_progress_L *per_L;
     size_t n_L;
+    store_progress_model *per_model; /* by model index; names and totals from the status file */
+    size_t n_model;
     char state[32];       /* (status) running, finished, interrupted, failed */
     char updated[32];     /* (status) ISO 8601 UTC */
     double updated_unix;  /* (status) */

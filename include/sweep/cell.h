@@ -13,6 +13,11 @@
  * cross-head KS test and critical N (docs/metrics.md section 5) fill ks_* and
  * crit_N. Knows gpt2 + metrics + the grid's axes; nothing of MPI or HDF5.
  *
+ * Model axis: the grid's layers and heads are the union over the sweep's models. A
+ * (layer, head) the worker's model does not have is not computed: its values stay NaN
+ * (the block's fill), and the KS test and crit_N use the model's own heads only, in
+ * grid order -- so a model's cells equal those of a single-model run bit for bit.
+ *
  * Logits: the metrics see the forward pass's raw scores q.k, or with
  * metrics.logits = "scaled" those scores divided by sqrt(d_head) in float32
  * (as GPT-2 and PyTorch form them), copied into a per-thread buffer.
@@ -60,6 +65,8 @@ typedef struct {
 } cell_spec;
 
 cell_spec cell_spec_of(const as_config *cfg);
+/* The same for model m of the config's model axis (its own resolved ssmax_scale). */
+cell_spec cell_spec_of_model(const as_config *cfg, size_t m);
 
 /* One thread's share of a layer's heads. */
 typedef struct {

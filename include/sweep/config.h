@@ -8,8 +8,10 @@
  *      a bare word such as `grid.layers=all` or `grid.N=1:64` is taken as a string);
  *   3. refuse unknown keys at any level (naming the closest known key) and
  *      wrong types; fill defaults (every key has one but model, text.path, output);
- *   4. read the model's config.json (model_config_read) and check the grid
- *      against it (L <= n_positions, layers < n_layer, heads < n_head);
+ *   4. read each model's config.json (model_config_read; `model` is one
+ *      directory or a list, config_models.c) and check the grid against them
+ *      (L <= n_positions of every model, layers < the largest n_layer, heads <
+ *      the largest n_head); the models must share one tokenizer;
  *   5. build the axes (sorted ascending; T generated and merged), resolve
  *      relative paths and build the canonical text and its sha256.
  * Every error is one line naming the key, prefixed by "FILE:LINE: " when the
@@ -31,7 +33,10 @@
  *   an absolute one is used as it is; every file must be a regular file of at
  *   most 16 MiB; errors name FILE:LINE of the file they are in; includes nest
  *   at most 10 deep. One --set value is one value: text after it is an error.
- * - ssmax_scale = 0 resolves to 1 / ln(n_positions) of the model.
+ * - ssmax_scale = 0 resolves to 1 / ln(n_positions) of each model (as_model_spec);
+ *   the canonical text holds the resolved value when every model resolves alike,
+ *   else 0.0 (resolved again per model when the text is loaded).
+ * - `model` as a list of one is the same sweep as the string (canonical: a string).
  * - The scalar form of an axis (`grid.L = 64;`) is a one-element list.
  *
  * Knows libconfig and the model's config.json; nothing of MPI or HDF5. */
@@ -73,6 +78,18 @@ typedef struct {
     int32_t *head;    size_t n_head;
 } as_axes;
 
+/* One model of the sweep's model axis (key `model`: a directory or a list of them).
+ * The models share one tokenizer (vocab.json and merges.txt identical by sha256)
+ * and every L of the grid fits each model's context. */
+#define AS_MODEL_MAX 1024 /* the journal keeps a model index in 16 bits (journal.h) */
+typedef struct {
+    char dir[AS_PATH_MAX];        /* absolute, as the canonical text holds it */
+    char name[256];               /* the directory's basename: unique in the sweep */
+    gpt2_config cfg;              /* dir/config.json */
+    int64_t training_step;        /* config.json "training_step", -1 when absent */
+    double ssmax_scale;           /* metrics.ssmax_scale resolved for this model (never 0) */
+} as_model_spec;
+
 typedef struct {
     /* where the config came from */
     char path[AS_PATH_MAX];       /* the config file as given */
@@ -111,7 +128,14 @@ typedef struct {
     double stop_grace;            /* runtime.stop_grace: seconds a SIGUSR1 stop waits for the
                                      running windows before abandoning them (not in canonical) */
 
-    gpt2_config model;            /* model_dir/config.json */
+    gpt2_config model;            /* model_dir/config.json (model_dir = models[0].dir) */
+
+    /* The model axis: n_model >= 1 models in the config's order (models[0] is model_dir).
+     * grid.layers/heads "all" and their range checks use the largest n_layer / n_head. */
+    as_model_spec *models;
+    size_t n_model;
+    size_t max_n_layer, max_n_head;
+    double ssmax_given;           /* metrics.ssmax_scale as configured (0 = per model) */
 
     char *canonical;              /* canonical text: sorted keys, resolved values, a valid config */
     char sha256[65];              /* hex sha256 of canonical */
@@ -129,6 +153,9 @@ int config_load_text(as_config *cfg, const char *text, const char *origin,
                      const char *const *sets, size_t n_sets, as_err *err);
 
 void config_free(as_config *cfg);
+
+/* The model of index m (0 <= m < n_model). */
+static inline const as_model_spec *config_model(const as_config *cfg, size_t m) { return &cfg->models[m]; }
 
 /* First token of window w (no bounds check). */
 int64_t config_window_start(const as_config *cfg, int64_t w);
@@ -163,8 +190,9 @@ extern const char *const config_known_keys[];
  * a moved path or a refused key is never hidden by an extension next to it. */
 typedef enum {
     AS_DIFF_HARMLESS,  /* output, runtime.*: results do not depend on it */
-    AS_DIFF_EXTEND,    /* windows.count grew, or grid.L gained values and kept all old ones */
-    AS_DIFF_PATH,      /* model, text.path moved: the caller must compare file sha256s */
+    AS_DIFF_EXTEND,    /* windows.count grew, grid.L gained values and kept all old ones, or
+                          models were appended to the end of the model list */
+    AS_DIFF_PATH,      /* model, text.path moved (a model's path changed in place) */
     AS_DIFF_REFUSED,   /* anything else: the stored results would mean something else */
 } as_diff_kind;
 

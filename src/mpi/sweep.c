@@ -28,6 +28,7 @@
  * window with more than UNIT_MAX_CUTS L values gets one unit per 64 of them. */
 enum { UNIT_MAX_CUTS = CELL_MAX_CUTS };
 typedef struct {
+    int64_t model;   /* index into the config's model axis */
     int64_t window;
     int64_t l_lo;
     uint64_t l_mask;
@@ -43,8 +44,10 @@ typedef struct {
     int cfg_ok, grid_ok;
     int32_t *tokens;
     int64_t n_tokens;
-    gpt2_model model;
+    gpt2_model model;            /* the model being computed (index cur_model) */
     int model_ok;
+    long cur_model;              /* -1: none resident */
+    char (*model_sha)[65];       /* rank 0: [n_model] sha256 of each model.safetensors */
     cell_worker worker;
     int worker_ok;
     store *out;
@@ -54,8 +57,9 @@ typedef struct {
     MPI_Comm node;
     MPI_Win weights_win;
     /* the units every rank knows (rank 0 builds them, then broadcasts) */
-    sweep_unit *units;
+    sweep_unit *units;           /* model-major: every unit of model 0, then model 1, ... */
     size_t n_units, unit_cells;  /* unit_cells: blocks per unit buffer */
+    size_t *model_units;         /* [n_model + 1]: model m's units are [model_units[m], model_units[m + 1]) */
     size_t slot_doubles;         /* one cell in a unit's message (see compute_unit) */
     double *scratch;             /* worker: the unit's blocks of doubles before packing */
     size_t cells_done, cells_failed; /* committed, counted in cells (rank 0) */
@@ -132,19 +136,34 @@ static int load_text(sweep_state *st, MPI_Comm comm, as_err *err) {
  * the others only map it and check the file against config.json, so an extra
  * rank costs its activations alone. ATTNSWEEP_PRIVATE_WEIGHTS=1 gives every
  * rank its own copy (for comparison). */
-static int load_model(sweep_state *st, MPI_Comm comm, as_err *err) {
+/* The model switch (README, "Several models in one sweep"): collective over comm. The
+ * resident model's weights are freed first (its shared window too: MPI_Win_free is
+ * collective over the node's ranks), then model m is loaded, so only the model being
+ * computed is resident -- there is no transient of two models. */
+static void unload_model(sweep_state *st) {
+    if (st->model_ok) model_free(&st->model);
+    st->model_ok = 0;
+    if (st->weights_win != MPI_WIN_NULL) MPI_Win_free(&st->weights_win);
+    st->weights_win = MPI_WIN_NULL;
+    st->cur_model = -1;
+}
+
+static int load_model(sweep_state *st, MPI_Comm comm, size_t m, as_err *err) {
+    unload_model(st);
+    const char *dir = st->cfg.models[m].dir;
     const char *priv = getenv("ATTNSWEEP_PRIVATE_WEIGHTS");
     if (priv && priv[0] == '1') {
-        st->model_ok = model_load(&st->model, st->cfg.model_dir, err) == 0;
+        st->model_ok = model_load(&st->model, dir, err) == 0;
         if (all_ok(comm, st->model_ok)) return 0;
         if (st->rank == 0 && st->model_ok) as_fail(err, "the model failed to load on another rank");
         return -1;
     }
-    MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, st->rank, MPI_INFO_NULL, &st->node);
+    if (st->node == MPI_COMM_NULL)
+        MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, st->rank, MPI_INFO_NULL, &st->node);
     int node_rank = 0;
     MPI_Comm_rank(st->node, &node_rank);
     gpt2_config mc;
-    int ok = model_config_read(&mc, st->cfg.model_dir, err) == 0;
+    int ok = model_config_read(&mc, dir, err) == 0;
     if (!all_ok(comm, ok)) return -1;
     /* Rank 0 of the node holds the whole segment; the MPI library may place
      * it at any address, so 64 bytes more leave room to align the arena. */
@@ -161,7 +180,7 @@ static int load_model(sweep_state *st, MPI_Comm comm, as_err *err) {
     if (!all_ok(comm, ok)) {
         st->weights_win = MPI_WIN_NULL;
         return as_fail(err, "%s: cannot share %zu MB of weights between the ranks of a node",
-                       st->cfg.model_dir, bytes >> 20);
+                       dir, bytes >> 20);
     }
     if (node_rank != 0) {
         MPI_Aint size = 0;
@@ -172,18 +191,45 @@ static int load_model(sweep_state *st, MPI_Comm comm, as_err *err) {
     int pad = (int)((ALIGN - (uintptr_t)base % ALIGN) % ALIGN);
     MPI_Bcast(&pad, 1, MPI_INT, 0, st->node);
     float *arena = (float *)(void *)((char *)base + pad);
-    if (node_rank == 0) st->model_ok = model_load_into(&st->model, st->cfg.model_dir, arena, 1, err) == 0;
+    if (node_rank == 0) st->model_ok = model_load_into(&st->model, dir, arena, 1, err) == 0;
     /* The fence orders the filler's writes before the others' reads. */
     MPI_Win_fence(0, st->weights_win);
     int filled = st->model_ok;
     MPI_Bcast(&filled, 1, MPI_INT, 0, st->node);
     if (node_rank != 0 && filled)
-        st->model_ok = model_load_into(&st->model, st->cfg.model_dir, arena, 0, err) == 0;
+        st->model_ok = model_load_into(&st->model, dir, arena, 0, err) == 0;
     if (!all_ok(comm, st->model_ok)) {
         if (st->rank == 0 && st->model_ok) as_fail(err, "the model failed to load on another rank");
         return -1;
     }
+    /* the weights computed with must be the ones the store recorded at its open */
+    ok = 1;
+    if (st->rank == 0 && st->model_sha && st->model.weights_sha256[0] &&
+        strcmp(st->model.weights_sha256, st->model_sha[m])) {
+        as_fail(err, "%s/model.safetensors: changed during the run (sha256 %s, recorded %s at the "
+                "start); restore it and resume", dir, st->model.weights_sha256, st->model_sha[m]);
+        ok = 0;
+    }
+    if (!all_ok(comm, ok)) return -1;
+    st->cur_model = (long)m;
     return 0;
+}
+
+/* Rank 0: the sha256 of every model's weights, for the store's model axis and the
+ * resume check, before any model is loaded (a model is loaded only when its cells run). */
+static int hash_models(sweep_state *st, MPI_Comm comm, as_err *err) {
+    int ok = 1;
+    if (st->rank == 0) {
+        st->model_sha = calloc(st->cfg.n_model, sizeof *st->model_sha);
+        ok = st->model_sha != NULL;
+        if (!ok) as_fail(err, "out of memory");
+        for (size_t m = 0; ok && m < st->cfg.n_model; m++) {
+            char path[AS_PATH_MAX + 32];
+            snprintf(path, sizeof path, "%s/model.safetensors", st->cfg.models[m].dir);
+            ok = sha256_file_hex(st->model_sha[m], path, err) == 0;
+        }
+    }
+    return all_ok(comm, ok) ? 0 : -1;
 }
 
 /* --- step 4: the store ----------------------------------------------------- */
@@ -238,9 +284,10 @@ static int check_config_change(const as_config *cfg, const char *path, int *flag
             char what[800];
             config_diff_describe(&shown, what, sizeof what);
             rc = as_fail(err,
-                         "%s was made with another config (%s); only added windows or L values "
-                         "can extend it: restore the config, resume with the one stored in the file "
-                         "(attnsweep run %s), or choose a new output",
+                         "%s was made with another config (%s); only added windows, L values or "
+                         "models appended to the model list can extend it: restore the config, "
+                         "resume with the one stored in the file (attnsweep run %s), or choose a "
+                         "new output",
                          path, what, path);
         } else {
             *flags |= STORE_ALLOW_CONFIG_CHANGE;
@@ -286,10 +333,14 @@ static int check_inputs_unchanged(const sweep_state *st, const char *tok_files, 
     const as_config *c = &st->cfg;
     char path[AS_PATH_MAX + 32];
     int rc = 0;
-    const char *w = d.prov.weights_sha256;
-    if (w && w[0] && strcmp(w, st->model.weights_sha256)) {
-        snprintf(path, sizeof path, "%s/model.safetensors", c->model_dir);
-        rc = input_changed(st->out_path, path, st->model.weights_sha256, w, err);
+    /* every model's weights (a file from before the model axis: model 0, in weights_sha256) */
+    size_t stored = d.axes.n_model ? d.axes.n_model : 1;
+    for (size_t m = 0; m < stored && m < c->n_model && rc == 0; m++) {
+        const char *w = d.axes.n_model ? d.axes.model_sha256[m] : d.prov.weights_sha256;
+        if (w && w[0] && strcmp(w, st->model_sha[m])) {
+            snprintf(path, sizeof path, "%s/model.safetensors", c->models[m].dir);
+            rc = input_changed(st->out_path, path, st->model_sha[m], w, err);
+        }
     }
     const char *t = d.prov.text_sha256;
     if (rc == 0 && t && t[0] && strcmp(t, st->text_sha))
@@ -343,7 +394,31 @@ static int open_store(sweep_state *st, MPI_Comm comm, const sweep_opts *opts, as
     const as_axes *a = &c->axes;
     const char *norm_names[8];
     for (size_t z = 0; z < a->n_norm && z < 8; z++) norm_names[z] = met_normalizer_name(a->normalizer[z]);
-    store_axes ax = {.n_window = st->grid.n_windows, .window_start = st->grid.window_start,
+    /* the model axis: names, paths, sha256s, shapes; head_valid over the union axes */
+    size_t nm = c->n_model;
+    const char **mname = calloc(nm, sizeof *mname), **mpath = calloc(nm, sizeof *mpath);
+    const char **msha = calloc(nm, sizeof *msha);
+    int32_t *nl = calloc(nm, sizeof *nl), *nh = calloc(nm, sizeof *nh), *ne = calloc(nm, sizeof *ne);
+    int64_t *step = calloc(nm, sizeof *step);
+    uint8_t *hv = calloc(nm * a->n_layer * a->n_head + 1, 1);
+    if (!mname || !mpath || !msha || !nl || !nh || !ne || !step || !hv) {
+        free(mname), free(mpath), free(msha), free(nl), free(nh), free(ne), free(step), free(hv);
+        return as_fail(err, "out of memory");
+    }
+    for (size_t m = 0; m < nm; m++) {
+        const as_model_spec *ms = &c->models[m];
+        mname[m] = ms->name, mpath[m] = ms->dir, msha[m] = st->model_sha[m];
+        nl[m] = (int32_t)ms->cfg.n_layer, nh[m] = (int32_t)ms->cfg.n_head, ne[m] = (int32_t)ms->cfg.n_embd;
+        step[m] = ms->training_step;
+        for (size_t il = 0; il < a->n_layer; il++)
+            for (size_t ih = 0; ih < a->n_head; ih++)
+                hv[(m * a->n_layer + il) * a->n_head + ih] =
+                    (size_t)a->layer[il] < ms->cfg.n_layer && (size_t)a->head[ih] < ms->cfg.n_head;
+    }
+    store_axes ax = {.n_model = nm, .model_name = mname, .model_path = mpath, .model_sha256 = msha,
+                     .model_n_layer = nl, .model_n_head = nh, .model_n_embd = ne,
+                     .training_step = step, .head_valid = hv,
+                     .n_window = st->grid.n_windows, .window_start = st->grid.window_start,
                      .n_L = a->n_L, .L = a->L, .n_N = a->n_N, .N = a->N, .n_T = a->n_T, .T = a->T,
                      .n_eps = a->n_eps, .eps = a->eps, .n_norm = a->n_norm, .normalizer = norm_names,
                      .n_layer = a->n_layer, .layer = a->layer, .n_head = a->n_head, .head = a->head};
@@ -360,7 +435,7 @@ static int open_store(sweep_state *st, MPI_Comm comm, const sweep_opts *opts, as
     const char *text_sha = st->text_sha;
     store_provenance prov = {
         .config_text = c->canonical, .config_sha256 = c->sha256, .model_dir = c->model_dir,
-        .weights_sha256 = st->model.weights_sha256, .text_path = c->text_path,
+        .weights_sha256 = st->model_sha[0], .text_path = c->text_path,
         .text_sha256 = text_sha, .tokenizer_files = tok_files, .vectors = c->vectors,
         .rows = c->rows, .vectors_name = c->vectors == AS_VECTORS_RESID ? "resid" : "value",
         .rows_name = c->rows == AS_ROWS_FULL_ROW ? "full_row" : "visible",
@@ -369,11 +444,15 @@ static int open_store(sweep_state *st, MPI_Comm comm, const sweep_opts *opts, as
         .mpi_library = mpi_lib, .openblas_config = openblas_get_config(), .hosts = hosts,
         .mpi_size = st->size, .slurm_job_id = getenv("SLURM_JOB_ID")};
     int flags = 0;
-    if (!opts->fresh && check_config_change(c, st->out_path, &flags, err)) return -1;
-    if (!opts->fresh && check_inputs_unchanged(st, tok_files, err)) return -1;
-    if (!opts->ignore_disk_space && check_disk_space(st, opts, err)) return -1;
+    int rc = 0;
+    if (!opts->fresh && check_config_change(c, st->out_path, &flags, err)) rc = -1;
+    if (!rc && !opts->fresh && check_inputs_unchanged(st, tok_files, err)) rc = -1;
+    if (!rc && !opts->ignore_disk_space && check_disk_space(st, opts, err)) rc = -1;
     if (c->compress) flags |= STORE_COMPRESSED;
-    st->out = store_open(st->out_path, &ax, &prov, opts->fresh ? STORE_NEW : STORE_RESUME, flags, err);
+    if (!rc)
+        st->out = store_open(st->out_path, &ax, &prov, opts->fresh ? STORE_NEW : STORE_RESUME, flags, err);
+    free(mname), free(mpath), free(msha), free(nl), free(nh), free(ne), free(step), free(hv);
+    if (rc) return -1;
     /* Damage in the middle of the journal is not an error (its cells are computed
      * again) but must not pass unnoticed: one line, also kept in /provenance. */
     if (st->out && store_journal_damage(st->out)[0])
@@ -453,7 +532,7 @@ static int commit_units(void *ctx, const int64_t *units, double *const *blocks, 
         for (size_t c = 0; c < k; c++) {
             const double *b = blocks[i] + c * st->slot_doubles;
             double wall = ok ? b[0] : NAN, rk = ok ? b[1] : NAN;
-            sc[held] = (store_cell){.window = (size_t)u->window, .l_index = lis[c],
+            sc[held] = (store_cell){.model = (size_t)u->model, .window = (size_t)u->window, .l_index = lis[c],
                                     .status = ok ? STORE_DONE : STORE_FAILED,
                                     .rank = isnan(rk) || rk < 0 || rk > 2147483647.0 ? -1 : (int)rk,
                                     .t_start = ok ? now - wall * (double)k : now, .t_end = now,
@@ -480,28 +559,34 @@ static void unit_dispatched(void *ctx, int64_t unit, int worker_rank) {
     /* An attempt that fails to journal is only a miscount; the commit that
      * follows reports real I/O trouble. */
     for (size_t c = 0; c < k; c++)
-        (void)store_mark_dispatched(st->out, (size_t)u->window, lis[c], worker_rank, now, &ignored);
+        (void)store_mark_dispatched(st->out, (size_t)u->model, (size_t)u->window, lis[c], worker_rank,
+                                    now, &ignored);
 }
 
-/* Rank 0: groups the pending cells (in dispatch order, largest L first) into
- * one unit per window (per 64 L values), ordered by their largest L. */
+/* Rank 0: groups the pending cells (model-major, then in dispatch order, largest L
+ * first; todo[i] = model * n_cells + cell) into one unit per window of a model (per 64 L
+ * values), ordered by model and then by their largest L. */
 static int build_units(sweep_state *st, const int64_t *todo, size_t ntodo, as_err *err) {
     size_t chunks = (st->grid.n_L + UNIT_MAX_CUTS - 1) / UNIT_MAX_CUTS;
-    int64_t *unit_of = malloc(st->grid.n_windows * chunks * sizeof *unit_of);
+    size_t nm = st->cfg.n_model;
+    st->model_units = calloc(nm + 1, sizeof *st->model_units);
+    if (!st->model_units) return as_fail(err, "out of memory");
+    int64_t *unit_of = malloc(nm * st->grid.n_windows * chunks * sizeof *unit_of);
     st->units = malloc((ntodo ? ntodo : 1) * sizeof *st->units);
     if (!unit_of || !st->units) {
         free(unit_of);
         return as_fail(err, "out of memory for the list of %zu cells", ntodo);
     }
-    for (size_t i = 0; i < st->grid.n_windows * chunks; i++) unit_of[i] = -1;
+    for (size_t i = 0; i < nm * st->grid.n_windows * chunks; i++) unit_of[i] = -1;
     st->n_units = 0;
     for (size_t i = 0; i < ntodo; i++) {
-        size_t w, li;
-        grid_cell_of(&st->grid, (size_t)todo[i], &w, &li);
-        size_t key = w * chunks + li / UNIT_MAX_CUTS;
+        size_t w, li, m = (size_t)todo[i] / st->grid.n_cells;
+        grid_cell_of(&st->grid, (size_t)todo[i] % st->grid.n_cells, &w, &li);
+        size_t key = (m * st->grid.n_windows + w) * chunks + li / UNIT_MAX_CUTS;
         if (unit_of[key] < 0) {
             unit_of[key] = (int64_t)st->n_units;
-            st->units[st->n_units++] = (sweep_unit){.window = (int64_t)w,
+            st->model_units[m + 1] = st->n_units + 1;
+            st->units[st->n_units++] = (sweep_unit){.model = (int64_t)m, .window = (int64_t)w,
                                                     .l_lo = (int64_t)(li / UNIT_MAX_CUTS * UNIT_MAX_CUTS),
                                                     .l_mask = 0};
         }
@@ -509,6 +594,10 @@ static int build_units(sweep_state *st, const int64_t *todo, size_t ntodo, as_er
         u->l_mask |= 1ull << (li - (size_t)u->l_lo);
     }
     free(unit_of);
+    /* todo is model-major, so each model's units are contiguous: fill the gaps of
+     * models with no unit */
+    for (size_t m = 1; m <= nm; m++)
+        if (st->model_units[m] < st->model_units[m - 1]) st->model_units[m] = st->model_units[m - 1];
     return 0;
 }
 
@@ -520,11 +609,14 @@ static int share_units(sweep_state *st, MPI_Comm comm, as_err *err) {
         st->n_units = (size_t)n;
         st->units = malloc((n ? n : 1) * sizeof *st->units);
     }
-    if (!all_ok(comm, st->units != NULL)) return as_fail(err, "out of memory for %zu units", (size_t)n);
+    if (st->rank != 0) st->model_units = calloc(st->cfg.n_model + 1, sizeof *st->model_units);
+    if (!all_ok(comm, st->units != NULL && st->model_units != NULL))
+        return as_fail(err, "out of memory for %zu units", (size_t)n);
     for (uint64_t at = 0; at < n; at += 1 << 24) {
         uint64_t k = n - at < (1u << 24) ? n - at : (1u << 24);
         MPI_Bcast(st->units + at, (int)(k * sizeof *st->units), MPI_BYTE, 0, comm);
     }
+    MPI_Bcast(st->model_units, (int)((st->cfg.n_model + 1) * sizeof *st->model_units), MPI_BYTE, 0, comm);
     return 0;
 }
 
@@ -635,6 +727,8 @@ static void state_free(sweep_state *st) {
     if (st->weights_win != MPI_WIN_NULL) MPI_Win_free(&st->weights_win);
     if (st->node != MPI_COMM_NULL) MPI_Comm_free(&st->node);
     free(st->units);
+    free(st->model_units);
+    free(st->model_sha);
     free(st->scratch);
     free(st->tokens);
     if (st->grid_ok) grid_free(&st->grid);
@@ -647,6 +741,7 @@ int sweep_run(MPI_Comm comm, const sweep_opts *opts, sweep_summary *sum, as_err 
     memset(&st, 0, sizeof st);
     st.node = MPI_COMM_NULL;
     st.weights_win = MPI_WIN_NULL;
+    st.cur_model = -1;
     memset(sum, 0, sizeof *sum);
     MPI_Comm_rank(comm, &st.rank);
     MPI_Comm_size(comm, &st.size);
@@ -675,75 +770,62 @@ int sweep_run(MPI_Comm comm, const sweep_opts *opts, sweep_summary *sum, as_err 
     /* 2. text */
     if (load_text(&st, comm, e)) goto out;
 
-    /* 3. model: one copy per node */
+    /* 3. the models' weights hashed (rank 0); a model is loaded only when its cells run */
     double t_load = as_monotonic_s();
-    if (load_model(&st, comm, e)) goto out;
+    if (hash_models(&st, comm, e)) goto out;
     st.timing[TM_LOAD] = as_monotonic_s() - t_load;
 
-    /* 4. store, and the cells still to do */
+    /* 4. store, and the cells still to do: model-major (every cell of model 0 in dispatch
+     * order, then model 1, ...), so each model's weights are loaded once */
     int ok = open_store(&st, comm, opts, e) == 0;
     if (!all_ok(comm, ok)) goto out;
     int64_t *todo = NULL;
-    size_t ntodo = 0;
+    size_t ntodo = 0, nm = st.cfg.n_model;
+    size_t *model_windows_before = calloc(nm, sizeof *model_windows_before);
     if (st.rank == 0) {
-        todo = malloc(st.grid.n_cells * sizeof *todo);
-        for (size_t i = 0; todo && i < st.grid.n_cells; i++) {
-            size_t cell = st.grid.dispatch[i], w, li;
-            if (opts->shard_count > 0 && (int)(i % (size_t)opts->shard_count) != opts->shard_index)
-                continue;
-            grid_cell_of(&st.grid, cell, &w, &li);
-            if (store_cell_status(st.out, w, li) != STORE_DONE) todo[ntodo++] = (int64_t)cell;
-        }
+        todo = malloc(nm * st.grid.n_cells * sizeof *todo);
         size_t mine = 0;
         for (size_t i = 0; i < st.grid.n_cells; i++)
             mine += opts->shard_count <= 0 || (int)(i % (size_t)opts->shard_count) == opts->shard_index;
-        sum->total = mine;
-        sum->done_before = mine - ntodo;
-        /* windows: those with a cell in this shard; done before = none of them pending */
+        sum->total = mine * nm;
+        /* windows: those with a cell in this shard, per model; done before = none pending */
         unsigned char *seen = calloc(st.grid.n_windows ? st.grid.n_windows : 1, 1);
-        for (size_t i = 0; seen && i < st.grid.n_cells; i++) {
-            if (opts->shard_count > 0 && (int)(i % (size_t)opts->shard_count) != opts->shard_index)
-                continue;
-            size_t w, li;
-            grid_cell_of(&st.grid, st.grid.dispatch[i], &w, &li);
-            seen[w] |= 1;
+        for (size_t m = 0; todo && seen && model_windows_before && m < nm; m++) {
+            memset(seen, 0, st.grid.n_windows ? st.grid.n_windows : 1);
+            for (size_t i = 0; i < st.grid.n_cells; i++) {
+                size_t cell = st.grid.dispatch[i], w, li;
+                if (opts->shard_count > 0 && (int)(i % (size_t)opts->shard_count) != opts->shard_index)
+                    continue;
+                grid_cell_of(&st.grid, cell, &w, &li);
+                seen[w] |= 1;
+                if (store_cell_status(st.out, m, w, li) != STORE_DONE) {
+                    todo[ntodo++] = (int64_t)(m * st.grid.n_cells + cell);
+                    seen[w] |= 2;
+                }
+            }
+            for (size_t w = 0; w < st.grid.n_windows; w++) {
+                sum->windows_total += seen[w] & 1;
+                sum->windows_done_before += seen[w] == 1;
+                model_windows_before[m] += seen[w] == 1;
+            }
         }
-        for (size_t i = 0; seen && todo && i < ntodo; i++) {
-            size_t w, li;
-            grid_cell_of(&st.grid, (size_t)todo[i], &w, &li);
-            seen[w] |= 2;
-        }
-        for (size_t w = 0; seen && w < st.grid.n_windows; w++) {
-            sum->windows_total += seen[w] & 1;
-            sum->windows_done_before += seen[w] == 1;
-        }
-        free(seen);
-        if (!todo) ok = 0, as_fail(e, "out of memory for the cell list");
+        sum->done_before = sum->total - ntodo;
+        if (!todo || !seen || !model_windows_before) ok = 0, as_fail(e, "out of memory for the cell list");
         else if (build_units(&st, todo, ntodo, e)) ok = 0;
+        free(seen);
     }
     free(todo);
     if (!all_ok(comm, ok) || share_units(&st, comm, e)) {
         if (st.out) store_close(st.out, "failed", &local), st.out = NULL;
+        free(model_windows_before);
         goto out;
     }
     st.unit_cells = st.grid.n_L < UNIT_MAX_CUTS ? st.grid.n_L : UNIT_MAX_CUTS;
-
-    /* 5. compute: workers (and rank 0 when alone) need a cell worker */
     int computes = st.size == 1 || st.rank != 0;
-    cell_spec spec = cell_spec_of(&st.cfg);
-    if (ok && computes) st.worker_ok = cell_worker_init(&st.worker, &st.model, &spec, st.rank, e) == 0;
-    if (st.worker_ok) st.worker.should_stop = sched_should_stop;
-    /* Every cut comes from a pass at the grid's largest L, however the cuts
-     * are grouped into units (a resume regroups them). */
-    if (st.worker_ok) st.worker.pass_L = (size_t)config_max_L(&st.cfg);
-    if (st.rank == 0 && !computes) cr_layout_init(&st.worker.layout, st.cfg.axes.n_N, st.cfg.axes.n_T,
-                                                  st.cfg.axes.n_eps, st.cfg.axes.n_norm,
-                                                  st.cfg.axes.n_layer, st.cfg.axes.n_head);
-    if (!all_ok(comm, ok && (!computes || st.worker_ok))) {
-        if (st.rank == 0 && !e->msg[0]) as_fail(e, "a worker rank could not allocate its memory");
-        if (st.out) store_close(st.out, "failed", &local), st.out = NULL;
-        goto out;
-    }
+    /* the master's block layout: the union axes, the same for every model */
+    cr_layout_init(&st.worker.layout, st.cfg.axes.n_N, st.cfg.axes.n_T, st.cfg.axes.n_eps,
+                   st.cfg.axes.n_norm, st.cfg.axes.n_layer, st.cfg.axes.n_head);
+    st.slot_doubles = slot_doubles(&st.worker.layout);
     /* commit_every counts cells; the scheduler counts units. */
     size_t units_per_commit = (size_t)st.cfg.commit_every / st.unit_cells;
     int64_t *unit_ids = malloc((st.n_units ? st.n_units : 1) * sizeof *unit_ids);
@@ -752,21 +834,64 @@ int sweep_run(MPI_Comm comm, const sweep_opts *opts, sweep_summary *sum, as_err 
         as_fail(e, "out of memory for the unit list");
         if (st.out) store_close(st.out, "failed", &local), st.out = NULL;
         free(unit_ids);
+        free(model_windows_before);
         goto out;
     }
-    st.slot_doubles = slot_doubles(&st.worker.layout);
-    sched_opts so = {.block_doubles = st.unit_cells * st.slot_doubles, .compute = compute_unit,
-                     .compute_ctx = &st, .commit = commit_units, .dispatched = unit_dispatched,
-                     .master_ctx = &st, .commit_every = units_per_commit ? units_per_commit : 1,
-                     .progress_every_s = opts->progress_every_s, .unit = "windows",
-                     .grace_usr1_s = st.cfg.stop_grace,
-                     .done_before = sum->windows_done_before};
+
+    /* 5. compute, one model after the other. A model switch is collective: every rank
+     * has finished the previous model's units (sched_run returned on all ranks), then the
+     * node frees that model's shared window and maps the next (load_model); the cell
+     * worker's buffers are re-sized for the new model. Models without pending cells are
+     * never loaded. */
     sched_stats stats = {0};
+    int srun = SCHED_COMPLETE;
     double t_sched = as_monotonic_s();
-    int srun = sched_run(comm, st.rank == 0 ? unit_ids : NULL, st.rank == 0 ? st.n_units : 0, &so,
-                         &stats, e);
+    for (size_t m = 0; m < nm && srun == SCHED_COMPLETE; m++) {
+        size_t lo = st.model_units[m], hi = st.model_units[m + 1];
+        if (hi == lo) continue;
+        double tl = as_monotonic_s();
+        ok = load_model(&st, comm, m, e) == 0;
+        st.timing[TM_LOAD] += as_monotonic_s() - tl;
+        if (!ok) {
+            srun = -1;
+            break;
+        }
+        if (st.worker_ok) cell_worker_free(&st.worker), st.worker_ok = 0;
+        cell_spec spec = cell_spec_of_model(&st.cfg, m);
+        if (computes) st.worker_ok = cell_worker_init(&st.worker, &st.model, &spec, st.rank, e) == 0;
+        if (st.worker_ok) st.worker.should_stop = sched_should_stop;
+        /* Every cut comes from a pass at the grid's largest L, however the cuts
+         * are grouped into units (a resume regroups them). */
+        if (st.worker_ok) st.worker.pass_L = (size_t)config_max_L(&st.cfg);
+        if (!computes) cr_layout_init(&st.worker.layout, st.cfg.axes.n_N, st.cfg.axes.n_T,
+                                      st.cfg.axes.n_eps, st.cfg.axes.n_norm, st.cfg.axes.n_layer,
+                                      st.cfg.axes.n_head);
+        if (!all_ok(comm, !computes || st.worker_ok)) {
+            if (st.rank == 0 && !e->msg[0]) as_fail(e, "a worker rank could not allocate its memory");
+            srun = -1;
+            break;
+        }
+        char unit[300];
+        if (nm > 1) snprintf(unit, sizeof unit, "windows of %s", st.cfg.models[m].name);
+        else snprintf(unit, sizeof unit, "windows");
+        sched_opts so = {.block_doubles = st.unit_cells * st.slot_doubles, .compute = compute_unit,
+                         .compute_ctx = &st, .commit = commit_units, .dispatched = unit_dispatched,
+                         .master_ctx = &st, .commit_every = units_per_commit ? units_per_commit : 1,
+                         .progress_every_s = opts->progress_every_s, .unit = unit,
+                         .grace_usr1_s = st.cfg.stop_grace,
+                         .done_before = st.rank == 0 ? model_windows_before[m] : 0};
+        sched_stats ms = {0};
+        srun = sched_run(comm, st.rank == 0 ? unit_ids + lo : NULL, st.rank == 0 ? hi - lo : 0, &so,
+                         &ms, e);
+        stats.total += ms.total, stats.done += ms.done, stats.failed += ms.failed;
+        stats.abandoned += ms.abandoned, stats.undispatched += ms.undispatched;
+        stats.elapsed_s += ms.elapsed_s, stats.compute_s += ms.compute_s;
+        stats.master_cpu_s += ms.master_cpu_s;
+        if (ms.signo) stats.signo = ms.signo;
+    }
     st.timing[TM_SCHED] = as_monotonic_s() - t_sched;
     free(unit_ids);
+    free(model_windows_before);
 
     /* 6. close */
     if (st.rank == 0) {

@@ -62,7 +62,9 @@ int st_compact(store *s, as_err *err) {
         for (size_t c = 0; c < total; c++) {
             next[c] = s->last_commit[c];
             if (s->status[c] != STORE_DONE || s->compacted[c]) continue;
-            if (st_read_cell_values(s, s->file, c / s->ax.n_L, c % s->ax.n_L, s->packed) == 0 &&
+            size_t m, w, l;
+            cell_of(s, c, &m, &w, &l);
+            if (st_read_cell_values(s, s->file, m, w, l, s->packed) == 0 &&
                 journal_crc32(0, s->packed, s->payload_bytes) == s->values_crc[c])
                 ok[c] = 1, to_compact++;
             else
@@ -92,8 +94,8 @@ int st_compact(store *s, as_err *err) {
         int cell = -1;
         if (r.type == JR_COMMIT) {
             int li = find_L(s, r.L);
-            if (li >= 0 && r.window >= 0 && (size_t)r.window < s->ax.n_window)
-                cell = (int)cell_at(s, (size_t)r.window, (size_t)li);
+            if (li >= 0 && r.window >= 0 && (size_t)r.window < s->ax.n_window && r.model < s->ax.n_model)
+                cell = (int)cell_at(s, r.model, (size_t)r.window, (size_t)li);
         }
         int live = cell >= 0 && s->last_commit[cell].payload_offset == r.payload_offset &&
                    s->last_commit[cell].type == JR_COMMIT;
@@ -168,8 +170,8 @@ int store_read_cell(const char *path, const store_axes *axes, journal *j, const 
     if (!(r->flags & JF_COMPACT)) return journal_read_payload(j, r, out, err);
     unsigned char d[JOURNAL_COMPACT_BYTES];
     if (r->payload_len != JOURNAL_COMPACT_BYTES || journal_read_payload(j, r, d, err))
-        return as_fail(err, "%s: bad compacted record of cell (window %d, L %d)", journal_path(j),
-                       r->window, r->L);
+        return as_fail(err, "%s: bad compacted record of cell (model %u, window %d, L %d)",
+                       journal_path(j), r->model, r->window, r->L);
     uint32_t crc;
     memcpy(&crc, d, 4);
     /* a store that only knows the layout, for st_read_cell_values */
@@ -187,19 +189,21 @@ int store_read_cell(const char *path, const store_axes *axes, journal *j, const 
     int li = -1;
     for (size_t i = 0; i < axes->n_L && li < 0; i++)
         if (axes->L[i] == r->L) li = (int)i;
-    if (li < 0 || r->window < 0 || (size_t)r->window >= axes->n_window)
-        return as_fail(err, "%s: cell (window %d, L %d) is not on its axes", path, r->window, r->L);
+    size_t n_model = axes->n_model ? axes->n_model : 1;
+    if (li < 0 || r->window < 0 || (size_t)r->window >= axes->n_window || r->model >= n_model)
+        return as_fail(err, "%s: cell (model %u, window %d, L %d) is not on its axes", path, r->model,
+                       r->window, r->L);
     hid_t fapl = st_file_access(), f;
     int rc = -1;
     H5E_BEGIN_TRY {
         f = H5Fopen(path, H5F_ACC_RDONLY, fapl);
-        if (f >= 0) rc = st_read_cell_values(&s, f, (size_t)r->window, (size_t)li, out);
+        if (f >= 0) rc = st_read_cell_values(&s, f, r->model, (size_t)r->window, (size_t)li, out);
         if (f >= 0) H5Fclose(f);
     } H5E_END_TRY;
     H5Pclose(fapl);
     if (rc || journal_crc32(0, out, s.payload_bytes) != crc)
-        return as_fail(err, "%s: cell (window %d, L %d) is compacted in its journal and the file "
-                       "does not hold it intact (run the shard once: it is computed again)",
-                       path, r->window, r->L);
+        return as_fail(err, "%s: cell (model %u, window %d, L %d) is compacted in its journal and "
+                       "the file does not hold it intact (run the shard once: it is computed again)",
+                       path, r->model, r->window, r->L);
     return 0;
 }

@@ -120,7 +120,8 @@ static void record_encode(unsigned char b[JOURNAL_RECORD_BYTES], const journal_r
     put(b, &at, &r->status, 4);
     put(b, &at, &r->attempt, 4);
     put(b, &at, &r->rank, 4);
-    put(b, &at, &r->flags, 4);
+    uint32_t word = (r->flags & 0xffffu) | (r->model << 16); /* version 3 (journal.h) */
+    put(b, &at, &word, 4);
     put(b, &at, &r->window_start, 8);
     put(b, &at, &r->t_start, 8);
     put(b, &at, &r->t_end, 8);
@@ -143,7 +144,10 @@ static int record_decode(const unsigned char b[JOURNAL_RECORD_BYTES], journal_re
     get(b, &at, &r->status, 4);
     get(b, &at, &r->attempt, 4);
     get(b, &at, &r->rank, 4);
-    get(b, &at, &r->flags, 4);
+    uint32_t word;
+    get(b, &at, &word, 4);
+    r->flags = word & 0xffffu;
+    r->model = word >> 16;
     get(b, &at, &r->window_start, 8);
     get(b, &at, &r->t_start, 8);
     get(b, &at, &r->t_end, 8);
@@ -380,6 +384,12 @@ int journal_append_crc(journal *j, const journal_record *rec, const void *payloa
     if (!j->writable) return as_fail(err, "%s: journal opened read-only", j->path);
     if (rec->flags && j->version < 2)
         return as_fail(err, "%s: a version 1 journal cannot hold compacted records", j->path);
+    if (rec->model && j->version < 3)
+        return as_fail(err, "%s: written by an older attnsweep (journal version %u, one model): it "
+                       "cannot hold the cells of a second model; sweep the models into a new output",
+                       j->path, j->version);
+    if (rec->flags > 0xffffu || rec->model > JOURNAL_MAX_MODELS)
+        return as_fail(err, "%s: record flags %u or model %u out of range", j->path, rec->flags, rec->model);
     unsigned char rb[JOURNAL_RECORD_BYTES];
     record_encode(rb, rec, payload_crc);
     /* Fields and payload in one system call, so a crash tears at most this

@@ -56,7 +56,7 @@ typedef struct {
     size_t payload_len;
 } merged_segment;
 
-/* The merged state of one (window, L) cell. */
+/* The merged state of one (model, window, L) cell. */
 typedef struct {
     int32_t attempts;       /* summed over the shards */
     uint8_t status;         /* STORE_PENDING, _DONE, _FAILED */
@@ -68,7 +68,7 @@ typedef struct {
     const merge_opts *opts;
     shard *shards;
     size_t n;
-    size_t n_window, n_L;
+    size_t n_model, n_window, n_L;
     const store_axes *axes;
     size_t payload_bytes;
     merged_cell *cells;
@@ -103,6 +103,10 @@ static const char *axes_differ(const store_axes *a, const store_axes *b) {
     if (a->n_norm != b->n_norm) return "normalizer";
     for (size_t i = 0; i < a->n_norm; i++)
         if (strcmp(a->normalizer[i], b->normalizer[i])) return "normalizer";
+    if (a->n_model != b->n_model) return "model";
+    for (size_t i = 0; i < a->n_model; i++)
+        if (strcmp(a->model_name[i], b->model_name[i]) || strcmp(a->model_sha256[i], b->model_sha256[i]))
+            return "model / model_sha256";
     return NULL;
 }
 
@@ -244,8 +248,8 @@ static int compare_done(merge_state *m, size_t c, size_t s, journal *j, const jo
     journal_close(oj);
     if (rc) return -1;
     if (memcmp(m->buf_a, m->buf_b, m->payload_bytes))
-        return as_fail(err, "%s: cell (window %d, L %d) holds other values than in %s", 
-                       m->shards[s].path, r->window, r->L, other->path);
+        return as_fail(err, "%s: cell (model %u, window %d, L %d) holds other values than in %s",
+                       m->shards[s].path, r->model, r->window, r->L, other->path);
     return 0;
 }
 
@@ -254,7 +258,7 @@ static int compare_done(merge_state *m, size_t c, size_t s, journal *j, const jo
 static int read_shard(merge_state *m, size_t s, int32_t *attempts, uint8_t *in_flight,
                       journal_record *last, as_err *err) {
     shard *sh = &m->shards[s];
-    size_t total = m->n_window * m->n_L;
+    size_t total = m->n_model * m->n_window * m->n_L;
     memset(attempts, 0, total * sizeof *attempts);
     memset(in_flight, 0, total);
     for (size_t c = 0; c < total; c++) last[c].type = 0;
@@ -280,13 +284,13 @@ static int read_shard(merge_state *m, size_t s, int32_t *attempts, uint8_t *in_f
             int li = -1;
             for (size_t l = 0; l < m->n_L && li < 0; l++)
                 if (m->axes->L[l] == r.L) li = (int)l;
-            if (r.window < 0 || (size_t)r.window >= m->n_window || li < 0 ||
+            if (r.window < 0 || (size_t)r.window >= m->n_window || li < 0 || r.model >= m->n_model ||
                 m->axes->window_start[r.window] != r.window_start) {
-                rc = as_fail(err, "%s: journal holds cell (window %d, L %d) that is not on the "
-                             "axes of %s", sh->journal_path, r.window, r.L, sh->path);
+                rc = as_fail(err, "%s: journal holds cell (model %u, window %d, L %d) that is not on "
+                             "the axes of %s", sh->journal_path, r.model, r.window, r.L, sh->path);
                 break;
             }
-            size_t c = (size_t)r.window * m->n_L + (size_t)li;
+            size_t c = ((size_t)r.model * m->n_window + (size_t)r.window) * m->n_L + (size_t)li;
             if (r.type == JR_DISPATCH) {
                 attempts[c]++, in_flight[c] = 1;
             } else {
@@ -324,7 +328,7 @@ static int read_shard(merge_state *m, size_t s, int32_t *attempts, uint8_t *in_f
 
 static int append_cells_of(merge_state *m, journal *out, size_t s, as_err *err) {
     journal *j = NULL;
-    size_t total = m->n_window * m->n_L;
+    size_t total = m->n_model * m->n_window * m->n_L;
     int rc = 0;
     for (size_t c = 0; c < total && !rc; c++) {
         merged_cell *mc = &m->cells[c];
@@ -379,13 +383,14 @@ static int write_journal(merge_state *m, const char *tmp, as_err *err) {
         }
     }
     /* Cells that were dispatched but never committed keep their attempts. */
-    size_t total = m->n_window * m->n_L;
+    size_t total = m->n_model * m->n_window * m->n_L;
     for (size_t c = 0; c < total && !rc; c++) {
         const merged_cell *mc = &m->cells[c];
         if (mc->status != STORE_PENDING) continue;
-        size_t w = c / m->n_L, l = c % m->n_L;
+        size_t l = c % m->n_L, w = c / m->n_L % m->n_window, mi = c / m->n_L / m->n_window;
         for (int32_t t = 1; t <= mc->attempts && !rc; t++) {
-            journal_record r = {.type = JR_DISPATCH, .window = (int32_t)w, .L = m->axes->L[l],
+            journal_record r = {.type = JR_DISPATCH, .model = (uint32_t)mi, .window = (int32_t)w,
+                                .L = m->axes->L[l],
                                 .window_start = m->axes->window_start[w], .attempt = (uint32_t)t,
                                 .rank = -1};
             rc = journal_append(out, &r, NULL, err);
@@ -491,8 +496,9 @@ int merge_shards(const merge_opts *opts, merge_summary *sum, as_err *err) {
     if (!rc) {
         m.axes = &m.shards[0].desc.axes;
         m.n_window = m.axes->n_window, m.n_L = m.axes->n_L;
+        m.n_model = m.axes->n_model ? m.axes->n_model : 1;
         m.payload_bytes = (size_t)m.shards[0].hdr.payload_bytes;
-        size_t total = m.n_window * m.n_L;
+        size_t total = m.n_model * m.n_window * m.n_L;
         m.cells = calloc(total, sizeof *m.cells);
         attempts = calloc(total, sizeof *attempts);
         in_flight = calloc(total, 1);

@@ -45,7 +45,18 @@ typedef struct {
     char **norm;
     size_t n_norm;
     char *str[DESC_STRINGS];
+    /* the model axis (absent in files from before it: n_model 0) */
+    size_t n_model;
+    char **model_name, **model_path, **model_sha;
+    int32_t *model_n_layer, *model_n_head, *model_n_embd;
+    int64_t *training_step;
+    uint8_t *head_valid;
 } desc_owned;
+
+static void free_strings(char **v, size_t n) {
+    for (size_t i = 0; v && i < n; i++) free(v[i]);
+    free(v);
+}
 
 void store_description_free(store_description *d) {
     if (!d || !d->owned) return;
@@ -55,6 +66,10 @@ void store_description_free(store_description *d) {
     for (size_t i = 0; o->norm && i < o->n_norm; i++) free(o->norm[i]);
     free(o->norm);
     for (int i = 0; i < DESC_STRINGS; i++) free(o->str[i]);
+    free_strings(o->model_name, o->n_model), free_strings(o->model_path, o->n_model);
+    free_strings(o->model_sha, o->n_model);
+    free(o->model_n_layer), free(o->model_n_head), free(o->model_n_embd), free(o->training_step);
+    free(o->head_valid);
     free(o);
     memset(d, 0, sizeof *d);
 }
@@ -108,6 +123,60 @@ static int desc_attr_num(hid_t file, const char *name, hid_t mtype, void *out) {
     return rc;
 }
 
+/* A 1-D string dataset as malloc'd copies; NULL on error. */
+static char **desc_read_strings(hid_t file, const char *name, size_t *n) {
+    hid_t str = st_utf8_vlen();
+    char **raw = desc_read_1d(file, name, str, sizeof(char *), n);
+    H5Tclose(str);
+    if (!raw) return NULL;
+    char **out = calloc(*n, sizeof *out);
+    int ok = out != NULL;
+    for (size_t i = 0; i < *n; i++) {
+        if (out) ok &= (out[i] = st_dupstr(raw[i])) != NULL;
+        H5free_memory(raw[i]);
+    }
+    free(raw);
+    if (!ok) free_strings(out, *n), out = NULL;
+    return out;
+}
+
+/* The model axis of a results file (store.h), or n_model 0 for a file written before it.
+ * NULL when fine, else the name of what could not be read. */
+static const char *desc_models(hid_t file, desc_owned *o, store_axes *a) {
+    if (H5Lexists(file, "model", H5P_DEFAULT) <= 0) return NULL;
+    size_t n = 0, k;
+    o->model_name = desc_read_strings(file, "model", &n);
+    if (!o->model_name) return "model";
+    o->n_model = n;
+    o->model_path = desc_read_strings(file, "model_path", &k);
+    if (!o->model_path || k != n) return "model_path";
+    o->model_sha = desc_read_strings(file, "model_sha256", &k);
+    if (!o->model_sha || k != n) return "model_sha256";
+    o->model_n_layer = desc_read_1d(file, "model_n_layer", H5T_NATIVE_INT32, 4, &k);
+    if (!o->model_n_layer || k != n) return "model_n_layer";
+    o->model_n_head = desc_read_1d(file, "model_n_head", H5T_NATIVE_INT32, 4, &k);
+    if (!o->model_n_head || k != n) return "model_n_head";
+    o->model_n_embd = desc_read_1d(file, "model_n_embd", H5T_NATIVE_INT32, 4, &k);
+    if (!o->model_n_embd || k != n) return "model_n_embd";
+    o->training_step = desc_read_1d(file, "training_step", H5T_NATIVE_INT64, 8, &k);
+    if (!o->training_step || k != n) return "training_step";
+    size_t hv = n * a->n_layer * a->n_head;
+    o->head_valid = malloc(hv ? hv : 1);
+    hid_t ds = H5Dopen2(file, "head_valid", H5P_DEFAULT);
+    int ok = o->head_valid && ds >= 0 &&
+             H5Dread(ds, H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, o->head_valid) >= 0;
+    if (ds >= 0) H5Dclose(ds);
+    if (!ok) return "head_valid";
+    a->n_model = n;
+    a->model_name = (const char *const *)o->model_name;
+    a->model_path = (const char *const *)o->model_path;
+    a->model_sha256 = (const char *const *)o->model_sha;
+    a->model_n_layer = o->model_n_layer, a->model_n_head = o->model_n_head;
+    a->model_n_embd = o->model_n_embd, a->training_step = o->training_step;
+    a->head_valid = o->head_valid;
+    return NULL;
+}
+
 int store_describe(const char *path, store_description *d, as_err *err) {
     memset(d, 0, sizeof *d);
     desc_owned *o = calloc(1, sizeof *o);
@@ -155,6 +224,7 @@ int store_describe(const char *path, store_description *d, as_err *err) {
         else if (!o->layer) bad = "layer";
         else if (!o->head) bad = "head";
         a->n_window = nw;
+        if (!bad) bad = desc_models(file, o, a);
         a->window_start = o->window_start, a->L = o->L, a->N = o->N, a->T = o->T;
         a->eps = o->eps, a->layer = o->layer, a->head = o->head;
         a->n_norm = o->n_norm;
@@ -203,6 +273,7 @@ int store_describe(const char *path, store_description *d, as_err *err) {
 void store_progress_free(store_progress *p) {
     if (!p) return;
     free(p->per_L);
+    free(p->per_model);
     memset(p, 0, sizeof *p);
 }
 
@@ -218,11 +289,24 @@ static store_progress_L *progress_row(store_progress *p, int32_t L) {
     return r;
 }
 
-/* The last commit of each (window, L) cell decides its state. */
+/* The last commit of each (model, window, L) cell decides its state. */
 typedef struct {
+    uint32_t model;
     int32_t window, L;
     uint8_t status;
 } cell_state;
+
+/* The row of model m (grown as needed; names and totals come from the status file). */
+static store_progress_model *progress_model(store_progress *p, size_t m) {
+    if (m >= p->n_model) {
+        store_progress_model *grown = realloc(p->per_model, (m + 1) * sizeof *grown);
+        if (!grown) return NULL;
+        memset(grown + p->n_model, 0, (m + 1 - p->n_model) * sizeof *grown);
+        p->per_model = grown;
+        p->n_model = m + 1;
+    }
+    return &p->per_model[m];
+}
 
 /* Done and failed cells by the journal, into p's L rows (zeroed first). A quick
  * look (payload checksums skipped), as a run may be appending. */
@@ -236,7 +320,7 @@ static int progress_from_journal(const char *jpath, store_progress *p, as_err *e
     while ((got = journal_next(j, &r, err)) == 1) {
         if (r.type != JR_COMMIT) continue;
         size_t i = 0;
-        while (i < n && !(cells[i].window == r.window && cells[i].L == r.L)) i++;
+        while (i < n && !(cells[i].model == r.model && cells[i].window == r.window && cells[i].L == r.L)) i++;
         if (i == n) {
             if (n == cap) {
                 cap = cap ? 2 * cap : 256;
@@ -247,28 +331,34 @@ static int progress_from_journal(const char *jpath, store_progress *p, as_err *e
                 }
                 cells = grown;
             }
-            cells[n++] = (cell_state){r.window, r.L, 0};
+            cells[n++] = (cell_state){r.model, r.window, r.L, 0};
         }
         cells[i].status = (uint8_t)r.status;
     }
     journal_close(j);
     if (got < 0) rc = -1;
     for (size_t i = 0; i < p->n_L; i++) p->per_L[i].done = p->per_L[i].failed = 0;
+    for (size_t i = 0; i < p->n_model; i++) p->per_model[i].done = p->per_model[i].failed = 0;
     p->done = p->failed = 0;
+    uint32_t n_model = 1;
     for (size_t i = 0; i < n && !rc; i++) {
         store_progress_L *row = progress_row(p, cells[i].L);
-        if (!row) rc = as_fail(err, "%s: out of memory", jpath);
-        else if (cells[i].status == STORE_DONE) row->done++, p->done++;
-        else if (cells[i].status == STORE_FAILED) row->failed++, p->failed++;
+        store_progress_model *mrow = progress_model(p, cells[i].model);
+        if (cells[i].model + 1 > n_model) n_model = cells[i].model + 1;
+        if (!row || !mrow) rc = as_fail(err, "%s: out of memory", jpath);
+        else if (cells[i].status == STORE_DONE) row->done++, mrow->done++, p->done++;
+        else if (cells[i].status == STORE_FAILED) row->failed++, mrow->failed++, p->failed++;
     }
-    /* windows with every L done: count done cells per window */
+    /* windows (of a model) with every L done: count done cells per (model, window) */
     int32_t max_w = -1;
     for (size_t i = 0; i < n; i++) if (cells[i].window > max_w) max_w = cells[i].window;
-    size_t *per_w = !rc && max_w >= 0 && p->n_L ? calloc((size_t)max_w + 1, sizeof *per_w) : NULL;
+    size_t per_model_w = (size_t)max_w + 1;
+    size_t *per_w = !rc && max_w >= 0 && p->n_L ? calloc(n_model * per_model_w, sizeof *per_w) : NULL;
     for (size_t i = 0; per_w && i < n; i++)
-        if (cells[i].status == STORE_DONE && cells[i].window >= 0) per_w[cells[i].window]++;
+        if (cells[i].status == STORE_DONE && cells[i].window >= 0)
+            per_w[cells[i].model * per_model_w + (size_t)cells[i].window]++;
     p->windows_done = 0;
-    for (int32_t w = 0; per_w && w <= max_w; w++) p->windows_done += per_w[w] >= p->n_L;
+    for (size_t w = 0; per_w && w < n_model * per_model_w; w++) p->windows_done += per_w[w] >= p->n_L;
     free(per_w);
     free(cells);
     return rc;
@@ -286,10 +376,15 @@ static int progress_from_view(const char *path, store_progress *p, as_err *err) 
     int32_t *L = NULL;
     H5E_BEGIN_TRY {
         hid_t sd = H5Dopen2(f, "status", H5P_DEFAULT), Ld = H5Dopen2(f, "L", H5P_DEFAULT);
-        hsize_t dims[2] = {0, 0};
+        /* status is (model, window, L); (window, L) in files from before the model axis */
+        hsize_t d3[3] = {0, 0, 0}, dims[2] = {0, 0}, n_models = 1;
         if (sd >= 0 && Ld >= 0) {
             hid_t sp = H5Dget_space(sd);
-            if (H5Sget_simple_extent_ndims(sp) == 2) H5Sget_simple_extent_dims(sp, dims, NULL);
+            int nd = H5Sget_simple_extent_ndims(sp);
+            if (nd == 3 && H5Sget_simple_extent_dims(sp, d3, NULL) == 3)
+                n_models = d3[0], dims[0] = d3[0] * d3[1], dims[1] = d3[2];
+            else if (nd == 2)
+                H5Sget_simple_extent_dims(sp, dims, NULL);
             H5Sclose(sp);
         }
         size_t n = (size_t)(dims[0] * dims[1]);
@@ -315,10 +410,18 @@ static int progress_from_view(const char *path, store_progress *p, as_err *err) 
             }
             p->windows_done = 0;
             for (size_t w = 0; !rc && w < dims[0]; w++) {
-                size_t k = 0;
-                for (size_t l = 0; l < dims[1]; l++) k += st[w * dims[1] + l] == STORE_DONE;
+                size_t k = 0, f = 0;
+                for (size_t l = 0; l < dims[1]; l++) {
+                    k += st[w * dims[1] + l] == STORE_DONE;
+                    f += st[w * dims[1] + l] == STORE_FAILED;
+                }
                 p->windows_done += k == dims[1];
+                /* (model, window) rows: dims[0] / n_models windows per model */
+                store_progress_model *mrow = progress_model(p, (size_t)(w / (dims[0] / n_models)));
+                if (!mrow) rc = -1;
+                else mrow->done += k, mrow->failed += f, mrow->total += dims[1];
             }
+            for (size_t l = 0; l < p->n_L; l++) p->per_L[l].windows = dims[0];
         }
         if (sd >= 0) H5Dclose(sd);
         if (Ld >= 0) H5Dclose(Ld);

@@ -95,18 +95,18 @@ int st_replay_journal(store *s, as_err *err) {
             }
             continue;
         }
-        /* JR_DISPATCH or JR_COMMIT: a cell, by window index and L value. */
+        /* JR_DISPATCH or JR_COMMIT: a cell, by model index, window index and L value. */
         int li = find_L(s, r.L);
-        if (r.window < 0 || (size_t)r.window >= s->ax.n_window || li < 0)
-            return as_fail(err, "%s: journal holds cell (window %d, L %d) outside this sweep's "
-                           "axes; windows and L values may be added, not removed",
-                           s->journal_path, r.window, r.L);
+        if (r.window < 0 || (size_t)r.window >= s->ax.n_window || li < 0 || r.model >= s->ax.n_model)
+            return as_fail(err, "%s: journal holds cell (model %u, window %d, L %d) outside this "
+                           "sweep's axes; models, windows and L values may be added, not removed",
+                           s->journal_path, r.model, r.window, r.L);
         if (s->window_start[r.window] != r.window_start)
             return as_fail(err, "%s: window %d started at token %lld in the journal, %lld now: "
                            "the text or the window plan changed; use a new output",
                            s->journal_path, r.window, (long long)r.window_start,
                            (long long)s->window_start[r.window]);
-        size_t c = cell_at(s, (size_t)r.window, (size_t)li);
+        size_t c = cell_at(s, r.model, (size_t)r.window, (size_t)li);
         if (r.type == JR_DISPATCH) {
             s->attempts[c]++;
             s->in_flight[c] = 1;
@@ -169,15 +169,18 @@ static int fsync_path(const char *path) {
 /* The view being replaced, open read-only for the compacted cells it holds. */
 typedef struct {
     hid_t file;
-    size_t n_window, n_L;
+    size_t n_window, n_L, n_model;
     int64_t *window_start;
     int32_t *L;
+    char **model;      /* [n_model] names; NULL for a file from before the model axis (one model) */
 } old_view;
 
 static void close_old_view(old_view *ov) {
     if (ov->file >= 0) H5E_BEGIN_TRY { H5Fclose(ov->file); } H5E_END_TRY;
-    free(ov->window_start), free(ov->L);
-    ov->file = -1, ov->window_start = NULL, ov->L = NULL;
+    for (size_t m = 0; ov->model && m < ov->n_model; m++)
+        if (ov->model[m]) H5free_memory(ov->model[m]);
+    free(ov->window_start), free(ov->L), free(ov->model);
+    ov->file = -1, ov->window_start = NULL, ov->L = NULL, ov->model = NULL;
 }
 
 /* A 1-D coordinate of the old view, malloc'd; its length in *n. */
@@ -210,6 +213,11 @@ static void open_old_view(store *s, old_view *ov) {
         if (ov->file >= 0) {
             ov->window_start = read_coord(ov->file, "window_start", H5T_NATIVE_INT64, 8, &ov->n_window);
             ov->L = read_coord(ov->file, "L", H5T_NATIVE_INT32, 4, &ov->n_L);
+            hid_t str = st_utf8_vlen();
+            ov->n_model = 1;
+            if (H5Lexists(ov->file, "model", H5P_DEFAULT) > 0)
+                ov->model = read_coord(ov->file, "model", str, sizeof(char *), &ov->n_model);
+            H5Tclose(str);
         }
     } H5E_END_TRY;
     H5Pclose(fapl);
@@ -218,14 +226,17 @@ static void open_old_view(store *s, old_view *ov) {
 
 /* A compacted cell's values from the old view, checked against the journal: 0, or -1
  * when the old view is gone, does not hold the cell, or holds other bytes. */
-static int salvage(store *s, const old_view *ov, size_t w, size_t l, unsigned char *out) {
+static int salvage(store *s, const old_view *ov, size_t m, size_t w, size_t l, unsigned char *out) {
     if (ov->file < 0 || w >= ov->n_window || ov->window_start[w] != s->window_start[w]) return -1;
+    /* the old view's model of the same name (a file from before the model axis: model 0) */
+    if (m >= ov->n_model || (ov->model && (!ov->model[m] || strcmp(ov->model[m], s->model_name[m]))))
+        return -1;
     size_t lo = 0;
     while (lo < ov->n_L && ov->L[lo] != s->Lv[l]) lo++;
     if (lo == ov->n_L) return -1;
     int rc;
-    H5E_BEGIN_TRY { rc = st_read_cell_values(s, ov->file, w, lo, out); } H5E_END_TRY;
-    if (rc || journal_crc32(0, out, s->payload_bytes) != s->values_crc[cell_at(s, w, l)]) return -1;
+    H5E_BEGIN_TRY { rc = st_read_cell_values(s, ov->file, m, w, lo, out); } H5E_END_TRY;
+    if (rc || journal_crc32(0, out, s->payload_bytes) != s->values_crc[cell_at(s, m, w, l)]) return -1;
     return 0;
 }
 
@@ -247,12 +258,12 @@ int st_rebuild_view(store *s, as_err *err) {
     int rc = 0;
     s->lost = 0;
     H5E_BEGIN_TRY {
-        for (size_t w = 0; w < s->ax.n_window && !rc; w++)
-            for (size_t l = 0; l < s->ax.n_L && !rc; l++) {
-                size_t c = cell_at(s, w, l);
+        for (size_t c = 0; c < store_total(s) && !rc; c++) {
+                size_t m, w, l;
+                cell_of(s, c, &m, &w, &l);
                 if (s->status[c] != STORE_DONE) continue;
                 if (s->compacted[c]) {
-                    if (salvage(s, &ov, w, l, s->packed)) {
+                    if (salvage(s, &ov, m, w, l, s->packed)) {
                         s->status[c] = STORE_PENDING; /* recomputed; store_open journals it */
                         s->compacted[c] = 0;
                         s->lost++;
@@ -262,8 +273,8 @@ int st_rebuild_view(store *s, as_err *err) {
                     rc = -1;
                     break;
                 }
-                if (st_write_cell_values(s, w, l, s->packed)) rc = as_fail(err, "%s: cannot write cell", tmp);
-            }
+                if (st_write_cell_values(s, m, w, l, s->packed)) rc = as_fail(err, "%s: cannot write cell", tmp);
+        }
         if (!rc && st_write_bookkeeping_all(s)) rc = as_fail(err, "%s: cannot write status", tmp);
         if (!rc && H5Fflush(s->file, H5F_SCOPE_GLOBAL) < 0)
             rc = as_fail(err, "%s: cannot write the rebuilt file (disk full?)", tmp);
@@ -303,7 +314,9 @@ int st_reconcile_view(store *s, as_err *err) {
             for (size_t c = 0; c < n && !rc; c++) {
                 if (fst[c] != STORE_DONE || s->status[c] == STORE_DONE) continue;
                 if (!filled) st_fill_packed(s, s->packed), filled = 1;
-                if (st_write_cell_values(s, c / s->ax.n_L, c % s->ax.n_L, s->packed)) rc = 1;
+                size_t m, w, l;
+                cell_of(s, c, &m, &w, &l);
+                if (st_write_cell_values(s, m, w, l, s->packed)) rc = 1;
             }
             if (!rc && H5Fflush(s->file, H5F_SCOPE_GLOBAL) < 0) rc = 1;
             /* Also brings attempts up to date (dispatches since the last close). */

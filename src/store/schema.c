@@ -17,9 +17,15 @@
 
 /* ---------- the variables of results.md and how they are packed ---------- */
 
-enum { D_WINDOW, D_L, D_N, D_T, D_EPS, D_NORM, D_LAYER, D_HEAD, D_COUNT };
-static const char *const dim_names[D_COUNT] = {"window", "L", "N", "T", "eps", "normalizer",
-                                               "layer", "head"};
+enum { D_MODEL, D_WINDOW, D_L, D_N, D_T, D_EPS, D_NORM, D_LAYER, D_HEAD, D_COUNT };
+static const char *const dim_names[D_COUNT] = {"model", "window", "L", "N", "T", "eps",
+                                               "normalizer", "layer", "head"};
+
+/* The model axis' auxiliary coordinates (docs/results.md "The model axis"), named in
+ * every data variable's CF `coordinates` attribute so xarray decodes them as coordinates. */
+#define MODEL_AUX_COORDS "model_path model_sha256 model_n_layer model_n_head model_n_embd training_step"
+/* The leading dimensions of a cell variable: a cell is (model, window, L). */
+enum { CELL_DIMS = 3 };
 
 const st_metric_def st_metric_defs[N_METRICS] = {
     [CR_DIST_TRUE] = {VT_F32, "mean over rows of the summed distance between unselected weighted vectors and the top-N context vector", "1"},
@@ -40,10 +46,10 @@ const st_metric_def st_metric_defs[N_METRICS] = {
     [CR_CRIT_N] = {VT_I32, "critical top-N: smallest N whose Kolmogorov-Smirnov p-value exceeds ks_alpha (-1: none)", "1"},
 };
 
-/* Dimensions of a variable in the file (window and L first). */
-static int var_dims(cr_var v, int dims[8]) {
+/* Dimensions of a variable in the file (model, window and L first). */
+static int var_dims(cr_var v, int dims[9]) {
     int n = 0;
-    dims[n++] = D_WINDOW, dims[n++] = D_L;
+    dims[n++] = D_MODEL, dims[n++] = D_WINDOW, dims[n++] = D_L;
     switch (cr_var_shape(v)) {
     case CR_SHAPE_PER_N:
         dims[n++] = D_N, dims[n++] = D_T, dims[n++] = D_NORM, dims[n++] = D_LAYER,
@@ -164,6 +170,7 @@ static hid_t mem_type(vtype t) {
 
 static size_t axis_len(const store *s, int d) {
     switch (d) {
+    case D_MODEL: return s->ax.n_model;
     case D_WINDOW: return s->ax.n_window;
     case D_L: return s->ax.n_L;
     case D_N: return s->ax.n_N;
@@ -184,10 +191,10 @@ static size_t axis_len(const store *s, int d) {
 static hid_t create_var(hid_t file, const store *s, const char *name, vtype t, const int *dims,
                         int rank, int chunk_per_cell, const void *fill, const char *long_name,
                         const char *units) {
-    hsize_t shape[8], chunk[8];
+    hsize_t shape[9], chunk[9];
     for (int i = 0; i < rank; i++) {
         shape[i] = axis_len(s, dims[i]);
-        chunk[i] = (dims[i] == D_WINDOW || dims[i] == D_L) ? 1 : shape[i];
+        chunk[i] = (dims[i] == D_MODEL || dims[i] == D_WINDOW || dims[i] == D_L) ? 1 : shape[i];
     }
     hid_t sp = H5Screate_simple(rank, shape, NULL);
     hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
@@ -211,6 +218,7 @@ static hid_t create_var(hid_t file, const store *s, const char *name, vtype t, c
     if (fill) rc |= attr_write(ds, "_FillValue", file_type(t), mem_type(t), 1, fill);
     rc |= attr_str(ds, "long_name", long_name);
     if (units) rc |= attr_str(ds, "units", units);
+    if (dims[0] == D_MODEL) rc |= attr_str(ds, "coordinates", MODEL_AUX_COORDS);
     for (int i = 0; i < rank; i++) {
         hid_t scale = H5Dopen2(file, dim_names[dims[i]], H5P_DEFAULT);
         if (scale < 0 || H5DSattach_scale(ds, scale, (unsigned)i) < 0) rc = -1;
@@ -289,8 +297,9 @@ int st_write_root_attrs(store *s, hid_t file) {
                    "sep_lower and sep_upper are a reconstruction of the paper's Theorem 2 bounds "
                    "from its proof sketch, not the paper's printed formulas. See docs/metrics.md "
                    "section 6.1");
-    rc |= attr_str(file, "status_note", "a cell (window, L) is finished when status == 1; "
-                   "metrics may legitimately be NaN");
+    rc |= attr_str(file, "status_note", "a cell (model, window, L) is finished when status == 1; "
+                   "metrics may legitimately be NaN; head_valid == 0 marks a (layer, head) the "
+                   "model does not have (its values are NaN / int fill)");
     return rc;
 }
 
@@ -490,6 +499,67 @@ hid_t st_file_access(void) {
     return fapl;
 }
 
+/* A 1-D variable over the model axis (an auxiliary coordinate). */
+static int create_model_var(hid_t file, const store *s, const char *name, hid_t ftype, hid_t mtype,
+                            const void *data, const char *long_name, const char *units) {
+    hsize_t dim = s->ax.n_model;
+    hid_t sp = H5Screate_simple(1, &dim, NULL);
+    hid_t ds = H5Dcreate2(file, name, ftype, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    H5Sclose(sp);
+    if (ds < 0) return -1;
+    int rc = H5Dwrite(ds, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0 ? -1 : 0;
+    rc |= attr_str(ds, "long_name", long_name);
+    if (units) rc |= attr_str(ds, "units", units);
+    hid_t scale = H5Dopen2(file, "model", H5P_DEFAULT);
+    if (scale < 0 || H5DSattach_scale(ds, scale, 0) < 0) rc = -1;
+    if (scale >= 0) H5Dclose(scale);
+    H5Dclose(ds);
+    return rc;
+}
+
+static int create_model_aux(hid_t file, const store *s) {
+    hid_t str = st_utf8_vlen();
+    int rc = 0;
+    rc |= create_model_var(file, s, "model_path", str, str, s->model_path,
+                           "model directory as the config resolved it", NULL);
+    rc |= create_model_var(file, s, "model_sha256", str, str, s->model_sha,
+                           "sha256 of the model's model.safetensors", NULL);
+    rc |= create_model_var(file, s, "model_n_layer", H5T_STD_I32LE, H5T_NATIVE_INT32, s->model_n_layer,
+                           "number of transformer blocks of the model", "1");
+    rc |= create_model_var(file, s, "model_n_head", H5T_STD_I32LE, H5T_NATIVE_INT32, s->model_n_head,
+                           "attention heads per block of the model", "1");
+    rc |= create_model_var(file, s, "model_n_embd", H5T_STD_I32LE, H5T_NATIVE_INT32, s->model_n_embd,
+                           "residual stream width of the model", "1");
+    rc |= create_model_var(file, s, "training_step", H5T_STD_I64LE, H5T_NATIVE_INT64, s->training_step,
+                           "training step of the checkpoint (config.json training_step; -1: not given)", "1");
+    H5Tclose(str);
+    return rc;
+}
+
+/* head_valid (model, layer, head): which (layer, head) of the union axes a model has. */
+static int create_head_valid(hid_t file, const store *s) {
+    hsize_t shape[3] = {s->ax.n_model, s->ax.n_layer, s->ax.n_head};
+    hid_t sp = H5Screate_simple(3, shape, NULL);
+    hid_t ds = H5Dcreate2(file, "head_valid", H5T_STD_U8LE, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    H5Sclose(sp);
+    if (ds < 0) return -1;
+    int rc = H5Dwrite(ds, H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, s->head_valid) < 0 ? -1 : 0;
+    uint8_t flags[2] = {0, 1};
+    rc |= attr_write(ds, "flag_values", H5T_STD_U8LE, H5T_NATIVE_UINT8, 2, flags);
+    rc |= attr_str(ds, "flag_meanings", "masked present");
+    rc |= attr_str(ds, "long_name", "1 where the model has this (layer, head); 0 where its values "
+                                    "are masked (NaN, int fill)");
+    rc |= attr_str(ds, "coordinates", MODEL_AUX_COORDS);
+    static const int dims[3] = {D_MODEL, D_LAYER, D_HEAD};
+    for (int i = 0; i < 3; i++) {
+        hid_t scale = H5Dopen2(file, dim_names[dims[i]], H5P_DEFAULT);
+        if (scale < 0 || H5DSattach_scale(ds, scale, (unsigned)i) < 0) rc = -1;
+        if (scale >= 0) H5Dclose(scale);
+    }
+    H5Dclose(ds);
+    return rc;
+}
+
 /* Creates a complete, empty HDF5 view at path (fails if it exists). */
 int st_create_view(store *s, const char *path, as_err *err) {
     hid_t fapl = st_file_access();
@@ -505,6 +575,9 @@ int st_create_view(store *s, const char *path, as_err *err) {
     for (size_t i = 0; i < nw && widx; i++) widx[i] = (int32_t)i;
     hid_t str = st_utf8_vlen();
     H5E_BEGIN_TRY {
+        if (!rc) rc |= create_coord(file, "model", str, str, s->ax.n_model, s->model_name,
+                                    "model (the basename of its directory)", NULL);
+        if (!rc) rc |= create_model_aux(file, s);
         if (!rc) rc |= create_coord(file, "window", H5T_STD_I32LE, H5T_NATIVE_INT32, nw, widx,
                                     "text window index (first token at window_start)", "1");
         rc |= create_coord(file, "L", H5T_STD_I32LE, H5T_NATIVE_INT32, s->ax.n_L, s->Lv,
@@ -522,7 +595,7 @@ int st_create_view(store *s, const char *path, as_err *err) {
         rc |= create_coord(file, "head", H5T_STD_I32LE, H5T_NATIVE_INT32, s->ax.n_head, s->headv,
                            "attention head within the block (0-based)", "1");
         for (int v = 0; v < N_METRICS && !rc; v++) {
-            int dims[8];
+            int dims[9];
             int rank = var_dims((cr_var)v, dims);
             float fnan = NAN;
             double dnan = NAN;
@@ -535,7 +608,8 @@ int st_create_view(store *s, const char *path, as_err *err) {
                                          st_metric_defs[v].units);
             if (s->metric_ds[v] < 0) rc = -1;
         }
-        int cdims[2] = {D_WINDOW, D_L};
+        int cdims[3] = {D_MODEL, D_WINDOW, D_L};
+        if (!rc) rc |= create_head_valid(file, s);
         if (!rc) {
             hsize_t dim = nw;
             hid_t sp = H5Screate_simple(1, &dim, NULL);
@@ -557,8 +631,8 @@ int st_create_view(store *s, const char *path, as_err *err) {
         if (!rc) {
             double dnan = NAN;
             int32_t minus1 = -1;
-            hsize_t shape[2] = {nw, s->ax.n_L};
-            hid_t sp = H5Screate_simple(2, shape, NULL);
+            hsize_t shape[3] = {s->ax.n_model, nw, s->ax.n_L};
+            hid_t sp = H5Screate_simple(3, shape, NULL);
             hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
             H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_EARLY);
             uint8_t pending = STORE_PENDING;
@@ -574,18 +648,19 @@ int st_create_view(store *s, const char *path, as_err *err) {
                 rc |= attr_write(s->status_ds, "flag_values", H5T_STD_U8LE, H5T_NATIVE_UINT8, 3, flags);
                 rc |= attr_str(s->status_ds, "flag_meanings", "pending done failed");
                 rc |= attr_str(s->status_ds, "long_name", "cell status (the truth about which cells are done)");
-                for (int i = 0; i < 2; i++) {
+                rc |= attr_str(s->status_ds, "coordinates", MODEL_AUX_COORDS);
+                for (int i = 0; i < 3; i++) {
                     hid_t scale = H5Dopen2(file, dim_names[cdims[i]], H5P_DEFAULT);
                     if (scale < 0 || H5DSattach_scale(s->status_ds, scale, (unsigned)i) < 0) rc = -1;
                     if (scale >= 0) H5Dclose(scale);
                 }
             }
             if (!rc) {
-                s->wall_ds = create_var(file, s, "wall_time", VT_F64, cdims, 2, 0, &dnan,
+                s->wall_ds = create_var(file, s, "wall_time", VT_F64, cdims, 3, 0, &dnan,
                                         "wall-clock time spent computing the cell", "s");
-                s->rank_ds = create_var(file, s, "rank", VT_I32, cdims, 2, 0, &minus1,
+                s->rank_ds = create_var(file, s, "rank", VT_I32, cdims, 3, 0, &minus1,
                                         "MPI rank that computed the cell (-1: not computed)", "1");
-                s->attempts_ds = create_var(file, s, "attempts", VT_I32, cdims, 2, 0, NULL,
+                s->attempts_ds = create_var(file, s, "attempts", VT_I32, cdims, 3, 0, NULL,
                                             "number of times the cell was dispatched to a worker", "1");
                 if (s->wall_ds < 0 || s->rank_ds < 0 || s->attempts_ds < 0) rc = -1;
             }
@@ -600,6 +675,28 @@ int st_create_view(store *s, const char *path, as_err *err) {
         return as_fail(err, "%s: cannot lay out the results file (HDF5 error)", path);
     }
     return 0;
+}
+
+/* 1 when the view's model names or sha256s are not this store's (a rebuild then
+ * writes them); the model count was checked with the other axes. */
+static int models_differ(const store *s, hid_t f) {
+    hid_t str = st_utf8_vlen();
+    int differ = 0;
+    const char *names[2] = {"model", "model_sha256"};
+    char *const *want[2] = {s->model_name, s->model_sha};
+    for (int k = 0; k < 2 && !differ; k++) {
+        hid_t ds = H5Dopen2(f, names[k], H5P_DEFAULT);
+        char **got = calloc(s->ax.n_model, sizeof *got);
+        if (ds < 0 || !got || H5Dread(ds, str, H5S_ALL, H5S_ALL, H5P_DEFAULT, got) < 0) differ = 1;
+        for (size_t m = 0; got && m < s->ax.n_model; m++) {
+            if (!differ && (!got[m] || strcmp(got[m], want[k][m]))) differ = 1;
+            if (got[m]) H5free_memory(got[m]);
+        }
+        free(got);
+        if (ds >= 0) H5Dclose(ds);
+    }
+    H5Tclose(str);
+    return differ;
 }
 
 /* Opens the view read-write and checks its axes. 0 ok, 1 unusable or other
@@ -642,6 +739,7 @@ int st_open_view(store *s) {
             }
             if (ds < 0 || n != axis_len(s, d)) rc = 1;
         }
+        if (!rc) rc = models_differ(s, s->file);
         if (!rc) {
             hid_t ds = H5Dopen2(s->file, "window_start", H5P_DEFAULT);
             size_t n = s->ax.n_window;
@@ -659,13 +757,13 @@ int st_open_view(store *s) {
     return rc;
 }
 
-int st_write_cell_values(store *s, size_t w, size_t l, const unsigned char *packed) {
+int st_write_cell_values(store *s, size_t m, size_t w, size_t l, const unsigned char *packed) {
     int rc = 0;
     for (int v = 0; v < N_METRICS && !rc; v++) {
-        int dims[8];
+        int dims[9];
         int rank = var_dims((cr_var)v, dims);
-        hsize_t start[8] = {w, l}, count[8] = {1, 1};
-        for (int i = 2; i < rank; i++) start[i] = 0, count[i] = axis_len(s, dims[i]);
+        hsize_t start[9] = {m, w, l}, count[9] = {1, 1, 1};
+        for (int i = CELL_DIMS; i < rank; i++) start[i] = 0, count[i] = axis_len(s, dims[i]);
         hid_t fs = H5Dget_space(s->metric_ds[v]);
         /* Memory space of the selection's own shape: HDF5 then maps the cell
          * to its chunk in one piece instead of element by element. */
@@ -680,18 +778,24 @@ int st_write_cell_values(store *s, size_t w, size_t l, const unsigned char *pack
     return rc;
 }
 
-int st_read_cell_values(const store *s, hid_t f, size_t w, size_t l, unsigned char *packed) {
+int st_read_cell_values(const store *s, hid_t f, size_t m, size_t w, size_t l, unsigned char *packed) {
     int rc = 0;
     for (int v = 0; v < N_METRICS && !rc; v++) {
-        int dims[8];
+        int dims[9];
         int rank = var_dims((cr_var)v, dims);
-        hsize_t start[8] = {w, l}, count[8] = {1, 1};
-        for (int i = 2; i < rank; i++) start[i] = 0, count[i] = axis_len(s, dims[i]);
+        hsize_t start[9] = {m, w, l}, count[9] = {1, 1, 1};
+        for (int i = CELL_DIMS; i < rank; i++) start[i] = 0, count[i] = axis_len(s, dims[i]);
         hid_t ds = H5Dopen2(f, cr_var_name((cr_var)v), H5P_DEFAULT);
         if (ds < 0) return -1;
         hid_t fs = H5Dget_space(ds);
         hid_t ms = H5Screate_simple(rank, count, NULL);
-        if (fs < 0 || H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL) < 0 ||
+        /* a file written before the model axis: (window, L, ...), one model */
+        hsize_t *fstart = start, *fcount = count;
+        if (fs >= 0 && H5Sget_simple_extent_ndims(fs) == rank - 1) {
+            if (m != 0) rc = -1;
+            fstart = start + 1, fcount = count + 1;
+        }
+        if (rc || fs < 0 || H5Sselect_hyperslab(fs, H5S_SELECT_SET, fstart, NULL, fcount, NULL) < 0 ||
             H5Dread(ds, mem_type(st_metric_defs[v].type), ms, fs, H5P_DEFAULT,
                     packed + s->var_offset[v]) < 0)
             rc = -1;
@@ -702,8 +806,8 @@ int st_read_cell_values(const store *s, hid_t f, size_t w, size_t l, unsigned ch
     return rc;
 }
 
-static int write_element(hid_t ds, hid_t mtype, size_t w, size_t l, const void *value) {
-    hsize_t start[2] = {w, l}, count[2] = {1, 1}, one = 1;
+static int write_element(hid_t ds, hid_t mtype, size_t m, size_t w, size_t l, const void *value) {
+    hsize_t start[3] = {m, w, l}, count[3] = {1, 1, 1}, one = 1;
     hid_t fs = H5Dget_space(ds);
     hid_t ms = H5Screate_simple(1, &one, NULL);
     int rc = H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL) < 0 ||
@@ -714,13 +818,13 @@ static int write_element(hid_t ds, hid_t mtype, size_t w, size_t l, const void *
     return rc;
 }
 
-int st_write_bookkeeping_cell(store *s, size_t w, size_t l) {
-    size_t c = cell_at(s, w, l);
+int st_write_bookkeeping_cell(store *s, size_t m, size_t w, size_t l) {
+    size_t c = cell_at(s, m, w, l);
     int rc = 0;
-    rc |= write_element(s->status_ds, H5T_NATIVE_UINT8, w, l, &s->status[c]);
-    rc |= write_element(s->wall_ds, H5T_NATIVE_DOUBLE, w, l, &s->wall_time[c]);
-    rc |= write_element(s->rank_ds, H5T_NATIVE_INT32, w, l, &s->rank[c]);
-    rc |= write_element(s->attempts_ds, H5T_NATIVE_INT32, w, l, &s->attempts[c]);
+    rc |= write_element(s->status_ds, H5T_NATIVE_UINT8, m, w, l, &s->status[c]);
+    rc |= write_element(s->wall_ds, H5T_NATIVE_DOUBLE, m, w, l, &s->wall_time[c]);
+    rc |= write_element(s->rank_ds, H5T_NATIVE_INT32, m, w, l, &s->rank[c]);
+    rc |= write_element(s->attempts_ds, H5T_NATIVE_INT32, m, w, l, &s->attempts[c]);
     return rc;
 }
 

@@ -45,10 +45,19 @@ int store_write_status(store *s, size_t in_flight, const char *state, as_err *er
     fprintf(f, "],\n  \"done_per_L\": [");
     for (size_t l = 0; l < s->ax.n_L; l++) {
         size_t d = 0;
-        for (size_t w = 0; w < s->ax.n_window; w++) d += s->status[cell_at(s, w, l)] == STORE_DONE;
+        for (size_t m = 0; m < s->ax.n_model; m++)
+            for (size_t w = 0; w < s->ax.n_window; w++) d += s->status[cell_at(s, m, w, l)] == STORE_DONE;
         fprintf(f, "%s%zu", l ? ", " : "", d);
     }
-    fprintf(f, "],\n  \"cells_this_segment\": %d,\n  \"rate_cells_per_hour\": %.3f,\n",
+    /* the model axis: one row per model, in index order (cells = windows x L each) */
+    fprintf(f, "],\n  \"models\": [");
+    for (size_t m = 0; m < s->ax.n_model; m++) {
+        fprintf(f, "%s\n    {\"name\": ", m ? "," : "");
+        json_string(f, s->model_name[m]);
+        fprintf(f, ", \"total\": %zu, \"done\": %zu, \"failed\": %zu}", s->ax.n_window * s->ax.n_L,
+                store_count_model(s, m, STORE_DONE), store_count_model(s, m, STORE_FAILED));
+    }
+    fprintf(f, "\n  ],\n  \"cells_this_segment\": %d,\n  \"rate_cells_per_hour\": %.3f,\n",
             s->committed_this_segment, hours > 0 ? s->committed_this_segment / hours : 0.0);
     fprintf(f, "  \"segment_started\": \"%s\",\n  \"updated\": \"%s\",\n  \"updated_unix\": %.3f,\n",
             started, updated, now);
@@ -126,6 +135,21 @@ int st_read_status_file(const char *status_path, store_progress *p, as_err *err)
         if (json_get_int64(&Ls->u.array.items[i], &L) || L <= 0 || L > INT32_MAX)
             rc = as_fail(err, "%s: 'L' holds something that is not a context length", status_path);
         else p->per_L[p->n_L++] = (store_progress_L){.L = (int32_t)L, .windows = windows};
+    }
+    /* "models" (absent in status files from before the model axis: one model) */
+    const json_value *ms = rc ? NULL : json_get(root, "models");
+    if (ms && ms->type == JSON_ARRAY && ms->u.array.count) {
+        p->per_model = calloc(ms->u.array.count, sizeof *p->per_model);
+        if (!p->per_model) rc = as_fail(err, "%s: out of memory", status_path);
+        for (size_t i = 0; !rc && i < ms->u.array.count; i++) {
+            const json_value *e = &ms->u.array.items[i], *name = json_get(e, "name");
+            store_progress_model *row = &p->per_model[p->n_model++];
+            if (!name || name->type != JSON_STRING ||
+                status_count(e, "total", &row->total, status_path, err))
+                rc = as_fail(err, "%s: 'models' holds an entry without a name or total", status_path);
+            else snprintf(row->name, sizeof row->name, "%s", name->u.string.ptr);
+        }
+        for (size_t l = 0; !rc && l < p->n_L; l++) p->per_L[l].windows = windows * p->n_model;
     }
     json_free(doc);
     if (!rc) p->have_status_file = 1;

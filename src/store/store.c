@@ -48,13 +48,18 @@ char *st_dupstr(const char *s) {
     return d;
 }
 
-size_t store_total(const store *s) { return s->ax.n_window * s->ax.n_L; }
+size_t store_total(const store *s) { return s->ax.n_model * s->ax.n_window * s->ax.n_L; }
 size_t store_block_doubles(const store *s) { return s->lay.total; }
 int store_was_rebuilt(const store *s) { return s->rebuilt; }
 long long store_torn_bytes(const store *s) { return s->torn; }
 const char *store_journal_damage(const store *s) { return s->damage_note ? s->damage_note : ""; }
-int store_cell_status(const store *s, size_t w, size_t l) { return s->status[cell_at(s, w, l)]; }
-int store_cell_attempts(const store *s, size_t w, size_t l) { return s->attempts[cell_at(s, w, l)]; }
+int store_cell_status(const store *s, size_t m, size_t w, size_t l) { return s->status[cell_at(s, m, w, l)]; }
+int store_cell_attempts(const store *s, size_t m, size_t w, size_t l) { return s->attempts[cell_at(s, m, w, l)]; }
+size_t store_count_model(const store *s, size_t m, int status) {
+    size_t n = 0, per = s->ax.n_window * s->ax.n_L;
+    for (size_t i = m * per; i < (m + 1) * per; i++) n += s->status[i] == status;
+    return n;
+}
 size_t store_count(const store *s, int status) {
     size_t n = 0;
     for (size_t i = 0; i < store_total(s); i++) n += s->status[i] == status;
@@ -100,6 +105,14 @@ static void store_free(store *s) {
     st_close_handles(s);
     if (s->have_reserve) st_reserve_release(s);
     journal_close(s->jr);
+    for (size_t m = 0; m < s->ax.n_model; m++) {
+        if (s->model_name) free(s->model_name[m]);
+        if (s->model_path) free(s->model_path[m]);
+        if (s->model_sha) free(s->model_sha[m]);
+    }
+    free(s->model_name), free(s->model_path), free(s->model_sha);
+    free(s->model_n_layer), free(s->model_n_head), free(s->model_n_embd), free(s->training_step);
+    free(s->head_valid);
     free(s->window_start);
     free(s->Lv), free(s->Nv), free(s->layerv), free(s->headv), free(s->Tv), free(s->epsv);
     if (s->normv)
@@ -123,6 +136,51 @@ static void *dupmem(const void *p, size_t n) {
     void *d = malloc(n ? n : 1);
     if (d && n) memcpy(d, p, n);
     return d;
+}
+
+/* The model axis (store.h): copied, or for n_model = 0 the one model the provenance
+ * describes. Names must be unique (they are the `model` coordinate). */
+static int copy_models(store *s, const store_axes *a, as_err *err) {
+    size_t n = a->n_model ? a->n_model : 1;
+    s->ax.n_model = n;
+    s->model_name = calloc(n, sizeof *s->model_name);
+    s->model_path = calloc(n, sizeof *s->model_path);
+    s->model_sha = calloc(n, sizeof *s->model_sha);
+    s->model_n_layer = malloc(n * sizeof *s->model_n_layer);
+    s->model_n_head = malloc(n * sizeof *s->model_n_head);
+    s->model_n_embd = malloc(n * sizeof *s->model_n_embd);
+    s->training_step = malloc(n * sizeof *s->training_step);
+    size_t hv = n * a->n_layer * a->n_head;
+    s->head_valid = malloc(hv ? hv : 1);
+    if (!s->model_name || !s->model_path || !s->model_sha || !s->model_n_layer || !s->model_n_head ||
+        !s->model_n_embd || !s->training_step || !s->head_valid)
+        return as_fail(err, "%s: out of memory", s->path);
+    for (size_t m = 0; m < n; m++) {
+        const int given = a->n_model > 0;
+        s->model_name[m] = st_dupstr(given && a->model_name ? a->model_name[m] : "model");
+        s->model_path[m] = st_dupstr(given && a->model_path ? a->model_path[m] : s->prov.model_dir);
+        s->model_sha[m] = st_dupstr(given && a->model_sha256 ? a->model_sha256[m] : s->prov.weights_sha256);
+        if (!s->model_name[m] || !s->model_path[m] || !s->model_sha[m])
+            return as_fail(err, "%s: out of memory", s->path);
+        s->model_n_layer[m] = given && a->model_n_layer ? a->model_n_layer[m] : -1;
+        s->model_n_head[m] = given && a->model_n_head ? a->model_n_head[m] : -1;
+        s->model_n_embd[m] = given && a->model_n_embd ? a->model_n_embd[m] : -1;
+        s->training_step[m] = given && a->training_step ? a->training_step[m] : -1;
+        for (size_t k = 0; k < m; k++)
+            if (!strcmp(s->model_name[k], s->model_name[m]))
+                return as_fail(err, "%s: two models are named %s (%s and %s)", s->path, s->model_name[m],
+                               s->model_path[k], s->model_path[m]);
+    }
+    if (a->head_valid) memcpy(s->head_valid, a->head_valid, hv);
+    else memset(s->head_valid, 1, hv);
+    if (n > JOURNAL_MAX_MODELS) return as_fail(err, "%s: %zu models; at most %d", s->path, n, JOURNAL_MAX_MODELS);
+    s->ax.model_name = (const char *const *)s->model_name;
+    s->ax.model_path = (const char *const *)s->model_path;
+    s->ax.model_sha256 = (const char *const *)s->model_sha;
+    s->ax.model_n_layer = s->model_n_layer, s->ax.model_n_head = s->model_n_head;
+    s->ax.model_n_embd = s->model_n_embd, s->ax.training_step = s->training_step;
+    s->ax.head_valid = s->head_valid;
+    return 0;
 }
 
 static int copy_axes(store *s, const store_axes *a, as_err *err) {
@@ -154,6 +212,7 @@ static int copy_axes(store *s, const store_axes *a, as_err *err) {
     s->ax.window_start = s->window_start, s->ax.L = s->Lv, s->ax.N = s->Nv, s->ax.T = s->Tv;
     s->ax.eps = s->epsv, s->ax.layer = s->layerv, s->ax.head = s->headv;
     s->ax.normalizer = (const char *const *)s->normv;
+    if (copy_models(s, a, err)) return -1;
     cr_layout_init(&s->lay, a->n_N, a->n_T, a->n_eps, a->n_norm, a->n_layer, a->n_head);
     size_t at = 0;
     for (int v = 0; v < N_METRICS; v++) {
@@ -368,6 +427,12 @@ store *store_open(const char *path, const store_axes *axes, const store_provenan
         if (!s->jr) goto fail;
         s->torn = (long long)torn;
         s->jhdr = got;
+        if (journal_version(s->jr) < 3 && s->ax.n_model > 1) {
+            as_fail(err, "%s: written by an older attnsweep (journal version %u, before the model "
+                    "axis): it resumes as a one-model sweep; sweep several models into a new output",
+                    s->journal_path, journal_version(s->jr));
+            goto fail;
+        }
         if (describe_damage(s, err)) goto fail;
         if (!memcmp(got.layout, want.layout, sizeof want.layout) && got.payload_bytes != want.payload_bytes) {
             /* same axes, other variables: written by an attnsweep with another set of results */
@@ -450,11 +515,12 @@ fail:
     return NULL;
 }
 
-int store_mark_dispatched(store *s, size_t w, size_t l, int rank, double t_start, as_err *err) {
-    if (w >= s->ax.n_window || l >= s->ax.n_L)
-        return as_fail(err, "%s: cell (%zu, %zu) outside the axes", s->path, w, l);
-    size_t c = cell_at(s, w, l);
-    journal_record r = {.type = JR_DISPATCH, .window = (int32_t)w, .L = s->Lv[l],
+int store_mark_dispatched(store *s, size_t m, size_t w, size_t l, int rank, double t_start,
+                          as_err *err) {
+    if (m >= s->ax.n_model || w >= s->ax.n_window || l >= s->ax.n_L)
+        return as_fail(err, "%s: cell (%zu, %zu, %zu) outside the axes", s->path, m, w, l);
+    size_t c = cell_at(s, m, w, l);
+    journal_record r = {.type = JR_DISPATCH, .model = (uint32_t)m, .window = (int32_t)w, .L = s->Lv[l],
                         .window_start = s->window_start[w], .attempt = (uint32_t)s->attempts[c] + 1,
                         .rank = rank, .t_start = t_start};
     if (journal_append(s->jr, &r, NULL, err)) return -1;
@@ -503,8 +569,8 @@ int store_commit_batch(store *s, const store_cell *cells, const double *const *b
             sc[i] = cells[at + i];
             pk[i] = NULL;
             if (sc[i].status == STORE_DONE && !b)
-                return as_fail(err, "%s: bad commit of cell (%zu, %zu): no block", s->path,
-                               sc[i].window, sc[i].l_index);
+                return as_fail(err, "%s: bad commit of cell (%zu, %zu, %zu): no block", s->path,
+                               sc[i].model, sc[i].window, sc[i].l_index);
             /* The block's own bookkeeping wins; a failed cell's block may be all NaN. */
             double wt = b ? b[s->lay.offset[CR_WALL_TIME]] : NAN;
             double rk = b ? b[s->lay.offset[CR_RANK]] : NAN;
@@ -524,11 +590,12 @@ int store_commit_batch(store *s, const store_cell *cells, const double *const *b
 int store_commit_packed(store *s, const store_cell *cells, const unsigned char *const *packed,
                         size_t n, as_err *err) {
     for (size_t i = 0; i < n; i++)
-        if (cells[i].window >= s->ax.n_window || cells[i].l_index >= s->ax.n_L ||
+        if (cells[i].model >= s->ax.n_model || cells[i].window >= s->ax.n_window ||
+            cells[i].l_index >= s->ax.n_L ||
             (cells[i].status != STORE_DONE && cells[i].status != STORE_FAILED) ||
             (cells[i].status == STORE_DONE && !packed[i]))
-            return as_fail(err, "%s: bad commit of cell (%zu, %zu) status %d", s->path,
-                           cells[i].window, cells[i].l_index, cells[i].status);
+            return as_fail(err, "%s: bad commit of cell (%zu, %zu, %zu) status %d", s->path,
+                           cells[i].model, cells[i].window, cells[i].l_index, cells[i].status);
     if (batch_room(s, n, err)) return -1;
     int rc = 0;
     /* 1. data, flush; each cell's checksum once, for the journal and compaction */
@@ -537,7 +604,7 @@ int store_commit_packed(store *s, const store_cell *cells, const unsigned char *
             s->batch_crc[i] = 0;
             if (cells[i].status != STORE_DONE) continue;
             s->batch_crc[i] = journal_crc32(0, packed[i], s->payload_bytes);
-            if (st_write_cell_values(s, cells[i].window, cells[i].l_index, packed[i])) rc = -1;
+            if (st_write_cell_values(s, cells[i].model, cells[i].window, cells[i].l_index, packed[i])) rc = -1;
         }
         if (!rc && H5Fflush(s->file, H5F_SCOPE_GLOBAL) < 0) rc = -1;
     } H5E_END_TRY;
@@ -545,7 +612,7 @@ int store_commit_packed(store *s, const store_cell *cells, const unsigned char *
     st_test_phase("data_flushed");
     /* 2. status and bookkeeping, flush */
     for (size_t i = 0; i < n; i++) {
-        size_t c = cell_at(s, cells[i].window, cells[i].l_index);
+        size_t c = cell_at(s, cells[i].model, cells[i].window, cells[i].l_index);
         if (!s->in_flight[c]) s->attempts[c]++;
         s->in_flight[c] = 0;
         s->status[c] = (uint8_t)cells[i].status;
@@ -554,16 +621,16 @@ int store_commit_packed(store *s, const store_cell *cells, const unsigned char *
     }
     H5E_BEGIN_TRY {
         for (size_t i = 0; i < n && !rc; i++)
-            rc = st_write_bookkeeping_cell(s, cells[i].window, cells[i].l_index);
+            rc = st_write_bookkeeping_cell(s, cells[i].model, cells[i].window, cells[i].l_index);
         if (!rc && H5Fflush(s->file, H5F_SCOPE_GLOBAL) < 0) rc = -1;
     } H5E_END_TRY;
     if (rc) return commit_view_failed(s, "cell status", err);
     st_test_phase("status_flushed");
     /* 3. journal, fsync: from here the cells are done. */
     for (size_t i = 0; i < n; i++) {
-        size_t w = cells[i].window, l = cells[i].l_index, c = cell_at(s, w, l);
+        size_t m = cells[i].model, w = cells[i].window, l = cells[i].l_index, c = cell_at(s, m, w, l);
         int with_data = cells[i].status == STORE_DONE;
-        journal_record r = {.type = JR_COMMIT, .window = (int32_t)w, .L = s->Lv[l],
+        journal_record r = {.type = JR_COMMIT, .model = (uint32_t)m, .window = (int32_t)w, .L = s->Lv[l],
                             .window_start = s->window_start[w], .status = (uint32_t)cells[i].status,
                             .attempt = (uint32_t)s->attempts[c], .rank = s->rank[c],
                             .t_start = cells[i].t_start, .t_end = cells[i].t_end,

@@ -53,7 +53,11 @@ struct store {
     char path[4096], journal_path[4200], lock_path[4200], status_path[4200];
     char reserve_path[4200]; /* OUT.h5.reserve: disk space kept for a full disk (st_reserve_*) */
     int have_reserve;
-    store_axes ax;      /* deep copies below */
+    store_axes ax;      /* deep copies below; ax.n_model >= 1 */
+    char **model_name, **model_path, **model_sha;
+    int32_t *model_n_layer, *model_n_head, *model_n_embd;
+    int64_t *training_step;
+    uint8_t *head_valid;   /* [n_model][n_layer][n_head] */
     int64_t *window_start;
     int32_t *Lv, *Nv, *layerv, *headv;
     double *Tv, *epsv;
@@ -63,7 +67,7 @@ struct store {
     unsigned char *packed; /* one cell's packed payload */
     int compress;          /* per-cell chunks get shuffle + deflate (STORE_COMPRESSED) */
 
-    /* per cell, [window][l_index] */
+    /* per cell, [model][window][l_index] */
     uint8_t *status;
     int32_t *attempts, *rank;
     double *wall_time;
@@ -93,12 +97,21 @@ struct store {
     journal *jr;
     journal_header jhdr; /* the journal's identity, kept by compaction */
     hid_t file, metric_ds[N_METRICS], status_ds, wall_ds, rank_ds, attempts_ds;
+    int stored_models_checked; /* the view's model coordinates matched (st_open_view) */
     store_provenance prov; /* strings copied */
     char *prov_strings[16];
     int locked, lock_fd; /* lock_fd holds the kernel lock (lockfile.h) */
 };
 
-static inline size_t cell_at(const store *s, size_t w, size_t l) { return w * s->ax.n_L + l; }
+static inline size_t cell_at(const store *s, size_t m, size_t w, size_t l) {
+    return (m * s->ax.n_window + w) * s->ax.n_L + l;
+}
+/* The (model, window, L index) of cell c. */
+static inline void cell_of(const store *s, size_t c, size_t *m, size_t *w, size_t *l) {
+    *l = c % s->ax.n_L;
+    *w = c / s->ax.n_L % s->ax.n_window;
+    *m = c / s->ax.n_L / s->ax.n_window;
+}
 
 /* ---- small helpers (store.c) ---- */
 
@@ -127,11 +140,12 @@ void st_reserve_create(store *s);
 void st_reserve_release(store *s);
 int st_write_root_attrs(store *s, hid_t file);
 int st_write_segments(store *s, hid_t file);
-int st_write_cell_values(store *s, size_t w, size_t l, const unsigned char *packed);
+int st_write_cell_values(store *s, size_t m, size_t w, size_t l, const unsigned char *packed);
 /* Reads a cell's values from the open view (file f, the store's variables) into packed
- * form; 0 or -1. */
-int st_read_cell_values(const store *s, hid_t f, size_t w, size_t l, unsigned char *packed);
-int st_write_bookkeeping_cell(store *s, size_t w, size_t l);
+ * form; 0 or -1. A file written before the model axis (no model dimension) holds model 0
+ * only. */
+int st_read_cell_values(const store *s, hid_t f, size_t m, size_t w, size_t l, unsigned char *packed);
+int st_write_bookkeeping_cell(store *s, size_t m, size_t w, size_t l);
 int st_write_bookkeeping_all(store *s);
 
 /* ---- the journal as the truth (replay.c) ---- */

@@ -27,11 +27,20 @@ static size_t vector_dim(const cell_worker *w) {
     return w->spec.vectors == AS_VECTORS_RESID ? m->n_embd : m->n_embd / m->n_head;
 }
 
-cell_spec cell_spec_of(const as_config *cfg) {
+cell_spec cell_spec_of(const as_config *cfg) { return cell_spec_of_model(cfg, 0); }
+
+cell_spec cell_spec_of_model(const as_config *cfg, size_t m) {
     return (cell_spec){.axes = &cfg->axes, .vectors = cfg->vectors, .rows = cfg->rows,
                        .logits = cfg->logits, .distance = cfg->distance,
-                       .ssmax_scale = cfg->ssmax_scale, .seed = cfg->seed,
-                       .ks_alpha = cfg->ks_alpha, .threads = cfg->blas_threads};
+                       .ssmax_scale = cfg->models ? cfg->models[m].ssmax_scale : cfg->ssmax_scale,
+                       .seed = cfg->seed, .ks_alpha = cfg->ks_alpha, .threads = cfg->blas_threads};
+}
+
+/* Whether the grid's (layer index il, head index ih) exists in the worker's model: the
+ * axes are the union over the sweep's models, and a smaller model leaves the rest NaN. */
+static int head_present(const cell_worker *w, size_t il, size_t ih) {
+    const as_axes *a = w->spec.axes;
+    return (size_t)a->layer[il] < w->model->cfg.n_layer && (size_t)a->head[ih] < w->model->cfg.n_head;
 }
 
 int cell_worker_init(cell_worker *w, const gpt2_model *model, const cell_spec *spec, int rank,
@@ -140,6 +149,7 @@ static int lane_heads(cell_lane *ln) {
     double c0 = thread_cpu_s();
     for (size_t ih = ln->lane; ih < a->n_head; ih += w->threads) {
         size_t h = (size_t)a->head[ih];
+        if (h >= view->n_head) continue; /* not in this model: masked (NaN) */
         const float *scores = view->scores + h * L * L;
         if (ln->scaled) {
             /* metrics.logits = "scaled": q.k / sqrt(d_head), the visible part of each row */
@@ -214,13 +224,17 @@ static int on_layer(const gpt2_layer_view *view, void *user, as_err *err) {
  * exceeds ks_alpha, -1 when none does. */
 static void cross_head_tests(cell_worker *w, double *b) {
     const cr_layout *y = &w->layout;
-    size_t heads = y->n_layer * y->n_head;
+    /* the model's own heads only (a masked head is not a sample), in grid order */
+    size_t heads = 0;
+    for (size_t i = 0; i < y->n_layer * y->n_head; i++) heads += head_present(w, i / y->n_head, i % y->n_head);
     for (size_t t = 0; t < y->n_T; t++)
         for (size_t z = 0; z < y->n_norm; z++) {
             for (size_t n = 0; n < y->n_N; n++) {
-                for (size_t i = 0; i < heads; i++) {
-                    w->ks_x[i] = b[cr_at_per_n(y, CR_DIST_TRUE, n, t, z, i / y->n_head, i % y->n_head)];
-                    w->ks_y[i] = b[cr_at_per_n(y, CR_DIST_EXPECT, n, t, z, i / y->n_head, i % y->n_head)];
+                size_t k = 0;
+                for (size_t i = 0; i < y->n_layer * y->n_head; i++) {
+                    if (!head_present(w, i / y->n_head, i % y->n_head)) continue;
+                    w->ks_x[k] = b[cr_at_per_n(y, CR_DIST_TRUE, n, t, z, i / y->n_head, i % y->n_head)];
+                    w->ks_y[k++] = b[cr_at_per_n(y, CR_DIST_EXPECT, n, t, z, i / y->n_head, i % y->n_head)];
                 }
                 double *stat = &b[cr_at_ks(y, CR_KS_STAT, n, t, z)];
                 ks_2samp_exact(stat, &w->ks_p[n], w->ks_x, heads, w->ks_y, heads, w->ks_scratch);
@@ -249,7 +263,8 @@ int cell_compute(cell_worker *w, int64_t window, const int32_t *tokens, const si
 
     const as_axes *a = w->spec.axes;
     gpt2_request req = {.on_layer = on_layer, .user = w};
-    for (size_t il = 0; il < a->n_layer; il++) req.capture_mask |= 1ull << a->layer[il];
+    for (size_t il = 0; il < a->n_layer; il++)
+        if ((size_t)a->layer[il] < w->model->cfg.n_layer) req.capture_mask |= 1ull << a->layer[il];
     size_t L = cuts[ncuts - 1];
     if (w->pass_L) {
         if (w->pass_L < L)

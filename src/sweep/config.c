@@ -92,7 +92,7 @@ static const char *closest_known_key(const char *key) {
 
 int cfg_override_mark; /* the hook of settings that came from --set */
 
-static int from_override(const config_setting_t *s) {
+int cfg_from_override(const config_setting_t *s) {
     for (; s; s = config_setting_parent(s))
         if (config_setting_get_hook(s) == &cfg_override_mark) return 1;
     return 0;
@@ -105,7 +105,7 @@ int cfg_fail_key(ctx *c, const config_setting_t *s, const char *key, const char 
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    if (s && from_override(s)) return as_fail(c->err, "--set %s: %s", key, msg);
+    if (s && cfg_from_override(s)) return as_fail(c->err, "--set %s: %s", key, msg);
     const char *file;
     unsigned line;
     if (s && cfg_exp_where(c->x, (int)config_setting_source_line(s), &file, &line))
@@ -229,7 +229,7 @@ int cfg_get_choice(ctx *c, const char *key, const char *const *names, int def, i
 /* -------------------------------------------------------------- paths -- */
 
 /* Joins base and p (unless p is absolute) and removes "." and ".." lexically. */
-static int resolve_path(char *out, size_t size, const char *base, const char *p) {
+int cfg_resolve_path(char *out, size_t size, const char *base, const char *p) {
     char joined[2 * AS_PATH_MAX + 2];
     if (p[0] == '/') snprintf(joined, sizeof joined, "%s", p);
     else snprintf(joined, sizeof joined, "%s/%s", base, p);
@@ -263,11 +263,11 @@ static int get_path(ctx *c, const char *key, const char *config_dir, char *out) 
     if (!*v) return cfg_fail_key(c, s, key, "empty path");
     char cwd[AS_PATH_MAX];
     const char *base = config_dir;
-    if (from_override(s)) {
+    if (cfg_from_override(s)) {
         if (!getcwd(cwd, sizeof cwd)) return cfg_fail_key(c, s, key, "cannot read the current directory");
         base = cwd;
     }
-    if (resolve_path(out, AS_PATH_MAX, base, v)) return cfg_fail_key(c, s, key, "path too long");
+    if (cfg_resolve_path(out, AS_PATH_MAX, base, v)) return cfg_fail_key(c, s, key, "path too long");
     return 0;
 }
 
@@ -396,6 +396,7 @@ void config_free(as_config *cfg) {
     free(cfg->axes.normalizer);
     free(cfg->axes.layer);
     free(cfg->axes.head);
+    free(cfg->models);
     memset(cfg, 0, sizeof *cfg);
 }
 
@@ -406,7 +407,7 @@ static int load_values(ctx *c, as_config *cfg, const char *const *sets, size_t n
     config_setting_t *root = config_root_setting(&c->lc);
     if (check_unknown(c, root, "") || check_groups(c)) return -1;
 
-    if (get_path(c, "model", cfg->dir, cfg->model_dir) ||
+    if (cfg_read_models(c, cfg) ||
         get_path(c, "text.path", cfg->dir, cfg->text_path) ||
         get_path(c, "output", cfg->dir, cfg->output))
         return -1;
@@ -448,10 +449,12 @@ static int load_values(ctx *c, as_config *cfg, const char *const *sets, size_t n
         return cfg_fail_key(c, cfg_get(c, "text.start_occurrence"), "text.start_occurrence",
                         "needs text.start_at");
 
-    /* the model first: the defaults of L, stride, layers, heads come from it */
-    if (model_config_read(&cfg->model, cfg->model_dir, err))
-        return cfg_fail_key(c, cfg_get(c, "model"), "model", "%s", err->msg);
+    /* the models first (cfg_read_models): the defaults of L, stride, layers, heads come
+     * from them -- L up to the smallest context, layers and heads of the largest model */
     const gpt2_config *mc = &cfg->model;
+    size_t min_positions = cfg->models[0].cfg.n_positions;
+    for (size_t m = 1; m < cfg->n_model; m++)
+        if (cfg->models[m].cfg.n_positions < min_positions) min_positions = cfg->models[m].cfg.n_positions;
 
     as_axes *ax = &cfg->axes;
     config_setting_t *s = cfg_get(c, "grid.L");
@@ -461,14 +464,16 @@ static int load_values(ctx *c, as_config *cfg, const char *const *sets, size_t n
         /* default: 32, 64, ... up to the model's context (GPT-2: ... 1024) */
         ax->L = malloc(32 * sizeof *ax->L);
         if (!ax->L) return as_fail(err, "out of memory");
-        for (size_t L = 32; L <= mc->n_positions && ax->n_L < 32; L *= 2) ax->L[ax->n_L++] = (int32_t)L;
-        if (ax->n_L == 0) ax->L[ax->n_L++] = (int32_t)mc->n_positions;
+        for (size_t L = 32; L <= min_positions && ax->n_L < 32; L *= 2) ax->L[ax->n_L++] = (int32_t)L;
+        if (ax->n_L == 0) ax->L[ax->n_L++] = (int32_t)min_positions;
     }
     if (cfg_sort_unique_i32(c, s, "grid.L", ax->L, ax->n_L)) return -1;
     if (ax->L[0] < 2) return cfg_fail_key(c, s, "grid.L", "%d: L must be >= 2", (int)ax->L[0]);
-    if ((size_t)ax->L[ax->n_L - 1] > mc->n_positions)
-        return cfg_fail_key(c, s, "grid.L", "%d exceeds the model's context n_positions = %zu (%s)",
-                        (int)ax->L[ax->n_L - 1], mc->n_positions, cfg->model_dir);
+    for (size_t m = 0; m < cfg->n_model; m++)
+        if ((size_t)ax->L[ax->n_L - 1] > cfg->models[m].cfg.n_positions)
+            return cfg_fail_key(c, s, "grid.L", "%d exceeds the model's context n_positions = %zu (%s)",
+                                (int)ax->L[ax->n_L - 1], cfg->models[m].cfg.n_positions,
+                                cfg->models[m].dir);
 
     if (cfg_read_N(c, ax)) return -1;
     if (ax->N[0] >= ax->L[ax->n_L - 1])
@@ -491,8 +496,8 @@ static int load_values(ctx *c, as_config *cfg, const char *const *sets, size_t n
     if (!(ax->eps[0] > 0)) return cfg_fail_key(c, s, "grid.eps", "%g: eps must be > 0", ax->eps[0]);
 
     if (cfg_read_normalizer(c, ax) ||
-        cfg_read_index_list(c, "grid.layers", mc->n_layer, "n_layer", &ax->layer, &ax->n_layer) ||
-        cfg_read_index_list(c, "grid.heads", mc->n_head, "n_head", &ax->head, &ax->n_head))
+        cfg_read_index_list(c, "grid.layers", cfg->max_n_layer, "n_layer", &ax->layer, &ax->n_layer) ||
+        cfg_read_index_list(c, "grid.heads", cfg->max_n_head, "n_head", &ax->head, &ax->n_head))
         return -1;
 
     if (cfg_get_int64(c, "windows.count", 1, &cfg->windows_count) ||
@@ -518,8 +523,15 @@ static int load_values(ctx *c, as_config *cfg, const char *const *sets, size_t n
     if (cfg->ssmax_scale < 0)
         return cfg_fail_key(c, cfg_get(c, "metrics.ssmax_scale"), "metrics.ssmax_scale",
                         "must be >= 0 (0 = 1/ln(n_positions))");
-    if (cfg->ssmax_scale == 0) /* docs/metrics.md section 10: ssmax equals softmax at full context */
-        cfg->ssmax_scale = mc->n_positions > 1 ? 1.0 / log((double)mc->n_positions) : 1.0;
+    /* docs/metrics.md section 10: ssmax equals softmax at full context, per model */
+    cfg->ssmax_given = cfg->ssmax_scale;
+    for (size_t m = 0; m < cfg->n_model; m++) {
+        size_t P = cfg->models[m].cfg.n_positions;
+        cfg->models[m].ssmax_scale = cfg->ssmax_given > 0 ? cfg->ssmax_given
+                                     : P > 1 ? 1.0 / log((double)P) : 1.0;
+    }
+    cfg->ssmax_scale = cfg->models[0].ssmax_scale;
+    (void)mc;
     if (cfg->seed < 0) return cfg_fail_key(c, cfg_get(c, "metrics.seed"), "metrics.seed", "must be >= 0");
 
     int64_t bt, ce;

@@ -58,11 +58,46 @@ static int is_superset(const config_setting_t *old, const config_setting_t *new)
     return 1;
 }
 
+/* The i-th model directory of a `model` setting (a string is a list of one). */
+static const char *model_at(const config_setting_t *s, int i) {
+    if (config_setting_type(s) == CONFIG_TYPE_STRING) return i == 0 ? config_setting_get_string(s) : NULL;
+    const config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
+    return e && config_setting_type(e) == CONFIG_TYPE_STRING ? config_setting_get_string(e) : NULL;
+}
+static int model_count(const config_setting_t *s) {
+    return config_setting_type(s) == CONFIG_TYPE_STRING ? 1 : config_setting_length(s);
+}
+
+/* The model list: models appended at the end extend the sweep (their cells are new);
+ * one model's path changed in place is a moved path (refused, as for text.path);
+ * models removed or reordered would give the stored cells other model indices. */
+static as_diff_kind classify_models(const config_setting_t *old, const config_setting_t *new) {
+    int no = model_count(old), nn = model_count(new), same = 0;
+    for (int i = 0; i < no && i < nn; i++) {
+        const char *a = model_at(old, i), *b = model_at(new, i);
+        same += a && b && !strcmp(a, b);
+    }
+    if (nn > no && same == no) return AS_DIFF_EXTEND;
+    if (nn == no) {
+        /* the same directories in another order: refused; else a path changed */
+        int permuted = 1;
+        for (int i = 0; i < no && permuted; i++) {
+            int found = 0;
+            for (int k = 0; k < nn && !found; k++)
+                found = model_at(old, i) && model_at(new, k) && !strcmp(model_at(old, i), model_at(new, k));
+            permuted = found;
+        }
+        return permuted ? AS_DIFF_REFUSED : AS_DIFF_PATH;
+    }
+    return AS_DIFF_REFUSED;
+}
+
 static as_diff_kind classify(const char *key, const config_setting_t *old,
                              const config_setting_t *new) {
     if (!strcmp(key, "output") || !strncmp(key, "runtime.", 8)) return AS_DIFF_HARMLESS;
     if (!old || !new) return AS_DIFF_REFUSED;
-    if (!strcmp(key, "model") || !strcmp(key, "text.path")) return AS_DIFF_PATH;
+    if (!strcmp(key, "model")) return classify_models(old, new);
+    if (!strcmp(key, "text.path")) return AS_DIFF_PATH;
     if (!strcmp(key, "windows.count") && is_int(old) && is_int(new) &&
         config_setting_get_int64(new) > config_setting_get_int64(old))
         return AS_DIFF_EXTEND;

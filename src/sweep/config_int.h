@@ -66,6 +66,12 @@ config_setting_t *cfg_get(ctx *c, const char *key);
 int cfg_get_int64(ctx *c, const char *key, int64_t def, int64_t *out);
 int cfg_get_double(ctx *c, const char *key, double def, double *out);
 int cfg_get_choice(ctx *c, const char *key, const char *const *names, int def, int *out);
+int cfg_from_override(const config_setting_t *s);
+int cfg_resolve_path(char *out, size_t size, const char *base, const char *p);
+
+/* config_models.c: the key `model` (a directory or a list) into cfg->models, n_model,
+ * model_dir, model, max_n_layer, max_n_head */
+int cfg_read_models(ctx *c, as_config *cfg);
 
 /* config_axes.c */
 int cfg_sort_unique_i32(ctx *c, const config_setting_t *s, const char *key, int32_t *v, size_t n);

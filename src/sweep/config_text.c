@@ -114,11 +114,25 @@ char *cfg_canonical_text(const as_config *cfg) {
     if (cfg->logits != AS_LOGITS_RAW) sb_printf(&b, ";\n  logits = \"%s\"", config_logits_name(cfg->logits));
     sb_printf(&b, ";\n  rows = \"%s\";\n  seed = ", cfg->rows == AS_ROWS_VISIBLE ? "visible" : "full_row");
     sb_int64(&b, cfg->seed);
+    /* resolved: one value when every model resolves alike, else 0 (per model, config.h) */
+    double ssmax = cfg->ssmax_scale;
+    for (size_t m = 1; m < cfg->n_model; m++)
+        if (cfg->models[m].ssmax_scale != ssmax) ssmax = 0.0;
     sb_printf(&b, ";\n  ssmax_scale = ");
-    sb_double(&b, cfg->ssmax_scale);
+    sb_double(&b, ssmax);
     sb_printf(&b, ";\n  vectors = \"%s\";\n};\nmodel = ",
               cfg->vectors == AS_VECTORS_VALUE ? "value" : "resid");
-    sb_string(&b, cfg->model_dir);
+    /* one model: a string, as before the model axis (so older files keep their sha256) */
+    if (cfg->n_model <= 1) {
+        sb_string(&b, cfg->model_dir);
+    } else {
+        sb_printf(&b, "[");
+        for (size_t m = 0; m < cfg->n_model; m++) {
+            if (m) sb_printf(&b, ", ");
+            sb_string(&b, cfg->models[m].dir);
+        }
+        sb_printf(&b, "]");
+    }
     sb_printf(&b, ";\noutput = ");
     sb_string(&b, cfg->output);
     /* compress only when on, so that files written before the key existed keep their sha256 */

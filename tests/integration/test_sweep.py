@@ -52,7 +52,8 @@ def case_ranks():
         same_values(f"{SCRATCH}/r1.h5", f"{SCRATCH}/r{n}.h5", f"1 vs {n} ranks")
     with h5py.File(f"{SCRATCH}/r1.h5", "r") as f:
         check((f["status"][()] == 1).all(), "every cell done")
-        check(f["dist_true"].dims[0][0].name.endswith("window"), "h5py sees dimension names")
+        check(f["dist_true"].dims[0][0].name.endswith("model") and
+              f["dist_true"].dims[1][0].name.endswith("window"), "h5py sees dimension names")
         check((f["attempts"][()] == 1).all(), "one attempt per cell in a clean run")
         check(f.attrs.get("model_kind") == "synthetic-random",
               f"model_kind of attnsweep synth's model: {f.attrs.get('model_kind')!r}")

@@ -101,7 +101,7 @@ static int commit_one(store *s, size_t w, size_t l, as_err *err) {
     double *b = make_block((int)w, fx_L[l]);
     store_cell c = {w, l, STORE_DONE, 1, 10.0, 11.0, 1.0};
     const double *bp = b;
-    int rc = store_mark_dispatched(s, w, l, 1, 10.0, err) || store_commit_batch(s, &c, &bp, 1, err);
+    int rc = store_mark_dispatched(s, 0, w, l, 1, 10.0, err) || store_commit_batch(s, &c, &bp, 1, err);
     free(b);
     return rc;
 }
@@ -179,7 +179,7 @@ static void test_compacted(void) {
           "compacted: a corrupted view: cells pending again, said so: %s",
           s ? store_journal_damage(s) : err.msg);
     if (s) {
-        CHECK(store_cell_attempts(s, 0, 0) == 1, "compacted: attempts kept: %d", store_cell_attempts(s, 0, 0));
+        CHECK(store_cell_attempts(s, 0, 0, 0) == 1, "compacted: attempts kept: %d", store_cell_attempts(s, 0, 0, 0));
         CHECK(commit_one(s, 0, 0, &err) == 0, "compacted: recompute: %s", err.msg);
         store_close(s, "interrupted", &err);
     }
@@ -188,7 +188,7 @@ static void test_compacted(void) {
     /* the lost cells stay pending (the journal says so); the recomputed one is done */
     s = store_open(OUT, &grown, &prov, STORE_RESUME, 0, &err);
     CHECK(s && !store_was_rebuilt(s) && store_count(s, STORE_DONE) == 1 &&
-              store_cell_status(s, 1, 1) == STORE_PENDING, "compacted: reopen after the loss: %s", err.msg);
+              store_cell_status(s, 0, 1, 1) == STORE_PENDING, "compacted: reopen after the loss: %s", err.msg);
     if (s) store_close(s, "finished", &err);
     remove_all();
 }
@@ -253,13 +253,13 @@ int main(void) {
     CHECK(s != NULL, "reopen: %s", err.msg);
     if (s) {
         CHECK(!store_was_rebuilt(s), "a consistent file is not rebuilt");
-        CHECK(store_cell_status(s, 0, 0) == STORE_DONE && store_cell_status(s, 1, 1) == STORE_DONE &&
-                  store_cell_status(s, 0, 1) == STORE_FAILED && store_cell_status(s, 1, 0) == STORE_PENDING,
+        CHECK(store_cell_status(s, 0, 0, 0) == STORE_DONE && store_cell_status(s, 0, 1, 1) == STORE_DONE &&
+                  store_cell_status(s, 0, 0, 1) == STORE_FAILED && store_cell_status(s, 0, 1, 0) == STORE_PENDING,
               "statuses after reopen");
-        CHECK(store_cell_attempts(s, 0, 0) == 1 && store_cell_attempts(s, 1, 0) == 0, "attempts");
+        CHECK(store_cell_attempts(s, 0, 0, 0) == 1 && store_cell_attempts(s, 0, 1, 0) == 0, "attempts");
         /* retry the failed cell */
         CHECK(commit_one(s, 0, 1, &err) == 0, "retry: %s", err.msg);
-        CHECK(store_cell_attempts(s, 0, 1) == 2, "attempts after retry %d", store_cell_attempts(s, 0, 1));
+        CHECK(store_cell_attempts(s, 0, 0, 1) == 2, "attempts after retry %d", store_cell_attempts(s, 0, 0, 1));
         CHECK(store_close(s, "interrupted", &err) == 0, "close 2: %s", err.msg);
     }
     want[0][1] = STORE_DONE;
@@ -299,9 +299,9 @@ int main(void) {
     CHECK(s != NULL, "resume after crash (stale lock taken over): %s", err.msg);
     if (s) {
         CHECK(store_torn_bytes(s) > 0, "torn tail detected (%lld bytes)", store_torn_bytes(s));
-        CHECK(store_cell_status(s, 1, 0) == STORE_PENDING, "torn commit is pending");
-        CHECK(store_cell_attempts(s, 1, 0) == 1, "its dispatch counted as an attempt: %d",
-              store_cell_attempts(s, 1, 0));
+        CHECK(store_cell_status(s, 0, 1, 0) == STORE_PENDING, "torn commit is pending");
+        CHECK(store_cell_attempts(s, 0, 1, 0) == 1, "its dispatch counted as an attempt: %d",
+              store_cell_attempts(s, 0, 1, 0));
         CHECK(!store_was_rebuilt(s), "file ahead of the journal is fixed in place, not rebuilt");
         CHECK(store_close(s, "interrupted", &err) == 0, "close 3: %s", err.msg);
     }
@@ -326,7 +326,7 @@ int main(void) {
     CHECK(s && store_was_rebuilt(s), "rebuild after corruption: %s", err.msg);
     if (s) {
         CHECK(commit_one(s, 1, 0, &err) == 0, "commit after rebuild: %s", err.msg);
-        CHECK(store_cell_attempts(s, 1, 0) == 2, "attempts across crash %d", store_cell_attempts(s, 1, 0));
+        CHECK(store_cell_attempts(s, 0, 1, 0) == 2, "attempts across crash %d", store_cell_attempts(s, 0, 1, 0));
         store_close(s, "finished", &err);
     }
     want[1][0] = STORE_DONE;
@@ -400,9 +400,10 @@ int main(void) {
         store_close(s, "interrupted", &err);
     }
     want[2][2] = STORE_DONE;
-    hsize_t d7[8];
-    CHECK(dims_of(OUT, "dist_true", d7) == 7 && d7[0] == 3 && d7[1] == 3, "extended dims %llu x %llu",
-          (unsigned long long)d7[0], (unsigned long long)d7[1]);
+    hsize_t d7[9];
+    CHECK(dims_of(OUT, "dist_true", d7) == 8 && d7[0] == 1 && d7[1] == 3 && d7[2] == 3,
+          "extended dims %llu x %llu x %llu", (unsigned long long)d7[0], (unsigned long long)d7[1],
+          (unsigned long long)d7[2]);
     check_file("extended", 3, 3, want);
     CHECK(store_peek_config(OUT, &text, &sha, &err) == 1 && !strcmp(sha, "sha-two") &&
               !strcmp(text, big), "new config stored");
