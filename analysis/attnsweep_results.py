@@ -4,6 +4,8 @@
     import sys; sys.path.insert(0, "analysis")
     import attnsweep_results as ar
     ds = ar.load("sweep.h5")      # xarray Dataset, unfinished cells masked to NaN
+    ds = ar.load("sweep.h5", model="wp-gpt2-4x3-step400")  # one model of a model axis
+    ds = ar.load("sweep.h5", model=None)  # every model (the `model` dimension kept)
 
 load() is the one entry point the figures use: every metric variable is NaN
 wherever the (window, L) cell is not finished (status != 1), so a partial or
@@ -51,17 +53,41 @@ def metric_names(ds):
             if "window" in var.dims and "L" in var.dims and name not in BOOKKEEPING]
 
 
-def load(path):
+def select_model(ds, model):
+    """ds.isel(model=...) for an index, ds.sel(model=...) for a name; the masked
+    (layer, head) of a smaller model (head_valid == 0) are dropped from its layer and
+    head axes when whole rows of them are masked."""
+    if "model" not in ds.dims:
+        return ds
+    if isinstance(model, str):
+        names = [str(v) for v in ds["model"].values]
+        if model not in names:
+            raise ValueError(f"model {model!r} is not in the file (models: {', '.join(names)})")
+        ds = ds.sel(model=model)
+    else:
+        ds = ds.isel(model=int(model))
+    if "head_valid" in ds:
+        valid = np.asarray(ds["head_valid"].values) == 1
+        ds = ds.isel(layer=np.nonzero(valid.any(axis=1))[0], head=np.nonzero(valid.any(axis=0))[0])
+    return ds
+
+
+def load(path, model=0):
     """Dataset of the results file with every metric NaN where status != 1.
 
     Integer metrics (crit_N, rows_used) become float so they can hold NaN;
     crit_N keeps -1 for "no N of the grid qualifies" (docs/metrics.md section 5).
     The data are read into memory and the file is closed.
+    model: which model of the file's model axis (docs/results.md): an index or a name,
+    selected so the result has no `model` dimension (the figures' view of one model);
+    None keeps every model.
     """
     with _open(path) as raw:
         ds = raw.load()
     if "status" not in ds:
         raise ValueError(f"{path}: no 'status' variable: not an attnsweep results file")
+    if model is not None:
+        ds = select_model(ds, model)
     done = ds["status"] == STATUS_DONE
     for name in metric_names(ds):
         var = ds[name]
@@ -143,8 +169,9 @@ def summary(ds):
               ("window", "L", "N", "T", "eps", "normalizer", "layer", "head") if d in ds.coords]
     lines.append(f"cells (window x L): {done} done, {failed} failed, "
                  f"{total - done - failed} pending, {total} total")
-    pending = [(int(w), int(L)) for w, L in zip(*np.nonzero(np.asarray(ds["status"].values)
-                                                           != STATUS_DONE))]
+    status = np.asarray(ds["status"].values)
+    status = status.reshape((-1,) + status.shape[-2:])  # (model, window, L) -> rows of (window, L)
+    pending = sorted({(int(w), int(L)) for _m, w, L in zip(*np.nonzero(status != STATUS_DONE))})
     if pending:
         shown = ", ".join(f"(w{ds.window.values[w]}, L{ds.L.values[L]})" for w, L in pending[:8])
         lines.append(f"  unfinished: {shown}{' ...' if len(pending) > 8 else ''}")

@@ -590,9 +590,11 @@ def main(argv=None):
     parser.add_argument("--normalizer", default=None, help="default: softmax (else the first)")
     parser.add_argument("--band", choices=("std", "quantile"), default="std",
                         help="window spread: mean -+ std or 10-90%% quantiles")
+    parser.add_argument("--model", default="0",
+                        help="which model of the file's model axis: an index or a name (default 0)")
     args = parser.parse_args(argv)
     try:
-        ds = ar.load(args.results)
+        ds = ar.load(args.results, model=int(args.model) if args.model.isdigit() else args.model)
     except (OSError, ValueError) as exc:
         print(f"figures: {exc}".splitlines()[0], file=sys.stderr)
         return 1

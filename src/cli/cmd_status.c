@@ -20,7 +20,8 @@ static void usage(FILE *out) {
             "usage: attnsweep status OUT.h5\n\n"
             "Tells how far the sweep writing OUT.h5 got, also while it runs: windows done of\n"
             "total (a window is done when every L of it is; the cells, one window at one L,\n"
-            "follow), failed, in flight, progress per context length L, the last update and\n"
+            "follow), failed, in flight, progress per model and per context length L, the\n"
+            "last update and\n"
             "whether the writer is alive or dead (a killed run: run it again to resume).\n"
             "Reads OUT.h5.status and OUT.h5.journal (the journal is the truth); without\n"
             "them it reads the status variable of OUT.h5.\n\n"
@@ -65,14 +66,26 @@ int cmd_status(int argc, char **argv) {
     }
     size_t total = p.total, done = p.done, failed = p.failed, in_flight = p.in_flight;
     size_t n_windows = p.n_L ? p.per_L[0].windows : 0, n_L = p.n_L;
+    /* With several models a window counts once per model (the unit of work is one window
+     * of one model), and a line per model follows. */
+    int models = p.n_model > 1;
     if (total && n_windows)
-        printf("%s: %zu/%zu windows done (%.1f%%); cells (window x L) %zu/%zu done, %zu failed,"
+        printf("%s: %zu/%zu windows done (%.1f%%); cells (%swindow x L) %zu/%zu done, %zu failed,"
                " %zu in flight\n",
                path, p.windows_done, n_windows, 100.0 * (double)p.windows_done / (double)n_windows,
-               done, total, failed, in_flight);
+               models ? "model x " : "", done, total, failed, in_flight);
     else
         printf("%s: %zu windows done (%zu cells), %zu cells failed (totals unknown: no status file)\n",
                path, p.windows_done, done, failed);
+    for (size_t m = 0; models && m < p.n_model; m++) {
+        const store_progress_model *r = &p.per_model[m];
+        if (r->total)
+            printf("  model %zu %s: %zu/%zu cells done, %zu failed\n", m, r->name[0] ? r->name : "?",
+                   r->done, r->total, r->failed);
+        else
+            printf("  model %zu %s: %zu cells done, %zu failed\n", m, r->name[0] ? r->name : "?",
+                   r->done, r->failed);
+    }
     for (size_t i = 0; i < p.n_L; i++) {
         const store_progress_L *r = &p.per_L[i];
         if (r->windows)

@@ -20,7 +20,7 @@ import h5py
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from sweeptest import ENV, check, summary
+from sweeptest import ENV, check, has_model_dim, summary
 
 BIN, MODEL, SCRATCH = sys.argv[1:4]
 ANALYSIS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "analysis")
@@ -71,10 +71,10 @@ def make_results():
     partial = os.path.join(SCRATCH, "partial.h5")
     shutil.copy(full, partial)
     with h5py.File(partial, "r+") as f:
-        status = f["status"][()]
-        status[1, 2] = 0
-        status[2, 0] = 2
-        status[0, 1] = 0
+        status = f["status"][()]  # (model, window, L): one model
+        status[0, 1, 2] = 0
+        status[0, 2, 0] = 2
+        status[0, 0, 1] = 0
         f["status"][...] = status
     return full, partial
 
@@ -86,9 +86,12 @@ class Ref:
 
     def __init__(self, path):
         with h5py.File(path, "r") as f:
-            self.v = {k: f[k][()] for k in f if isinstance(f[k], h5py.Dataset)}
+            # one model: isel(model=0), so every variable is (window, L, ...) as the figures see it
+            self.v = {k: f[k][0] if has_model_dim(f[k]) else f[k][()] for k in f
+                      if isinstance(f[k], h5py.Dataset)}
             # the axis order of every variable, from its dimension scales
             self.dims = {k: [f[k].dims[i][0].name.lstrip("/") for i in range(f[k].ndim)]
+                         [1 if has_model_dim(f[k]) else 0:]
                          for k in f if isinstance(f[k], h5py.Dataset) and f[k].ndim > 0
                          and len(f[k].dims[0])}
         self.norms = [n.decode() if isinstance(n, bytes) else n for n in self.v["normalizer"]]
@@ -298,7 +301,7 @@ def test_sensitivity(full, drawn_full):
     ref = Ref(full)
     iN = int(np.argmin(np.abs(ref.v["N"] - 5)))
     with h5py.File(mutated, "r+") as f:
-        f["dist_true"][0, 0, iN, ref.iT, ref.isoft, 0, 0] += 1.0
+        f["dist_true"][0, 0, 0, iN, ref.iT, ref.isoft, 0, 0] += 1.0  # model 0
     ds = ar.load(mutated)
     os.makedirs(os.path.join(SCRATCH, "mut"), exist_ok=True)
     drawn = figures.fig_distance_vs_L(ds, figures.Options(ds), os.path.join(SCRATCH, "mut"), "png")

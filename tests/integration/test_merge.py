@@ -159,7 +159,7 @@ def case_equal():
     refused([shard_name(i) for i in range(K)], d, "m.h5", "existing output")
     # the old file's values must not survive a forced merge: spoil one first
     with h5py.File(out, "r+") as f:
-        f["dist_true"][0, 0] = 42.0
+        f["dist_true"][0, 0, 0] = 42.0
     r = attnsweep(["merge", "--force"] + [shard_name(i) for i in range(K)], cwd=d)
     check(r.returncode == 0, f"--force merge exit {r.returncode}: {r.stderr}")
     same_values(out, f"{SCRATCH}/ref.h5", "forced merge vs single run")
@@ -235,11 +235,11 @@ def case_partial():
     r = attnsweep(["merge", "--partial"] + present, cwd=d)
     check(r.returncode == 0, f"--partial merge exit {r.returncode}: {r.stderr}")
     with h5py.File(f"{d}/m.h5", "r") as f, h5py.File(f"{d}/{shard_name(0)}", "r") as s0:
-        st = f["status"][()]
-        want = (s0["status"][()] == 1).astype(np.uint8)
+        st = f["status"][0]  # one model
+        want = (s0["status"][0] == 1).astype(np.uint8)
         want[kept_w, list(f["L"][()]).index(kept_L)] = 1
         check(np.array_equal(st, want), f"partial merge status {st.tolist()}, want {want.tolist()}")
-        check(np.all(np.isnan(f["dist_true"][()][st == 0])), "pending cells not NaN")
+        check(np.all(np.isnan(f["dist_true"][0][st == 0])), "pending cells not NaN")
     r = attnsweep(["run", "m.cfg"], cwd=d)
     check(r.returncode == 0, f"run after --partial merge exit {r.returncode}: {r.stderr[-300:]}")
     n_before = int(want.sum())

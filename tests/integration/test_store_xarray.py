@@ -5,8 +5,10 @@ and netcdf4) and h5py; values checked against the fixture formula of
 tests/lib/store_fixture.h, recomputed here independently:
     value(v, w, Lv, k) = v*10000 + w*1000 + Lv + k/16  (float variables)
                          v*10000 + w*1000 + Lv + k     (rows_used, crit_N)
-with k the C-order flat index over the dims after (window, L), v the
-variable's position in cellresult.h's enum, and k = 0 of dist_bound NaN.
+with k the C-order flat index over the dims after (model, window, L), v the
+variable's position in cellresult.h's enum, and k = 0 of dist_bound NaN. The writer
+gives no model axis (store_axes.n_model = 0): the file has one model, named "model",
+and the checks below look at ds.isel(model=0) as an analyst of a one-model sweep does.
 
 usage: test_store_xarray.py WRITER WORKDIR [ATTNSWEEP]   (Debian's /usr/bin/python3)
 """
@@ -80,8 +82,20 @@ def main():
         ds = xr.open_dataset(out, engine=engine)
         for d, vals in AXES.items():
             check(list(ds[d].values) == vals, f"{engine}: axis {d} = {list(ds[d].values)}")
+        # the model axis (docs/results.md): first dimension, its coordinates decoded by xarray
+        check(ds.sizes["model"] == 1 and list(ds.model.values) == ["model"], f"{engine}: model {ds.model.values}")
+        for c in ("model_path", "model_sha256", "model_n_layer", "model_n_head", "model_n_embd",
+                  "training_step"):
+            check(c in ds.coords and ds[c].dims == ("model",), f"{engine}: {c} is a model coordinate")
+        check(str(ds.model_path.values[0]) == "/models/gpt2" and int(ds.training_step[0]) == -1,
+              f"{engine}: model_path {ds.model_path.values}, training_step {ds.training_step.values}")
+        check(ds.head_valid.dims == ("model", "layer", "head") and bool((ds.head_valid == 1).all()),
+              f"{engine}: head_valid {ds.head_valid.values}")
         for name in VARS:
-            check(ds[name].dims == DIMS[name], f"{engine}: {name} dims {ds[name].dims}")
+            check(ds[name].dims == ("model",) + DIMS[name], f"{engine}: {name} dims {ds[name].dims}")
+        full = ds
+        ds = ds.isel(model=0)
+        for name in VARS:
             got = ds[name].values.astype(float)
             check(np.array_equal(got, expected(name), equal_nan=True),
                   f"{engine}: {name} values differ from the formula")
@@ -135,16 +149,17 @@ def main():
               f"{engine}: provenance {prov}")
         check(not np.isnat(prov.end.values[0]), f"{engine}: segment end recorded")
         prov.close()
-        ds.close()
+        full.close()
 
     with h5py.File(out, "r") as f:
-        check(f["dist_true"].dims[0][0].name == "/window", f"h5py dims[0] {f['dist_true'].dims[0][0]}")
-        check(f["dist_true"].dims[6][0].name == "/head", "h5py dims[6]")
-        check(f["grad_fd"].dims[3][0].name == "/eps", "h5py grad_fd eps")
-        check(f["status"].dims[1][0].name == "/L", "h5py status L")
+        check(f["dist_true"].dims[0][0].name == "/model", f"h5py dims[0] {f['dist_true'].dims[0][0]}")
+        check(f["dist_true"].dims[1][0].name == "/window", f"h5py dims[1] {f['dist_true'].dims[1][0]}")
+        check(f["dist_true"].dims[7][0].name == "/head", "h5py dims[7]")
+        check(f["grad_fd"].dims[4][0].name == "/eps", "h5py grad_fd eps")
+        check(f["status"].dims[2][0].name == "/L", "h5py status L")
         check(np.isnan(f["dist_true"].fillvalue) and np.isnan(f["dist_true"].attrs["_FillValue"]),
               "NaN fill and _FillValue")
-        check(f["dist_true"].chunks == (1, 1, 3, 2, 2, 2, 3), f"chunks {f['dist_true'].chunks}")
+        check(f["dist_true"].chunks == (1, 1, 1, 3, 2, 2, 2, 3), f"chunks {f['dist_true'].chunks}")
         check(f["normalizer"].dtype.kind == "O", "normalizer is a vlen string")
 
     if attnsweep:

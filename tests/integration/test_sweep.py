@@ -17,7 +17,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import bruteforce
-from sweeptest import ENV, check, run_cases, same_values, signal_delivered, summary, wait_for_phase
+from sweeptest import ENV, check, read, run_cases, same_values, signal_delivered, summary, wait_for_phase
 
 BIN, MODEL, SCRATCH = sys.argv[1:4]
 ONLY = set(sys.argv[4:])
@@ -215,14 +215,14 @@ def case_dump_crosscheck():
                     for iN, N in enumerate(Ns):
                         for var in ("dist_true", "dist_expect"):
                             want, cnt = bruteforce.cut_mean(rows[var][iN], 32)
-                            got = f[var][0, 0, iN, iT, iz, layer, head]
+                            got = f[var][0, 0, 0, iN, iT, iz, layer, head]
                             err = abs(got - want) / max(abs(want), 1e-6)
                             worst = max(worst, err)
                             check(err < 1e-4, f"L{layer} h{head} N={N} T={T} {norm} {var}: {got} vs {want}")
-                        got_rows = f["rows_used"][0, 0, iN, iT, iz, layer, head]
+                        got_rows = f["rows_used"][0, 0, 0, iN, iT, iz, layer, head]
                         check(got_rows == cnt, f"rows_used {got_rows} vs {cnt}")
                     ent, _ = bruteforce.cut_mean(rows["entropy"], 32)
-                    got = f["entropy"][0, 0, iT, iz, layer, head]
+                    got = f["entropy"][0, 0, 0, iT, iz, layer, head]
                     check(abs(got - ent) <= 1e-4 * max(1, abs(ent)), f"entropy {got} vs {ent}")
     print(f"dump_crosscheck: worst relative difference {worst:.2e}", flush=True)
 

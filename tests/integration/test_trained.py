@@ -34,7 +34,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
 import bruteforce  # noqa: E402
-from sweeptest import ENV, check, summary  # noqa: E402
+from sweeptest import ENV, check, has_model_dim, summary  # noqa: E402
 
 BIN, SHARED, SCRATCH = (os.path.abspath(p) for p in sys.argv[1:4])
 CASE = sys.argv[4]
@@ -129,7 +129,9 @@ class Results:
     def __init__(self, path):
         import h5py
         with h5py.File(path, "r") as f:
-            self.v = {k: f[k][()] for k in f if isinstance(f[k], h5py.Dataset)}
+            # one model: its cells (isel(model=0)), indexed (window, L, ...) as before the model axis
+            self.v = {k: f[k][0] if has_model_dim(f[k]) else f[k][()] for k in f
+                      if isinstance(f[k], h5py.Dataset)}
             self.attrs = dict(f.attrs)
         self.norms = [n.decode() if isinstance(n, bytes) else n for n in self.v["normalizer"]]
 

@@ -3,7 +3,9 @@ test_analysis): the environment attnsweep runs in, a check counter that keeps go
 after a failure, and the comparison of two results files.
 
 Each test script puts this folder (tests/lib) on sys.path before importing it.
-Run as a program, `python3 tests/lib/sweeptest.py A.h5 B.h5` compares two results files.
+Run as a program, `python3 tests/lib/sweeptest.py A.h5 B.h5` compares two results files;
+`python3 tests/lib/sweeptest.py MULTI.h5 M SINGLE.h5` compares model M of a file with a model
+axis (isel(model=M)) with a single-model file, over the single file's own layers and heads.
 """
 import os
 import time
@@ -45,6 +47,63 @@ def values(path):
             if isinstance(d, h5py.Dataset) and k not in BOOKKEEPING:
                 out[k] = d[()]
     return out
+
+
+def has_model_dim(d):
+    """True when dataset d's first dimension is the model axis (docs/results.md)."""
+    return d.ndim >= 1 and len(d.dims[0]) > 0 and d.dims[0][0].name.rsplit("/", 1)[-1] == "model"
+
+
+def read(f, name, model=0):
+    """A variable of an open results file with the model axis selected (isel(model=model))
+    when it has one: what a test of a one-model file indexes as before the model axis."""
+    d = f[name]
+    return d[model] if has_model_dim(d) else d[()]
+
+
+def model_values(path, model):
+    """Like values(), with the model axis selected (isel(model=model)), and the layer and
+    head coordinates as numpy arrays for subsetting."""
+    out = {}
+    with h5py.File(path, "r") as f:
+        for k, d in f.items():
+            if isinstance(d, h5py.Dataset) and k not in BOOKKEEPING and k != "model":
+                dims = [d.dims[i][0].name.rsplit("/", 1)[-1] if len(d.dims[i]) else "" for i in range(d.ndim)]
+                if has_model_dim(d):
+                    out[k] = (d[model], dims[1:])
+                else:
+                    out[k] = (d[()], dims)
+        out["model"] = (f["model"][model], [])
+    return out
+
+
+def same_model_values(multi, m, single, what):
+    """Checks that model m of a multi-model file equals a single-model file bit for bit in
+    every non-bookkeeping variable, over the single file's layers and heads (the multi
+    file's layer/head axes are the union over its models)."""
+    vm, vs = model_values(multi, m), model_values(single, 0)
+    check(vm.keys() == vs.keys(), f"{what}: variables differ {sorted(vm.keys() ^ vs.keys())}")
+    layers_m, heads_m = vm["layer"][0], vm["head"][0]
+    lsel = [int(np.where(layers_m == x)[0][0]) for x in vs["layer"][0] if x in layers_m]
+    hsel = [int(np.where(heads_m == x)[0][0]) for x in vs["head"][0] if x in heads_m]
+    check(len(lsel) == len(vs["layer"][0]) and len(hsel) == len(vs["head"][0]),
+          f"{what}: the single file's layers/heads are not in the multi file's")
+    for k in vm.keys() & vs.keys():
+        (x, dims), (y, _) = vm[k], vs[k]
+        if k in ("layer", "head"):
+            x = x[lsel] if k == "layer" else x[hsel]
+        else:
+            for axis, name in enumerate(dims):
+                if name == "layer":
+                    x = np.take(x, lsel, axis=axis)
+                elif name == "head":
+                    x = np.take(x, hsel, axis=axis)
+        x, y = np.asarray(x), np.asarray(y)
+        if x.dtype.kind == "f":
+            eq = x.shape == y.shape and x.tobytes() == y.tobytes()
+        else:
+            eq = x.shape == y.shape and np.array_equal(x, y)
+        check(eq, f"{what}: variable {k} differs")
 
 
 def same_values(a, b, what):
@@ -114,7 +173,12 @@ def run_cases(cases, only, label=""):
 if __name__ == "__main__":
     import sys
 
+    if len(sys.argv) == 4:
+        same_model_values(sys.argv[1], int(sys.argv[2]), sys.argv[3],
+                          "%s model %s vs %s" % (sys.argv[1], sys.argv[2], sys.argv[3]))
+        sys.exit(summary("same_model_values"))
     if len(sys.argv) != 3:
-        sys.exit("usage: sweeptest.py A.h5 B.h5 -- are two results files' values equal bit for bit?")
+        sys.exit("usage: sweeptest.py A.h5 B.h5 -- are two results files' values equal bit for bit?\n"
+                 "       sweeptest.py MULTI.h5 M SINGLE.h5 -- is model M of MULTI the SINGLE file?")
     same_values(sys.argv[1], sys.argv[2], "%s vs %s" % (sys.argv[1], sys.argv[2]))
     sys.exit(summary("same_values"))

@@ -134,7 +134,7 @@ def records(path):
 
 def attempts_by_cell(path):
     with h5py.File(path, "r") as f:
-        att, Ls = f["attempts"][()], list(f["L"][()])
+        att, Ls = f["attempts"][0], list(f["L"][()])  # one model
     return {(w, int(Ls[l])): int(att[w, l]) for w in range(att.shape[0]) for l in range(att.shape[1])}
 
 
