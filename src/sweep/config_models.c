@@ -8,7 +8,8 @@
  * (model_config_read) and its optional integer "training_step"; the name of a model is
  * its directory's basename and must be unique (the `model` coordinate); every model must
  * read text with the same tokenizer (vocab.json and merges.txt identical by sha256, or
- * absent from every directory), because the text is tokenized once for all of them. */
+ * absent from every directory), because the text is tokenized once for all of them
+ * (with text.format = "tokens" nothing is tokenized and the files are not compared). */
 #include "config_int.h"
 
 #include <errno.h>
@@ -74,6 +75,9 @@ int cfg_read_models(ctx *c, as_config *cfg) {
         snprintf(base_dir, sizeof base_dir, "%s", cfg->dir);
     }
     char vocab0[65] = "", merges0[65] = "";
+    const config_setting_t *fmt = cfg_get(c, "text.format");
+    int pre_tokenized = fmt && config_setting_type(fmt) == CONFIG_TYPE_STRING &&
+                        !strcmp(config_setting_get_string(fmt), "tokens");
     for (size_t m = 0; m < n; m++) {
         as_model_spec *ms = &cfg->models[m];
         const config_setting_t *e = is_list ? config_setting_get_elem(s, (unsigned)m) : s;
@@ -95,7 +99,9 @@ int cfg_read_models(ctx *c, as_config *cfg) {
             return cfg_fail_key(c, s, "model", "%s", c->err->msg);
         if (ms->cfg.n_layer > cfg->max_n_layer) cfg->max_n_layer = ms->cfg.n_layer;
         if (ms->cfg.n_head > cfg->max_n_head) cfg->max_n_head = ms->cfg.n_head;
-        if (n == 1) break; /* one model: nothing to compare its tokenizer with */
+        /* one model: nothing to compare its tokenizer with; pre-tokenized text: no
+         * tokenizer is used (the ids must fit each model's vocabulary, checked per pass) */
+        if (n == 1 || pre_tokenized) continue;
         char vocab[65], merges[65];
         if (file_digest(vocab, ms->dir, "vocab.json", c->err) ||
             file_digest(merges, ms->dir, "merges.txt", c->err))
