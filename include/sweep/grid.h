@@ -69,7 +69,15 @@ typedef struct {
     int64_t *window_start;  /* [n_windows] first token of each window */
     size_t *dispatch;       /* [n_cells] cell indices, largest L first, then window */
     as_cost_model cost;
+    /* The model axis: the cells above are one model's; every model has the same cells
+     * (the sweep runs them model after model). The cost functions use `model`
+     * (grid_set_model; model 0 after grid_init); memory is the largest model's. */
+    size_t n_models;
+    const gpt2_config *model;
 } as_grid;
+
+/* The cost functions below then estimate model m of the config's model axis. */
+void grid_set_model(as_grid *g, size_t m);
 
 int grid_init(as_grid *g, const as_config *cfg, as_err *err);
 void grid_free(as_grid *g);
@@ -106,7 +114,8 @@ double grid_window_cost(const as_grid *g);
  * process itself (libraries, MPI, the token ids). The master holds the process
  * and the unit buffers it receives into (commit_every cells' worth, at least
  * one unit, plus one). With one rank, that rank computes alone.
- * grid_node_memory(ranks): weights + master + (ranks - 1) * worker. */
+ * grid_node_memory(ranks): weights + master + (ranks - 1) * worker.
+ * With several models each buffer is the largest model's (one model is resident at a time). */
 typedef struct {
     size_t weights, activations, metrics, cell_block, unit_block;
     size_t worker;  /* one worker rank, both unit buffers touched */
@@ -120,7 +129,7 @@ size_t grid_node_memory(const as_grid *g, size_t ranks);
 /* Doubles in one cell's result block (cr_layout_init over the axes). */
 size_t grid_block_doubles(const as_config *cfg);
 
-/* Bytes of the results file for all cells: the metric variables as float32
+/* Bytes of the results file for all cells of every model: the metric variables as float32
  * (ks_stat/ks_pvalue float64, rows_used/crit_N int32), the per-cell
  * bookkeeping (status u8, attempts i32, rank i32, wall_time f64), and the axes.
  * Excludes HDF5 metadata and provenance. */

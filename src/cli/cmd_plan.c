@@ -143,31 +143,37 @@ static int print_window0(const as_config *cfg, as_err *err) {
     return 0;
 }
 
-/* Windows of the grid with every cell done, from an existing output's journal
- * (the truth); -1 when there is no journal. */
-static long windows_done(const char *output, const as_grid *g) {
+/* Windows of the grid with every cell done, per model (done[m]), from an existing
+ * output's journal (the truth); -1 when there is no journal. */
+static long windows_done(const char *output, const as_grid *g, long *done) {
     char jpath[4200];
     if (store_sidecar(jpath, sizeof jpath, output, ".journal")) return -1;
     as_err err;
     journal *j = journal_open(jpath, JOURNAL_SKIP_PAYLOAD_CRC, NULL, NULL, &err);
     if (!j) return -1;
-    unsigned char *st = calloc(g->n_cells ? g->n_cells : 1, 1);
+    size_t per = g->n_cells ? g->n_cells : 1;
+    unsigned char *st = calloc(per * g->n_models, 1);
     journal_record r;
     while (st && journal_next(j, &r, &err) == 1) {
-        if (r.type != JR_COMMIT || r.window < 0) continue;
+        if (r.type != JR_COMMIT || r.window < 0 || r.model >= g->n_models) continue;
         long c = grid_cell_find(g, (size_t)r.window, r.L);
-        if (c >= 0) st[c] = (unsigned char)r.status;
+        if (c >= 0) st[r.model * per + (size_t)c] = (unsigned char)r.status;
     }
     journal_close(j);
     if (!st) return -1;
-    long done = 0;
-    for (size_t w = 0; w < g->n_windows; w++) {
-        int all = 1;
-        for (size_t li = 0; li < g->n_L && all; li++) all = st[grid_cell_index(g, w, li)] == STORE_DONE;
-        done += all;
+    long total = 0;
+    for (size_t m = 0; m < g->n_models; m++) {
+        done[m] = 0;
+        for (size_t w = 0; w < g->n_windows; w++) {
+            int all = 1;
+            for (size_t li = 0; li < g->n_L && all; li++)
+                all = st[m * per + grid_cell_index(g, w, li)] == STORE_DONE;
+            done[m] += all;
+        }
+        total += done[m];
     }
     free(st);
-    return done;
+    return total;
 }
 
 /* --check: what run does before its first cell, without MPI or the weights' values. */
@@ -184,17 +190,20 @@ static int check_inputs(const as_config *cfg, as_err *err) {
     textsrc_free(&ts);
     if (rc) return -1;
     printf("check     text: %zu tokens, enough for the windows\n", n_tokens);
-    /* the tensors against config.json: an arena of the right size is only
-     * reserved, never written (fill = 0 reads no weight) */
-    size_t bytes = model_arena_bytes(&cfg->model);
-    float *arena = aligned_alloc(64, (bytes + 63) / 64 * 64);
-    if (!arena) return as_fail(err, "out of memory for the model check");
-    gpt2_model m;
-    rc = model_load_into(&m, cfg->model_dir, arena, 0, err);
-    if (rc == 0) model_free(&m);
-    free(arena);
-    if (rc) return -1;
-    printf("check     model: every tensor of %s/model.safetensors matches config.json\n", cfg->model_dir);
+    /* the tensors against config.json, every model: an arena of the right size is
+     * only reserved, never written (fill = 0 reads no weight) */
+    for (size_t k = 0; k < cfg->n_model; k++) {
+        const as_model_spec *ms = &cfg->models[k];
+        size_t bytes = model_arena_bytes(&ms->cfg);
+        float *arena = aligned_alloc(64, (bytes + 63) / 64 * 64);
+        if (!arena) return as_fail(err, "out of memory for the model check");
+        gpt2_model m;
+        rc = model_load_into(&m, ms->dir, arena, 0, err);
+        if (rc == 0) model_free(&m);
+        free(arena);
+        if (rc) return -1;
+        printf("check     model: every tensor of %s/model.safetensors matches config.json\n", ms->dir);
+    }
     char *old_text = NULL, *old_sha = NULL;
     int found = store_peek_config(cfg->output, &old_text, &old_sha, err);
     if (found < 0) return -1;
@@ -208,8 +217,9 @@ static int check_inputs(const as_config *cfg, as_err *err) {
                 if (d.item[i].kind != AS_DIFF_HARMLESS) shown.item[shown.n++] = d.item[i];
             char what[800];
             config_diff_describe(&shown, what, sizeof what);
-            rc = as_fail(err, "%s was made with another config (%s); only added windows or L "
-                              "values can extend it", cfg->output, what);
+            rc = as_fail(err, "%s was made with another config (%s); only added windows, L "
+                              "values or models appended to the model list can extend it",
+                         cfg->output, what);
         }
     }
     free(old_text);
@@ -340,9 +350,21 @@ int cmd_plan(int argc, char **argv) {
     char b1[32], b2[32], b3[32], b4[32], b5[32];
 
     printf("config    %s (sha256 %.16s...)\n", cfg.path, cfg.sha256);
-    printf("model     %s: n_layer %zu, n_head %zu, n_embd %zu, n_positions %zu, %.1f M params\n",
-           cfg.model_dir, mc->n_layer, mc->n_head, mc->n_embd, mc->n_positions,
-           (double)model_param_count(mc) / 1e6);
+    (void)mc;
+    for (size_t k = 0; k < cfg.n_model; k++) {
+        const as_model_spec *ms = &cfg.models[k];
+        char step[48] = "";
+        if (ms->training_step >= 0) snprintf(step, sizeof step, ", training_step %lld", (long long)ms->training_step);
+        if (cfg.n_model == 1)
+            printf("model     %s: n_layer %zu, n_head %zu, n_embd %zu, n_positions %zu, %.1f M params%s\n",
+                   ms->dir, ms->cfg.n_layer, ms->cfg.n_head, ms->cfg.n_embd, ms->cfg.n_positions,
+                   (double)model_param_count(&ms->cfg) / 1e6, step);
+        else
+            printf("%s %zu %s (%s): n_layer %zu, n_head %zu, n_embd %zu, n_positions %zu, %.1f M "
+                   "params%s\n", k ? "         " : "models   ", k, ms->name, ms->dir, ms->cfg.n_layer,
+                   ms->cfg.n_head, ms->cfg.n_embd, ms->cfg.n_positions,
+                   (double)model_param_count(&ms->cfg) / 1e6, step);
+    }
     printf("text      %s (%s%s); needs >= %lld tokens\n", cfg.text_path,
            cfg.text_format == AS_TEXT_PLAIN ? "text" : "tokens",
            cfg.text_format == AS_TEXT_PLAIN ? (cfg.strip_gutenberg ? ", strip_gutenberg" : "") : "",
@@ -356,10 +378,14 @@ int cmd_plan(int argc, char **argv) {
         rc = AS_EXIT_ERROR;
         goto out;
     }
-    printf("metrics   vectors %s, rows %s, logits %s, ks_alpha %g, ssmax_scale %.6g, seed %lld\n",
+    char ssmax[64];
+    snprintf(ssmax, sizeof ssmax, "%.6g", cfg.ssmax_scale);
+    for (size_t k = 1; k < cfg.n_model; k++)
+        if (cfg.models[k].ssmax_scale != cfg.ssmax_scale) snprintf(ssmax, sizeof ssmax, "1/ln(n_positions) per model");
+    printf("metrics   vectors %s, rows %s, logits %s, ks_alpha %g, ssmax_scale %s, seed %lld\n",
            cfg.vectors == AS_VECTORS_VALUE ? "value" : "resid",
            cfg.rows == AS_ROWS_VISIBLE ? "visible" : "full_row", config_logits_name(cfg.logits),
-           cfg.ks_alpha, cfg.ssmax_scale, (long long)cfg.seed);
+           cfg.ks_alpha, ssmax, (long long)cfg.seed);
     printf("output    %s\n", cfg.output);
     printf("runtime   blas_threads %d per rank, commit_every %d cells\n\n", cfg.blas_threads,
            cfg.commit_every);
@@ -391,35 +417,64 @@ int cmd_plan(int argc, char **argv) {
         printf("  note: %zu N value(s) >= the largest L (%d): always NaN (no row has n > N)\n",
                useless, (int)config_max_L(&cfg));
 
-    /* one unit of work = one window: a pass at the largest L, the metrics of every L */
-    size_t Lmax = (size_t)config_max_L(&cfg);
-    double fwd = grid_forward_seconds(&g, Lmax), window = grid_window_cost(&g);
-    double total = window * (double)g.n_windows;
-    printf("\ncells     %zu (%zu windows x %zu L); each: %zu heads x %zu N x %zu T"
-           " x %zu normalizer\n",
-           g.n_cells, g.n_windows, g.n_L, a->n_layer * a->n_head, a->n_N, a->n_T, a->n_norm);
-    human_seconds(b1, sizeof b1, window);
-    human_seconds(b2, sizeof b2, fwd);
-    human_seconds(b3, sizeof b3, window - fwd);
-    printf("time      %s per window (forward pass at L = %zu %s + metrics of %zu L %s)\n", b1,
-           Lmax, b2, g.n_L, b3);
-    human_seconds(b1, sizeof b1, total);
-    printf("          %s of rank time for %zu window%s\n", b1, g.n_windows, g.n_windows > 1 ? "s" : "");
-    long done = windows_done(cfg.output, &g);
-    if (done >= 0) {
-        size_t left = g.n_windows - (size_t)done;
-        human_seconds(b1, sizeof b1, window * (double)left);
-        printf("progress  %zu of %zu windows left (%ld done in %s): %s of rank time to go\n", left,
-               g.n_windows, done, cfg.output, b1);
+    /* one unit of work = one window of one model: a pass at the largest L, the metrics
+     * of every L; the models run one after the other (time: the sum over the models) */
+    size_t Lmax = (size_t)config_max_L(&cfg), nm = g.n_models;
+    double total = 0, window = 0, *per_model = calloc(nm, sizeof *per_model);
+    if (!per_model) {
+        fprintf(stderr, "attnsweep plan: out of memory\n");
+        grid_free(&g);
+        config_free(&cfg);
+        rc = AS_EXIT_ERROR;
+        goto out;
     }
+    if (nm > 1)
+        printf("\ncells     %zu (%zu models x %zu windows x %zu L); each: up to %zu heads x %zu N x "
+               "%zu T x %zu normalizer\n", g.n_cells * nm, nm, g.n_windows, g.n_L,
+               a->n_layer * a->n_head, a->n_N, a->n_T, a->n_norm);
+    else
+        printf("\ncells     %zu (%zu windows x %zu L); each: %zu heads x %zu N x %zu T"
+               " x %zu normalizer\n",
+               g.n_cells, g.n_windows, g.n_L, a->n_layer * a->n_head, a->n_N, a->n_T, a->n_norm);
+    for (size_t k = 0; k < nm; k++) {
+        grid_set_model(&g, k);
+        double fwd = grid_forward_seconds(&g, Lmax);
+        per_model[k] = grid_window_cost(&g);
+        total += per_model[k] * (double)g.n_windows;
+        human_seconds(b1, sizeof b1, per_model[k]);
+        human_seconds(b2, sizeof b2, fwd);
+        human_seconds(b3, sizeof b3, per_model[k] - fwd);
+        if (nm > 1) printf("%s %zu %s: ", k ? "         " : "time     ", k, cfg.models[k].name);
+        else printf("time      ");
+        printf("%s per window (forward pass at L = %zu %s + metrics of %zu L %s)\n", b1, Lmax, b2,
+               g.n_L, b3);
+    }
+    grid_set_model(&g, 0);
+    window = total / (double)(g.n_windows * nm); /* the mean window, for the rank estimates */
+    human_seconds(b1, sizeof b1, total);
+    printf("          %s of rank time for %zu window%s%s\n", b1, g.n_windows * nm,
+           g.n_windows * nm > 1 ? "s" : "", nm > 1 ? " (every model's)" : "");
+    long *done_m = calloc(nm, sizeof *done_m);
+    long done = done_m ? windows_done(cfg.output, &g, done_m) : -1;
+    if (done >= 0) {
+        double to_go = 0;
+        for (size_t k = 0; k < nm; k++) to_go += per_model[k] * (double)(g.n_windows - (size_t)done_m[k]);
+        size_t left = g.n_windows * nm - (size_t)done;
+        human_seconds(b1, sizeof b1, to_go);
+        printf("progress  %zu of %zu windows left (%ld done in %s): %s of rank time to go\n", left,
+               g.n_windows * nm, done, cfg.output, b1);
+    }
+    free(done_m);
+    free(per_model);
     size_t want = (size_t)ranks;
+    /* the scheduler deals one model's windows at a time: rounds per model, summed */
     for (size_t P = 2; P <= 64; P *= 4) {
-        double rounds = (double)((g.n_windows + P - 2) / (P - 1));
+        double rounds = (double)(nm * ((g.n_windows + P - 2) / (P - 1)));
         human_seconds(b1, sizeof b1, rounds * window);
         printf("          %zu ranks (%zu workers): ~%s\n", P, P - 1, b1);
     }
     if (want >= 2 && want != 2 && want != 8 && want != 32) {
-        double rounds = (double)((g.n_windows + want - 2) / (want - 1));
+        double rounds = (double)(nm * ((g.n_windows + want - 2) / (want - 1)));
         human_seconds(b1, sizeof b1, rounds * window);
         printf("          %zu ranks (%zu workers, --ranks): ~%s\n", want, want - 1, b1);
     }
@@ -437,7 +492,11 @@ int cmd_plan(int argc, char **argv) {
     human_bytes(b3, sizeof b3, (double)mem.metrics);
     human_bytes(b4, sizeof b4, (double)mem.unit_block);
     human_bytes(b5, sizeof b5, (double)mem.worker);
-    printf("memory    weights %s, once per node (shared by its ranks)\n", b1);
+    if (nm > 1)
+        printf("memory    weights %s (the largest model's), once per node (shared by its ranks): one "
+               "model is resident at a time, each loaded once; a switch frees the last model first\n", b1);
+    else
+        printf("memory    weights %s, once per node (shared by its ranks)\n", b1);
     printf("          a worker %s = activations %s (L = %zu) + metrics %s + 2 x %s of results"
            " (%zu cells) + process\n",
            b5, b2, Lmax, b3, b4, mem.unit_block / (mem.cell_block ? mem.cell_block : 1));
@@ -456,8 +515,8 @@ int cmd_plan(int argc, char **argv) {
 
     double out_bytes = grid_output_bytes(&g);
     human_bytes(b1, sizeof b1, out_bytes);
-    human_bytes(b2, sizeof b2, out_bytes / (double)g.n_cells);
-    printf("output    %s (%s per cell x %zu cells; float32 metrics)\n", b1, b2, g.n_cells);
+    human_bytes(b2, sizeof b2, out_bytes / (double)(g.n_cells * nm));
+    printf("output    %s (%s per cell x %zu cells; float32 metrics)\n", b1, b2, g.n_cells * nm);
     double disk = grid_disk_bytes(&g), avail = fileio_free_bytes(cfg.output);
     human_bytes(b1, sizeof b1, disk);
     if (avail >= 0) {
@@ -476,7 +535,7 @@ int cmd_plan(int argc, char **argv) {
         fprintf(stderr, "attnsweep plan: warning: %s: the output and its journal would take %s, more than %s: "
                         "check windows.count and the grid axes\n", cfg.output, b1, b3);
     }
-    double wall64 = (double)((g.n_windows + 62) / 63) * window; /* windows are the units */
+    double wall64 = (double)(nm * ((g.n_windows + 62) / 63)) * window; /* windows are the units */
     if (wall64 > 365.0 * 86400) {
         human_seconds(b3, sizeof b3, wall64);
         fprintf(stderr, "attnsweep plan: warning: %s: the sweep would take %s even on 64 ranks: "

@@ -204,7 +204,7 @@ static int load_model(sweep_state *st, MPI_Comm comm, size_t m, as_err *err) {
     }
     /* the weights computed with must be the ones the store recorded at its open */
     ok = 1;
-    if (st->rank == 0 && st->model_sha && st->model.weights_sha256[0] &&
+    if (st->rank == 0 && st->model_sha && st->model_sha[m][0] && st->model.weights_sha256[0] &&
         strcmp(st->model.weights_sha256, st->model_sha[m])) {
         as_fail(err, "%s/model.safetensors: changed during the run (sha256 %s, recorded %s at the "
                 "start); restore it and resume", dir, st->model.weights_sha256, st->model_sha[m]);
@@ -215,18 +215,31 @@ static int load_model(sweep_state *st, MPI_Comm comm, size_t m, as_err *err) {
     return 0;
 }
 
-/* Rank 0: the sha256 of every model's weights, for the store's model axis and the
- * resume check, before any model is loaded (a model is loaded only when its cells run). */
-static int hash_models(sweep_state *st, MPI_Comm comm, as_err *err) {
+/* Rank 0, before the store opens (so a bad model file is refused before any result
+ * file exists): the sha256 of models 1.. and every tensor of their model.safetensors
+ * checked against config.json (model_load_into without filling: the arena is reserved,
+ * never touched); model 0 is loaded in full (load_model) and gives its own sha256. The
+ * values of models 1.. (NaN, Inf) are checked when they are loaded, at their turn. */
+static int check_models(sweep_state *st, MPI_Comm comm, as_err *err) {
     int ok = 1;
     if (st->rank == 0) {
         st->model_sha = calloc(st->cfg.n_model, sizeof *st->model_sha);
         ok = st->model_sha != NULL;
         if (!ok) as_fail(err, "out of memory");
-        for (size_t m = 0; ok && m < st->cfg.n_model; m++) {
+        for (size_t m = 1; ok && m < st->cfg.n_model; m++) {
+            const as_model_spec *ms = &st->cfg.models[m];
             char path[AS_PATH_MAX + 32];
-            snprintf(path, sizeof path, "%s/model.safetensors", st->cfg.models[m].dir);
+            snprintf(path, sizeof path, "%s/model.safetensors", ms->dir);
             ok = sha256_file_hex(st->model_sha[m], path, err) == 0;
+            void *arena = ok ? malloc(model_arena_bytes(&ms->cfg) + 64) : NULL;
+            if (ok && !arena) ok = 0, as_fail(err, "%s: out of memory", ms->dir);
+            if (ok) {
+                gpt2_model probe;
+                float *aligned = (float *)(void *)((char *)arena + (64 - (uintptr_t)arena % 64) % 64);
+                ok = model_load_into(&probe, ms->dir, aligned, 0, err) == 0;
+                if (ok) model_free(&probe);
+            }
+            free(arena);
         }
     }
     return all_ok(comm, ok) ? 0 : -1;
@@ -770,9 +783,11 @@ int sweep_run(MPI_Comm comm, const sweep_opts *opts, sweep_summary *sum, as_err 
     /* 2. text */
     if (load_text(&st, comm, e)) goto out;
 
-    /* 3. the models' weights hashed (rank 0); a model is loaded only when its cells run */
+    /* 3. the models checked (rank 0) and model 0 loaded, one copy per node; the others
+     * are loaded when their cells run */
     double t_load = as_monotonic_s();
-    if (hash_models(&st, comm, e)) goto out;
+    if (check_models(&st, comm, e) || load_model(&st, comm, 0, e)) goto out;
+    if (st.rank == 0) memcpy(st.model_sha[0], st.model.weights_sha256, sizeof st.model_sha[0]);
     st.timing[TM_LOAD] = as_monotonic_s() - t_load;
 
     /* 4. store, and the cells still to do: model-major (every cell of model 0 in dispatch
@@ -850,7 +865,7 @@ int sweep_run(MPI_Comm comm, const sweep_opts *opts, sweep_summary *sum, as_err 
         size_t lo = st.model_units[m], hi = st.model_units[m + 1];
         if (hi == lo) continue;
         double tl = as_monotonic_s();
-        ok = load_model(&st, comm, m, e) == 0;
+        ok = st.cur_model == (long)m || load_model(&st, comm, m, e) == 0;
         st.timing[TM_LOAD] += as_monotonic_s() - tl;
         if (!ok) {
             srun = -1;

@@ -32,6 +32,8 @@ int grid_init(as_grid *g, const as_config *cfg, as_err *err) {
     g->n_windows = (size_t)cfg->windows_count;
     g->n_L = cfg->axes.n_L;
     g->n_cells = g->n_windows * g->n_L;
+    g->n_models = cfg->n_model ? cfg->n_model : 1;
+    g->model = cfg->models ? &cfg->models[0].cfg : &cfg->model;
     g->cost = grid_cost_model_default();
     g->window_start = malloc(g->n_windows * sizeof *g->window_start);
     g->dispatch = malloc(g->n_cells * sizeof *g->dispatch);
@@ -70,17 +72,33 @@ long grid_cell_find(const as_grid *g, size_t window, int32_t L) {
     return (long)grid_cell_index(g, window, lo);
 }
 
-/* Blocks the forward pass runs: up to the deepest measured layer (gpt2.h). */
-static size_t blocks_run(const as_config *cfg) {
-    return (size_t)cfg->axes.layer[cfg->axes.n_layer - 1] + 1;
+void grid_set_model(as_grid *g, size_t m) {
+    g->model = g->cfg->models && m < g->cfg->n_model ? &g->cfg->models[m].cfg : &g->cfg->model;
 }
 
-double grid_forward_flops(const as_config *cfg, size_t L) {
-    const gpt2_config *m = &cfg->model;
-    double C = (double)m->n_embd, Ld = (double)L, nb = (double)blocks_run(cfg);
+/* Blocks the forward pass runs: up to the deepest measured layer the model has (gpt2.h). */
+static size_t blocks_run(const as_config *cfg, const gpt2_config *m) {
+    size_t deepest = (size_t)cfg->axes.layer[cfg->axes.n_layer - 1] + 1;
+    return deepest < m->n_layer ? deepest : m->n_layer;
+}
+
+/* Measured (layer, head) pairs model m has (the grid's axes are the union over models). */
+static size_t heads_of(const as_config *cfg, const gpt2_config *m) {
+    size_t nl = 0, nh = 0;
+    for (size_t i = 0; i < cfg->axes.n_layer; i++) nl += (size_t)cfg->axes.layer[i] < m->n_layer;
+    for (size_t i = 0; i < cfg->axes.n_head; i++) nh += (size_t)cfg->axes.head[i] < m->n_head;
+    return nl * nh;
+}
+
+static double flops_of(const as_config *cfg, const gpt2_config *m, size_t L) {
+    double C = (double)m->n_embd, Ld = (double)L, nb = (double)blocks_run(cfg, m);
     /* per block: ln_1, c_attn (C x 3C), attn c_proj (C x C), ln_2, c_fc (C x 4C), mlp c_proj */
     double block_params = 12.0 * C * C + 13.0 * C;
     return 2.0 * block_params * nb * Ld + 2.0 * nb * Ld * Ld * C;
+}
+
+double grid_forward_flops(const as_config *cfg, size_t L) {
+    return flops_of(cfg, cfg->models ? &cfg->models[0].cfg : &cfg->model, L);
 }
 
 static double speedup(const as_grid *g, double threads) {
@@ -89,7 +107,7 @@ static double speedup(const as_grid *g, double threads) {
 
 double grid_forward_seconds(const as_grid *g, size_t L) {
     double rate = g->cost.sgemm_gflops * 1e9 * speedup(g, (double)g->cfg->blas_threads);
-    return grid_forward_flops(g->cfg, L) / rate;
+    return flops_of(g->cfg, g->model, L) / rate;
 }
 
 double grid_metric_steps(size_t L, size_t heads, size_t d, size_t n_N, size_t n_T, size_t n_norm,
@@ -101,12 +119,12 @@ double grid_metric_steps(size_t L, size_t heads, size_t d, size_t n_N, size_t n_
 double grid_metric_seconds(const as_grid *g, size_t L) {
     const as_config *cfg = g->cfg;
     const as_axes *a = &cfg->axes;
-    size_t d = cfg->vectors == AS_VECTORS_RESID ? cfg->model.n_embd
-                                                : cfg->model.n_embd / cfg->model.n_head;
+    const gpt2_config *mc = g->model;
+    size_t d = cfg->vectors == AS_VECTORS_RESID ? mc->n_embd : mc->n_embd / mc->n_head;
     size_t threads = cfg->blas_threads > 1 ? (size_t)cfg->blas_threads : 1;
     if (threads > a->n_head) threads = a->n_head; /* cell.c: metrics threads split the heads */
     return g->cost.metric_ns * 1e-9 *
-           grid_metric_steps(L, a->n_layer * a->n_head, d, a->n_N, a->n_T, a->n_norm, a->n_eps,
+           grid_metric_steps(L, heads_of(cfg, mc), d, a->n_N, a->n_T, a->n_norm, a->n_eps,
                              g->cost.row_ops) /
            speedup(g, (double)threads);
 }
@@ -137,17 +155,17 @@ static size_t unit_cells(const as_grid *g) {
     return g->n_L < CELL_MAX_CUTS ? g->n_L : CELL_MAX_CUTS;
 }
 
-void grid_rank_memory(as_rank_memory *m, const as_grid *g) {
+/* One model's buffers (the model axis: only the model being computed is resident). */
+static void rank_memory_of(as_rank_memory *m, const as_grid *g, const gpt2_config *mc) {
     const as_config *cfg = g->cfg;
     const as_axes *a = &cfg->axes;
     size_t Lmax = (size_t)config_max_L(cfg);
-    size_t d = cfg->vectors == AS_VECTORS_RESID ? cfg->model.n_embd
-                                                : cfg->model.n_embd / cfg->model.n_head;
+    size_t d = cfg->vectors == AS_VECTORS_RESID ? mc->n_embd : mc->n_embd / mc->n_head;
     size_t threads = cfg->blas_threads > 1 ? (size_t)cfg->blas_threads : 1;
     if (threads > a->n_head) threads = a->n_head;
     memset(m, 0, sizeof *m);
-    m->weights = model_param_count(&cfg->model) * sizeof(float);
-    m->activations = gpt2_workspace_bytes(&cfg->model, Lmax);
+    m->weights = model_param_count(mc) * sizeof(float);
+    m->activations = gpt2_workspace_bytes(mc, Lmax);
     /* metrics.h's own workspace size for one head at the largest L, plus one
      * head's means for every L cut (cell.h runs the cuts of a window together),
      * for each metrics thread */
@@ -170,6 +188,22 @@ void grid_rank_memory(as_rank_memory *m, const as_grid *g) {
     size_t per_commit = (size_t)cfg->commit_every / unit_cells(g); /* sweep.c's units_per_commit */
     m->master = AS_MEM_PROCESS_BYTES + ((per_commit ? per_commit : 1) + 1) * m->unit_block;
     m->total = m->weights + m->worker;
+}
+
+/* The largest of each buffer over the sweep's models: a model switch frees one model's
+ * weights and buffers before the next model's are made (sweep.c), so the peak is the
+ * largest model's, never two models' at once. */
+void grid_rank_memory(as_rank_memory *m, const as_grid *g) {
+    const as_config *cfg = g->cfg;
+    size_t n = cfg->models ? cfg->n_model : 0;
+    rank_memory_of(m, g, n ? &cfg->models[0].cfg : &cfg->model);
+    for (size_t k = 1; k < n; k++) {
+        as_rank_memory o;
+        rank_memory_of(&o, g, &cfg->models[k].cfg);
+#define MAX_(f) if (o.f > m->f) m->f = o.f
+        MAX_(weights); MAX_(activations); MAX_(metrics); MAX_(worker); MAX_(master); MAX_(total);
+#undef MAX_
+    }
 }
 
 size_t grid_node_memory(const as_grid *g, size_t ranks) {
@@ -203,7 +237,7 @@ double grid_output_bytes(const as_grid *g) {
     per_cell += 1 + 4 + 4 + 8; /* status, attempts, rank, wall_time */
     double axes = 4.0 * (double)(a->n_L + a->n_N + a->n_layer + a->n_head) +
                   8.0 * (double)(a->n_T + a->n_eps + g->n_windows * 2) + 16.0 * (double)a->n_norm;
-    return per_cell * (double)g->n_cells + axes;
+    return per_cell * (double)g->n_cells * (double)g->n_models + axes;
 }
 
 double grid_disk_bytes(const as_grid *g) { return 2.0 * grid_output_bytes(g) + GRID_DISK_SLACK; }

@@ -630,7 +630,7 @@ def cases_disk_full():
     shared-memory files it limits too). The run fails in one line naming the
     output; once there is space again the same command completes the sweep and
     the file equals an undamaged run's."""
-    for name, size_k in (("disk_full_at_create", 48), ("disk_full_hdf5_chunk_120k", 120),
+    for name, size_k in (("disk_full_at_create", 56), ("disk_full_hdf5_chunk_120k", 120),
                          ("disk_full_journal_160k", 160), ("disk_full_status_170k", 170),
                          ("disk_full_hdf5_late_180k", 180)):
         if ONLY and name not in ONLY:
@@ -888,13 +888,65 @@ def cases_issue12():
     expect_fail("include_absolute_missing_named", ["run", "absmissing.cfg"], d, [missing, "absmissing.cfg:"])
 
 
+def cases_models():
+    """The model axis (`model` as a list, issue 15): one-line errors before any file is written."""
+    d = case_dir("models")
+    tokens(d)
+    for sub in ("a", "b"):
+        shutil.copytree(MODEL, os.path.join(d, sub, "model"))
+    two = f'model = ["{d}/a/model", "{d}/b/model"];\n'
+    config(d, drop=("model",), extra=two, name="dup.cfg")
+    expect_fail("models_duplicate_names", ["run", "dup.cfg"], d,
+                ["two models are named model", f"{d}/a/model", f"{d}/b/model"])
+    config(d, drop=("model",), extra="model = [];\n", name="empty.cfg")
+    expect_fail("models_empty_list", ["run", "empty.cfg"], d, ["model", "empty list"])
+    config(d, drop=("model",), extra=f'model = ["{MODEL}", "{d}/nothere"];\n', name="gone.cfg")
+    expect_fail("models_unreadable_in_list", ["run", "gone.cfg"], d, ["model", f"{d}/nothere/config.json"])
+    config(d, drop=("model",), extra=f'model = ["{MODEL}", 3];\n', name="elem.cfg")
+    expect_fail("models_array_element_not_a_string", ["run", "elem.cfg"], d, ["elem.cfg:6"])
+    config(d, drop=("model",), extra=f'model = ("{MODEL}", 3);\n', name="elem2.cfg")
+    expect_fail("models_list_element_not_a_string", ["run", "elem2.cfg"], d, ["model", "element 1"])
+    # two tokenizers: the text is tokenized once for every model
+    t1, t2 = os.path.join(d, "t1"), os.path.join(d, "t2")
+    for m in (t1, t2):
+        shutil.copytree(MODEL, m)
+        write_vocab(m)
+    with open(os.path.join(t2, "merges.txt"), "a", encoding="utf-8") as f:
+        f.write("h e\n")
+    text_case(d, t1)
+    with open(os.path.join(d, "a.cfg")) as f:
+        body = f.read().replace(f'model = "{t1}";', f'model = ["{t1}", "{t2}"];')
+    with open(os.path.join(d, "tok.cfg"), "w") as f:
+        f.write(body)
+    expect_fail("models_different_tokenizers", ["run", "tok.cfg"], d, [t1, t2, "merges.txt", "different tokenizers"])
+    # a second model whose context is shorter than the grid's largest L
+    short = os.path.join(d, "short")
+    shutil.copytree(MODEL, short)
+    with open(os.path.join(short, "config.json")) as f:
+        cj = json.load(f)
+    cj["n_positions"] = 16
+    with open(os.path.join(short, "config.json"), "w") as f:
+        json.dump(cj, f)
+    config(d, drop=("model",), extra=f'model = ["{MODEL}", "{short}"];\n', name="ctx.cfg")
+    expect_fail("models_L_beyond_second_context", ["run", "ctx.cfg"], d, ["grid.L", "n_positions = 16", short])
+    # a second model whose weights file is cut short: refused before the results file exists
+    cut = os.path.join(d, "cut")
+    shutil.copytree(MODEL, cut)
+    st = os.path.join(cut, "model.safetensors")
+    os.truncate(st, os.path.getsize(st) // 2)
+    config(d, drop=("model",), extra=f'model = ["{MODEL}", "{cut}"];\n', name="cut.cfg")
+    expect_fail("models_second_weights_truncated", ["run", "cut.cfg"], d, [st])
+    config(d, drop=("model",), extra=f'model = ["{MODEL}", "{cut}"];\n', name="cutplan.cfg")
+    expect_fail("models_plan_second_weights_truncated", ["plan", "cutplan.cfg", "--check"], d, [st])
+
+
 def main():
     shutil.rmtree(SCRATCH, ignore_errors=True)
     os.makedirs(SCRATCH)
     t0 = time.time()
     groups = (cases_config, cases_config2, cases_config3, cases_text, cases_model, cases_model2,
               cases_tokenizer, cases_output, cases_commands, cases_disk_full, cases_concurrent,
-              cases_dump_disk_full, cases_umask, cases_issue12)
+              cases_dump_disk_full, cases_umask, cases_issue12, cases_models)
 
     def run_group(group):
         try:
