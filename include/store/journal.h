@@ -35,9 +35,9 @@
  * the upper 16 bits of the 4-byte flags word (JF_* use the lower 16), so the record
  * keeps its 80 bytes. Version 1 and 2 journals (no model: those bits are always 0) are
  * read as a one-model sweep and appended to in their own form; a cell of a model > 0
- * cannot be written to them (journal_append refuses in one line: an older output
- * gains a model only in a new output). Their first compaction rewrites them as
- * version 3. 2 added the record field `flags` (4 bytes that
+ * cannot be written to them (journal_append refuses), so a store that opens one with
+ * more than one model first rewrites it as version 3 (a compaction, store.c), as does
+ * their first compaction anyway. 2 added the record field `flags` (4 bytes that
  * were always 0 in version 1) and compacted commits. Version 1 journals are read as
  * they are and appended to in version 1's form; their first compaction rewrites
  * them as version 2. A program that reads only version 1 refuses a version 2

@@ -427,12 +427,6 @@ store *store_open(const char *path, const store_axes *axes, const store_provenan
         if (!s->jr) goto fail;
         s->torn = (long long)torn;
         s->jhdr = got;
-        if (journal_version(s->jr) < 3 && s->ax.n_model > 1) {
-            as_fail(err, "%s: written by an older attnsweep (journal version %u, before the model "
-                    "axis): it resumes as a one-model sweep; sweep several models into a new output",
-                    s->journal_path, journal_version(s->jr));
-            goto fail;
-        }
         if (describe_damage(s, err)) goto fail;
         if (!memcmp(got.layout, want.layout, sizeof want.layout) && got.payload_bytes != want.payload_bytes) {
             /* same axes, other variables: written by an attnsweep with another set of results */
@@ -493,6 +487,11 @@ store *store_open(const char *path, const store_axes *axes, const store_provenan
             }
         }
     }
+    /* A journal from before the model axis (version < 3: one model) that is to hold a
+     * second model is rewritten in the current version first -- a compaction, which
+     * copies every record (journal.h); the old journal stays until the rename. */
+    if (have_journal && journal_version(s->jr) < 3 && s->ax.n_model > 1 && st_compact(s, err))
+        goto fail;
     /* Journal this segment (and a changed config) only once the view is
      * usable, so a failed open leaves the journal as it was. */
     if (have_journal) {

@@ -7,7 +7,7 @@ set(AS_MODELS_SCRATCH ${CMAKE_BINARY_DIR}/scratch/models)
 if(NOT DEFINED AS_SHARED)
   set(AS_SHARED ${CMAKE_SOURCE_DIR}/../shared CACHE PATH "the shared/ test assets beside the clone")
 endif()
-foreach(case ckpt resume extend merge mixed sizes)
+foreach(case ckpt resume extend merge mixed sizes oldfile)
   add_test(NAME models_${case}
            COMMAND ${AS_PYTHON} ${CMAKE_SOURCE_DIR}/tests/integration/test_models.py
                    $<TARGET_FILE:attnsweep> $<TARGET_FILE:attnsweep_test> ${AS_SHARED}
@@ -20,3 +20,4 @@ endforeach()
 set_tests_properties(models_ckpt models_resume models_extend models_merge PROPERTIES
                      RESOURCE_LOCK models_ckpt_files)
 set_tests_properties(models_sizes PROPERTIES FIXTURES_REQUIRED "model_gpt2;model_gpt2-medium")
+set_tests_properties(models_oldfile PROPERTIES FIXTURES_REQUIRED model_tiny)

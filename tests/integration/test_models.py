@@ -18,6 +18,11 @@ several models in one sweep, each model's cells bit for bit those of a single-mo
            each model equal to its own single run (ssmax_scale resolved per model)
   sizes    synthetic gpt2 and gpt2-medium (the build's models/gpt2 and models/gpt2-medium),
            L = [32], two layers and heads: runs, each model equal to its single run
+  oldfile  an output as attnsweep wrote it before the model axis (journal version 2, no
+           model dimension; made here from a current one-model output: the journal header
+           set back to version 2, the view rewritten without the model dimension) resumes
+           as a one-model sweep (extended by a window), and a second model appended to it
+           rewrites its journal as version 3: equal to the same sweep run fresh
 The trained assets may be absent (a clone without shared/): those cases print SKIPPED and
 exit 77 (ctest: Skipped).
 
@@ -56,14 +61,15 @@ def model_list(dirs):
     return "[" + ", ".join(f'"{d}"' for d in dirs) + "]" if len(dirs) > 1 else f'"{dirs[0]}"'
 
 
-def write_config(name, dirs, output, text=None, grid=None, windows=3, extra=""):
+def write_config(name, dirs, output, text=None, grid=None, windows=3, extra="", offset=None):
+    offset = (40000 if text is None else 0) if offset is None else offset  # War and Peace: Book One
     text = text or f'{{ path = "{TEXT}"; }}'
     grid = grid or ('{ L = [16, 32]; N = [1, 2, 4]; T = [1.0, 8.0]; eps = [0.1]; '
                     'normalizer = ["softmax", "sparsemax"]; }')
     with open(os.path.join(SCRATCH, name), "w") as f:
         f.write(f"""model = {model_list(dirs)};
 text = {text};
-windows = {{ count = {windows}; offset = 40000; stride = 64; }};
+windows = {{ count = {windows}; offset = {offset}; stride = 64; }};
 grid = {grid};
 output = "{output}";
 {extra}""")
@@ -262,6 +268,86 @@ def case_sizes():
         check(list(f["model_n_layer"][()]) == [12, 24] and list(f["model_n_embd"][()]) == [768, 1024],
               "gpt2 and gpt2-medium shapes")
         check((f["status"][()] == 1).all(), "every cell done")
+
+
+def to_old_layout(path):
+    """Rewrites a one-model output as attnsweep wrote it before the model axis."""
+    import zlib
+    jpath = path + ".journal"
+    with open(jpath, "r+b") as f:
+        head = bytearray(f.read(256))
+        head[8:12] = (2).to_bytes(4, "little")
+        head[252:256] = zlib.crc32(bytes(head[:252])).to_bytes(4, "little")
+        f.seek(0)
+        f.write(head)
+    old = path + ".old"
+    aux = {"model", "model_path", "model_sha256", "model_n_layer", "model_n_head", "model_n_embd",
+           "training_step", "head_valid"}
+    with h5py.File(path, "r") as src, h5py.File(old, "w") as dst:
+        for k, v in src.attrs.items():
+            dst.attrs[k] = v
+        src.copy("provenance", dst)
+        coords = ["window", "L", "N", "T", "eps", "normalizer", "layer", "head"]
+        for c in coords:
+            d = dst.create_dataset(c, data=src[c][()])
+            d.make_scale(c)
+        for name, d in src.items():
+            if not isinstance(d, h5py.Dataset) or name in aux or name in coords:
+                continue
+            if name == "window_start":
+                n = dst.create_dataset(name, data=d[()])
+                n.dims[0].attach_scale(dst["window"])
+                continue
+            fill = d.fillvalue if "_FillValue" in d.attrs else None
+            n = dst.create_dataset(name, data=d[0], chunks=d.chunks[1:] if d.chunks else None,
+                                   fillvalue=fill)
+            for k, v in d.attrs.items():
+                if k not in ("DIMENSION_LIST", "coordinates"):
+                    n.attrs[k] = v
+            for i in range(1, d.ndim):
+                n.dims[i - 1].attach_scale(dst[d.dims[i][0].name.lstrip("/")])
+    os.replace(old, path)
+
+
+def case_oldfile():
+    tiny = os.path.join(MODELS, "tiny")
+    rng = np.random.default_rng(7)
+    np.save(os.path.join(SCRATCH, "old_ids.npy"), rng.integers(0, 50257, size=300).astype("<u2"))
+    text = '{ path = "old_ids.npy"; format = "tokens"; }'
+    tiny2 = os.path.join(SCRATCH, "tiny-b")
+    if not os.path.exists(os.path.join(tiny2, "model.safetensors")):
+        s = subprocess.run([BIN, "synth", "--preset", "tiny", "--seed", "9", "--force", "--vocab", "none",
+                            "--out", tiny2], capture_output=True, text=True)
+        check(s.returncode == 0, f"synth: {s.stderr}")
+    for n in os.listdir(SCRATCH):
+        if n.startswith(("old.", "fresh")) and not n.endswith(".cfg"):
+            os.unlink(os.path.join(SCRATCH, n))
+    write_config("old.cfg", [tiny], "old.h5", text=text, windows=2)
+    ok(run(["old.cfg"]), "one model")
+    to_old_layout(os.path.join(SCRATCH, "old.h5"))
+    with h5py.File(f"{SCRATCH}/old.h5", "r") as f:
+        check("model" not in f and f["dist_true"].ndim == 7, "the old layout: no model dimension")
+    write_config("old3.cfg", [tiny], "old.h5", text=text, windows=3)
+    r = run(["old3.cfg"])
+    if ok(r, "the old output extended by a window"):
+        # its cells come back from the old view (the journal was compacted): only the new
+        # window is computed
+        out = r.stdout + r.stderr
+        check("1 this run" in out and "4 before this run" in out, f"old cells kept: {out}")
+    write_config("fresh1.cfg", [tiny], "fresh1.h5", text=text, windows=3)
+    ok(run(["fresh1.cfg"]), "fresh one-model run")
+    same_values(f"{SCRATCH}/old.h5", f"{SCRATCH}/fresh1.h5", "old output resumed vs fresh")
+    to_old_layout(os.path.join(SCRATCH, "old.h5"))
+    write_config("oldm.cfg", [tiny, tiny2], "old.h5", text=text, windows=3)
+    r = run(["oldm.cfg"], ranks=2)
+    if ok(r, "a second model appended to the old output"):
+        out = r.stdout + r.stderr
+        check("3 this run" in out, f"only the new model's windows computed: {out}")
+    with open(f"{SCRATCH}/old.h5.journal", "rb") as f:
+        check(int.from_bytes(f.read(12)[8:12], "little") == 3, "the journal was rewritten as version 3")
+    write_config("fresh2.cfg", [tiny, tiny2], "fresh2.h5", text=text, windows=3)
+    ok(run(["fresh2.cfg"]), "fresh two-model run")
+    same_values(f"{SCRATCH}/old.h5", f"{SCRATCH}/fresh2.h5", "old output + a model vs fresh")
 
 
 def main():
