@@ -22,6 +22,7 @@
 #include "signals.h"
 #include "store.h"
 #include "textsrc.h"
+#include "weights.h"
 
 /* The unit of dispatch: the pending L values of one window, computed from
  * one forward pass (cell.h). l_mask bit k stands for L index l_lo + k; a
@@ -44,18 +45,13 @@ typedef struct {
     int cfg_ok, grid_ok;
     int32_t *tokens;
     int64_t n_tokens;
-    gpt2_model model;            /* the model being computed (index cur_model) */
-    int model_ok;
-    long cur_model;              /* -1: none resident */
+    node_weights w;              /* the model being computed (w.index), one copy per node */
     char (*model_sha)[65];       /* rank 0: [n_model] sha256 of each model.safetensors */
     cell_worker worker;
     int worker_ok;
     store *out;
     char out_path[4096];         /* the config's output, or this shard's */
     int rank, size;
-    /* the weights, one copy per node (MPI-3 shared memory) */
-    MPI_Comm node;
-    MPI_Win weights_win;
     /* the units every rank knows (rank 0 builds them, then broadcasts) */
     sweep_unit *units;           /* model-major: every unit of model 0, then model 1, ... */
     size_t n_units, unit_cells;  /* unit_cells: blocks per unit buffer */
@@ -129,121 +125,7 @@ static int load_text(sweep_state *st, MPI_Comm comm, as_err *err) {
     return 0;
 }
 
-/* --- step 3: the model, one copy per node ---------------------------------- */
-
-/* The ranks of a node share one read-only copy of the weights: an MPI-3
- * shared-memory window that the node's first rank allocates and fills while
- * the others only map it and check the file against config.json, so an extra
- * rank costs its activations alone. ATTNSWEEP_PRIVATE_WEIGHTS=1 gives every
- * rank its own copy (for comparison). */
-/* The model switch (README, "Several models in one sweep"): collective over comm. The
- * resident model's weights are freed first (its shared window too: MPI_Win_free is
- * collective over the node's ranks), then model m is loaded, so only the model being
- * computed is resident -- there is no transient of two models. */
-static void unload_model(sweep_state *st) {
-    if (st->model_ok) model_free(&st->model);
-    st->model_ok = 0;
-    if (st->weights_win != MPI_WIN_NULL) MPI_Win_free(&st->weights_win);
-    st->weights_win = MPI_WIN_NULL;
-    st->cur_model = -1;
-}
-
-static int load_model(sweep_state *st, MPI_Comm comm, size_t m, as_err *err) {
-    unload_model(st);
-    const char *dir = st->cfg.models[m].dir;
-    const char *priv = getenv("ATTNSWEEP_PRIVATE_WEIGHTS");
-    if (priv && priv[0] == '1') {
-        st->model_ok = model_load(&st->model, dir, err) == 0;
-        if (all_ok(comm, st->model_ok)) return 0;
-        if (st->rank == 0 && st->model_ok) as_fail(err, "the model failed to load on another rank");
-        return -1;
-    }
-    if (st->node == MPI_COMM_NULL)
-        MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, st->rank, MPI_INFO_NULL, &st->node);
-    int node_rank = 0;
-    MPI_Comm_rank(st->node, &node_rank);
-    gpt2_config mc;
-    int ok = model_config_read(&mc, dir, err) == 0;
-    if (!all_ok(comm, ok)) return -1;
-    /* Rank 0 of the node holds the whole segment; the MPI library may place
-     * it at any address, so 64 bytes more leave room to align the arena. */
-    enum { ALIGN = 64 };
-    size_t bytes = model_arena_bytes(&mc) + ALIGN;
-    void *base = NULL;
-    MPI_Info info;
-    MPI_Info_create(&info);
-    MPI_Info_set(info, "alloc_shared_noncontig", "true");
-    int rc = MPI_Win_allocate_shared(node_rank == 0 ? (MPI_Aint)bytes : 0, 1, info, st->node, &base,
-                                     &st->weights_win);
-    MPI_Info_free(&info);
-    ok = rc == MPI_SUCCESS;
-    if (!all_ok(comm, ok)) {
-        st->weights_win = MPI_WIN_NULL;
-        return as_fail(err, "%s: cannot share %zu MB of weights between the ranks of a node",
-                       dir, bytes >> 20);
-    }
-    if (node_rank != 0) {
-        MPI_Aint size = 0;
-        int disp = 0;
-        MPI_Win_shared_query(st->weights_win, 0, &size, &disp, &base);
-    }
-    /* Every process maps the segment page aligned, so one offset fits all. */
-    int pad = (int)((ALIGN - (uintptr_t)base % ALIGN) % ALIGN);
-    MPI_Bcast(&pad, 1, MPI_INT, 0, st->node);
-    float *arena = (float *)(void *)((char *)base + pad);
-    if (node_rank == 0) st->model_ok = model_load_into(&st->model, dir, arena, 1, err) == 0;
-    /* The fence orders the filler's writes before the others' reads. */
-    MPI_Win_fence(0, st->weights_win);
-    int filled = st->model_ok;
-    MPI_Bcast(&filled, 1, MPI_INT, 0, st->node);
-    if (node_rank != 0 && filled)
-        st->model_ok = model_load_into(&st->model, dir, arena, 0, err) == 0;
-    if (!all_ok(comm, st->model_ok)) {
-        if (st->rank == 0 && st->model_ok) as_fail(err, "the model failed to load on another rank");
-        return -1;
-    }
-    /* the weights computed with must be the ones the store recorded at its open */
-    ok = 1;
-    if (st->rank == 0 && st->model_sha && st->model_sha[m][0] && st->model.weights_sha256[0] &&
-        strcmp(st->model.weights_sha256, st->model_sha[m])) {
-        as_fail(err, "%s/model.safetensors: changed during the run (sha256 %s, recorded %s at the "
-                "start); restore it and resume", dir, st->model.weights_sha256, st->model_sha[m]);
-        ok = 0;
-    }
-    if (!all_ok(comm, ok)) return -1;
-    st->cur_model = (long)m;
-    return 0;
-}
-
-/* Rank 0, before the store opens (so a bad model file is refused before any result
- * file exists): the sha256 of models 1.. and every tensor of their model.safetensors
- * checked against config.json (model_load_into without filling: the arena is reserved,
- * never touched); model 0 is loaded in full (load_model) and gives its own sha256. The
- * values of models 1.. (NaN, Inf) are checked when they are loaded, at their turn. */
-static int check_models(sweep_state *st, MPI_Comm comm, as_err *err) {
-    int ok = 1;
-    if (st->rank == 0) {
-        st->model_sha = calloc(st->cfg.n_model, sizeof *st->model_sha);
-        ok = st->model_sha != NULL;
-        if (!ok) as_fail(err, "out of memory");
-        for (size_t m = 1; ok && m < st->cfg.n_model; m++) {
-            const as_model_spec *ms = &st->cfg.models[m];
-            char path[AS_PATH_MAX + 32];
-            snprintf(path, sizeof path, "%s/model.safetensors", ms->dir);
-            ok = sha256_file_hex(st->model_sha[m], path, err) == 0;
-            void *arena = ok ? malloc(model_arena_bytes(&ms->cfg) + 64) : NULL;
-            if (ok && !arena) ok = 0, as_fail(err, "%s: out of memory", ms->dir);
-            if (ok) {
-                gpt2_model probe;
-                float *aligned = (float *)(void *)((char *)arena + (64 - (uintptr_t)arena % 64) % 64);
-                ok = model_load_into(&probe, ms->dir, aligned, 0, err) == 0;
-                if (ok) model_free(&probe);
-            }
-            free(arena);
-        }
-    }
-    return all_ok(comm, ok) ? 0 : -1;
-}
+/* --- step 3: the models (weights.h: one model's weights per node at a time) --- */
 
 /* --- step 4: the store ----------------------------------------------------- */
 
@@ -736,9 +618,7 @@ static int load_stored_config(sweep_state *st, MPI_Comm comm, const sweep_opts *
 
 static void state_free(sweep_state *st) {
     if (st->worker_ok) cell_worker_free(&st->worker);
-    if (st->model_ok) model_free(&st->model);
-    if (st->weights_win != MPI_WIN_NULL) MPI_Win_free(&st->weights_win);
-    if (st->node != MPI_COMM_NULL) MPI_Comm_free(&st->node);
+    weights_free(&st->w);
     free(st->units);
     free(st->model_units);
     free(st->model_sha);
@@ -752,9 +632,7 @@ int sweep_run(MPI_Comm comm, const sweep_opts *opts, sweep_summary *sum, as_err 
     double t0 = wall_now();
     sweep_state st;
     memset(&st, 0, sizeof st);
-    st.node = MPI_COMM_NULL;
-    st.weights_win = MPI_WIN_NULL;
-    st.cur_model = -1;
+    weights_init(&st.w);
     memset(sum, 0, sizeof *sum);
     MPI_Comm_rank(comm, &st.rank);
     MPI_Comm_size(comm, &st.size);
@@ -786,8 +664,15 @@ int sweep_run(MPI_Comm comm, const sweep_opts *opts, sweep_summary *sum, as_err 
     /* 3. the models checked (rank 0) and model 0 loaded, one copy per node; the others
      * are loaded when their cells run */
     double t_load = as_monotonic_s();
-    if (check_models(&st, comm, e) || load_model(&st, comm, 0, e)) goto out;
-    if (st.rank == 0) memcpy(st.model_sha[0], st.model.weights_sha256, sizeof st.model_sha[0]);
+    st.model_sha = calloc(st.cfg.n_model, sizeof *st.model_sha);
+    if (!all_ok(comm, st.model_sha != NULL)) {
+        as_fail(e, "out of memory");
+        goto out;
+    }
+    if (weights_check_models(&st.cfg, comm, st.model_sha, e) ||
+        weights_load(&st.w, comm, st.cfg.models[0].dir, 0, NULL, e))
+        goto out;
+    if (st.rank == 0) memcpy(st.model_sha[0], st.w.model.weights_sha256, sizeof st.model_sha[0]);
     st.timing[TM_LOAD] = as_monotonic_s() - t_load;
 
     /* 4. store, and the cells still to do: model-major (every cell of model 0 in dispatch
@@ -865,7 +750,9 @@ int sweep_run(MPI_Comm comm, const sweep_opts *opts, sweep_summary *sum, as_err 
         size_t lo = st.model_units[m], hi = st.model_units[m + 1];
         if (hi == lo) continue;
         double tl = as_monotonic_s();
-        ok = st.cur_model == (long)m || load_model(&st, comm, m, e) == 0;
+        ok = st.w.index == (long)m ||
+             weights_load(&st.w, comm, st.cfg.models[m].dir, (long)m,
+                          st.rank == 0 ? st.model_sha[m] : NULL, e) == 0;
         st.timing[TM_LOAD] += as_monotonic_s() - tl;
         if (!ok) {
             srun = -1;
@@ -873,7 +760,7 @@ int sweep_run(MPI_Comm comm, const sweep_opts *opts, sweep_summary *sum, as_err 
         }
         if (st.worker_ok) cell_worker_free(&st.worker), st.worker_ok = 0;
         cell_spec spec = cell_spec_of_model(&st.cfg, m);
-        if (computes) st.worker_ok = cell_worker_init(&st.worker, &st.model, &spec, st.rank, e) == 0;
+        if (computes) st.worker_ok = cell_worker_init(&st.worker, &st.w.model, &spec, st.rank, e) == 0;
         if (st.worker_ok) st.worker.should_stop = sched_should_stop;
         /* Every cut comes from a pass at the grid's largest L, however the cuts
          * are grouped into units (a resume regroups them). */

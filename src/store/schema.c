@@ -21,9 +21,6 @@ enum { D_MODEL, D_WINDOW, D_L, D_N, D_T, D_EPS, D_NORM, D_LAYER, D_HEAD, D_COUNT
 static const char *const dim_names[D_COUNT] = {"model", "window", "L", "N", "T", "eps",
                                                "normalizer", "layer", "head"};
 
-/* The model axis' auxiliary coordinates (docs/results.md "The model axis"), named in
- * every data variable's CF `coordinates` attribute so xarray decodes them as coordinates. */
-#define MODEL_AUX_COORDS "model_path model_sha256 model_n_layer model_n_head model_n_embd training_step"
 /* The leading dimensions of a cell variable: a cell is (model, window, L). */
 enum { CELL_DIMS = 3 };
 
@@ -133,8 +130,8 @@ hid_t st_utf8_vlen(void) {
     return t;
 }
 
-static int attr_write(hid_t loc, const char *name, hid_t ftype, hid_t mtype, size_t n,
-                      const void *data) {
+int st_attr_write(hid_t loc, const char *name, hid_t ftype, hid_t mtype, size_t n,
+                  const void *data) {
     if (H5Aexists(loc, name) > 0) H5Adelete(loc, name);
     hsize_t dim = n;
     hid_t sp = n == 1 ? H5Screate(H5S_SCALAR) : H5Screate_simple(1, &dim, NULL);
@@ -145,20 +142,20 @@ static int attr_write(hid_t loc, const char *name, hid_t ftype, hid_t mtype, siz
     return rc < 0 ? -1 : 0;
 }
 
-static int attr_str(hid_t loc, const char *name, const char *value) {
+int st_attr_str(hid_t loc, const char *name, const char *value) {
     hid_t t = st_utf8_vlen();
     const char *v = value ? value : "";
-    int rc = attr_write(loc, name, t, t, 1, &v);
+    int rc = st_attr_write(loc, name, t, t, 1, &v);
     H5Tclose(t);
     return rc;
 }
 
 static int attr_i32(hid_t loc, const char *name, int32_t v) {
-    return attr_write(loc, name, H5T_STD_I32LE, H5T_NATIVE_INT32, 1, &v);
+    return st_attr_write(loc, name, H5T_STD_I32LE, H5T_NATIVE_INT32, 1, &v);
 }
 
 static int attr_f64(hid_t loc, const char *name, double v) {
-    return attr_write(loc, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 1, &v);
+    return st_attr_write(loc, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 1, &v);
 }
 
 static hid_t file_type(vtype t) {
@@ -215,10 +212,10 @@ static hid_t create_var(hid_t file, const store *s, const char *name, vtype t, c
     H5Sclose(sp);
     if (ds < 0) return -1;
     int rc = 0;
-    if (fill) rc |= attr_write(ds, "_FillValue", file_type(t), mem_type(t), 1, fill);
-    rc |= attr_str(ds, "long_name", long_name);
-    if (units) rc |= attr_str(ds, "units", units);
-    if (dims[0] == D_MODEL) rc |= attr_str(ds, "coordinates", MODEL_AUX_COORDS);
+    if (fill) rc |= st_attr_write(ds, "_FillValue", file_type(t), mem_type(t), 1, fill);
+    rc |= st_attr_str(ds, "long_name", long_name);
+    if (units) rc |= st_attr_str(ds, "units", units);
+    if (dims[0] == D_MODEL) rc |= st_attr_str(ds, "coordinates", ST_MODEL_COORDS);
     for (int i = 0; i < rank; i++) {
         hid_t scale = H5Dopen2(file, dim_names[dims[i]], H5P_DEFAULT);
         if (scale < 0 || H5DSattach_scale(ds, scale, (unsigned)i) < 0) rc = -1;
@@ -241,8 +238,8 @@ static int create_coord(hid_t file, const char *name, hid_t ftype, hid_t mtype, 
     if (ds < 0) return -1;
     int rc = H5Dwrite(ds, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0 ? -1 : 0;
     rc |= H5DSset_scale(ds, name) < 0 ? -1 : 0;
-    rc |= attr_str(ds, "long_name", long_name);
-    if (units) rc |= attr_str(ds, "units", units);
+    rc |= st_attr_str(ds, "long_name", long_name);
+    if (units) rc |= st_attr_str(ds, "units", units);
     H5Dclose(ds);
     return rc;
 }
@@ -252,52 +249,52 @@ int st_write_root_attrs(store *s, hid_t file) {
     char buf[256];
     int rc = 0;
     /* CF-1.8 root attributes; `history` is written with /provenance (st_write_segments) */
-    rc |= attr_str(file, "Conventions", "CF-1.8");
-    rc |= attr_str(file, "title", "Limitations of normalization in attention (arXiv 2508.17821): "
+    rc |= st_attr_str(file, "Conventions", "CF-1.8");
+    rc |= st_attr_str(file, "title", "Limitations of normalization in attention (arXiv 2508.17821): "
                                   "attnsweep results");
     snprintf(buf, sizeof buf, "attnsweep %s (git %s%s): model forward pass in float32 (OpenBLAS), "
              "metrics accumulated in double", AS_VERSION, AS_GIT_COMMIT, AS_GIT_DIRTY ? ", dirty" : "");
-    rc |= attr_str(file, "source", buf);
-    rc |= attr_str(file, "references",
+    rc |= st_attr_str(file, "source", buf);
+    rc |= st_attr_str(file, "references",
                    "Mudarisov, Burtsev, Petrova, State: Limitations of Normalization in Attention "
                    "Mechanism, arXiv:2508.17821 (NeurIPS 2025). Variables: docs/metrics.md and "
                    "docs/results.md in the attnsweep repository");
-    rc |= attr_str(file, "program_version", AS_VERSION);
-    rc |= attr_str(file, "git_commit", AS_GIT_COMMIT);
+    rc |= st_attr_str(file, "program_version", AS_VERSION);
+    rc |= st_attr_str(file, "git_commit", AS_GIT_COMMIT);
     rc |= attr_i32(file, "git_dirty", AS_GIT_DIRTY);
-    rc |= attr_str(file, "config_text", p->config_text);
-    rc |= attr_str(file, "config_sha256", p->config_sha256);
-    rc |= attr_str(file, "model_dir", p->model_dir);
-    rc |= attr_str(file, "weights_sha256", p->weights_sha256);
-    rc |= attr_str(file, "text_path", p->text_path);
-    rc |= attr_str(file, "text_sha256", p->text_sha256);
-    rc |= attr_str(file, "tokenizer_files", p->tokenizer_files);
-    rc |= attr_str(file, "created", s->created);
+    rc |= st_attr_str(file, "config_text", p->config_text);
+    rc |= st_attr_str(file, "config_sha256", p->config_sha256);
+    rc |= st_attr_str(file, "model_dir", p->model_dir);
+    rc |= st_attr_str(file, "weights_sha256", p->weights_sha256);
+    rc |= st_attr_str(file, "text_path", p->text_path);
+    rc |= st_attr_str(file, "text_sha256", p->text_sha256);
+    rc |= st_attr_str(file, "tokenizer_files", p->tokenizer_files);
+    rc |= st_attr_str(file, "created", s->created);
     unsigned maj, min, rel;
     H5get_libversion(&maj, &min, &rel);
     snprintf(buf, sizeof buf, "%u.%u.%u", maj, min, rel);
-    rc |= attr_str(file, "hdf5_version", buf);
-    rc |= attr_str(file, "mpi_library", p->mpi_library);
-    rc |= attr_str(file, "openblas_config", p->openblas_config);
-    if (p->vectors_name && p->vectors_name[0]) rc |= attr_str(file, "vectors", p->vectors_name);
-    else rc |= attr_write(file, "vectors", H5T_STD_I64LE, H5T_NATIVE_LONG, 1, &p->vectors);
-    if (p->rows_name && p->rows_name[0]) rc |= attr_str(file, "rows", p->rows_name);
-    else rc |= attr_write(file, "rows", H5T_STD_I64LE, H5T_NATIVE_LONG, 1, &p->rows);
-    rc |= attr_str(file, "logits", p->logits_name && p->logits_name[0] ? p->logits_name : "raw");
-    rc |= attr_str(file, "distance",
+    rc |= st_attr_str(file, "hdf5_version", buf);
+    rc |= st_attr_str(file, "mpi_library", p->mpi_library);
+    rc |= st_attr_str(file, "openblas_config", p->openblas_config);
+    if (p->vectors_name && p->vectors_name[0]) rc |= st_attr_str(file, "vectors", p->vectors_name);
+    else rc |= st_attr_write(file, "vectors", H5T_STD_I64LE, H5T_NATIVE_LONG, 1, &p->vectors);
+    if (p->rows_name && p->rows_name[0]) rc |= st_attr_str(file, "rows", p->rows_name);
+    else rc |= st_attr_write(file, "rows", H5T_STD_I64LE, H5T_NATIVE_LONG, 1, &p->rows);
+    rc |= st_attr_str(file, "logits", p->logits_name && p->logits_name[0] ? p->logits_name : "raw");
+    rc |= st_attr_str(file, "distance",
                    p->distance_name && p->distance_name[0] ? p->distance_name : "per_token");
-    if (p->model_kind && p->model_kind[0]) rc |= attr_str(file, "model_kind", p->model_kind);
+    if (p->model_kind && p->model_kind[0]) rc |= st_attr_str(file, "model_kind", p->model_kind);
     rc |= attr_f64(file, "ks_alpha", p->ks_alpha);
-    rc |= attr_write(file, "seed", H5T_STD_U64LE, H5T_NATIVE_UINT64, 1, &p->seed);
-    rc |= attr_str(file, "dist_bound_note",
+    rc |= st_attr_write(file, "seed", H5T_STD_U64LE, H5T_NATIVE_UINT64, 1, &p->seed);
+    rc |= st_attr_str(file, "dist_bound_note",
                    "dist_bound is a reconstruction of the paper's Theorem 1 bound (its printed "
                    "formula could not be read reliably); it is a valid upper bound on dist_true "
                    "for each row. See docs/metrics.md section 4.2");
-    rc |= attr_str(file, "separability_bounds_note",
+    rc |= st_attr_str(file, "separability_bounds_note",
                    "sep_lower and sep_upper are a reconstruction of the paper's Theorem 2 bounds "
                    "from its proof sketch, not the paper's printed formulas. See docs/metrics.md "
                    "section 6.1");
-    rc |= attr_str(file, "status_note", "a cell (model, window, L) is finished when status == 1; "
+    rc |= st_attr_str(file, "status_note", "a cell (model, window, L) is finished when status == 1; "
                    "metrics may legitimately be NaN; head_valid == 0 marks a (layer, head) the "
                    "model does not have (its values are NaN / int fill)");
     return rc;
@@ -335,7 +332,7 @@ static int write_history(const store *s, hid_t file) {
     }
     int rc = 0;
     if (H5Aexists(file, "history") > 0 && H5Adelete(file, "history") < 0) rc = -1;
-    if (!rc) rc = attr_str(file, "history", text);
+    if (!rc) rc = st_attr_str(file, "history", text);
     free(text);
     return rc;
 }
@@ -391,13 +388,13 @@ int st_write_segments(store *s, hid_t file) {
             H5Pclose(dcpl);
             H5Sclose(sp);
             if (ds < 0) { rc = -1; break; }
-            rc |= attr_str(ds, "long_name", cols[c].long_name);
-            if (cols[c].units) rc |= attr_str(ds, "units", cols[c].units);
+            rc |= st_attr_str(ds, "long_name", cols[c].long_name);
+            if (cols[c].units) rc |= st_attr_str(ds, "units", cols[c].units);
             if (cols[c].kind == 1) {
                 double nan = NAN;
-                rc |= attr_write(ds, "_FillValue", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 1, &nan);
+                rc |= st_attr_write(ds, "_FillValue", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 1, &nan);
             }
-            if (cols[c].kind == 1) rc |= attr_str(ds, "calendar", "standard");
+            if (cols[c].kind == 1) rc |= st_attr_str(ds, "calendar", "standard");
             if (c == 0) rc |= H5DSset_scale(ds, "segment") < 0 ? -1 : 0;
             else rc |= H5DSattach_scale(ds, seg_scale, 0) < 0 ? -1 : 0;
         } else {
@@ -499,67 +496,6 @@ hid_t st_file_access(void) {
     return fapl;
 }
 
-/* A 1-D variable over the model axis (an auxiliary coordinate). */
-static int create_model_var(hid_t file, const store *s, const char *name, hid_t ftype, hid_t mtype,
-                            const void *data, const char *long_name, const char *units) {
-    hsize_t dim = s->ax.n_model;
-    hid_t sp = H5Screate_simple(1, &dim, NULL);
-    hid_t ds = H5Dcreate2(file, name, ftype, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    H5Sclose(sp);
-    if (ds < 0) return -1;
-    int rc = H5Dwrite(ds, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0 ? -1 : 0;
-    rc |= attr_str(ds, "long_name", long_name);
-    if (units) rc |= attr_str(ds, "units", units);
-    hid_t scale = H5Dopen2(file, "model", H5P_DEFAULT);
-    if (scale < 0 || H5DSattach_scale(ds, scale, 0) < 0) rc = -1;
-    if (scale >= 0) H5Dclose(scale);
-    H5Dclose(ds);
-    return rc;
-}
-
-static int create_model_aux(hid_t file, const store *s) {
-    hid_t str = st_utf8_vlen();
-    int rc = 0;
-    rc |= create_model_var(file, s, "model_path", str, str, s->model_path,
-                           "model directory as the config resolved it", NULL);
-    rc |= create_model_var(file, s, "model_sha256", str, str, s->model_sha,
-                           "sha256 of the model's model.safetensors", NULL);
-    rc |= create_model_var(file, s, "model_n_layer", H5T_STD_I32LE, H5T_NATIVE_INT32, s->model_n_layer,
-                           "number of transformer blocks of the model", "1");
-    rc |= create_model_var(file, s, "model_n_head", H5T_STD_I32LE, H5T_NATIVE_INT32, s->model_n_head,
-                           "attention heads per block of the model", "1");
-    rc |= create_model_var(file, s, "model_n_embd", H5T_STD_I32LE, H5T_NATIVE_INT32, s->model_n_embd,
-                           "residual stream width of the model", "1");
-    rc |= create_model_var(file, s, "training_step", H5T_STD_I64LE, H5T_NATIVE_INT64, s->training_step,
-                           "training step of the checkpoint (config.json training_step; -1: not given)", "1");
-    H5Tclose(str);
-    return rc;
-}
-
-/* head_valid (model, layer, head): which (layer, head) of the union axes a model has. */
-static int create_head_valid(hid_t file, const store *s) {
-    hsize_t shape[3] = {s->ax.n_model, s->ax.n_layer, s->ax.n_head};
-    hid_t sp = H5Screate_simple(3, shape, NULL);
-    hid_t ds = H5Dcreate2(file, "head_valid", H5T_STD_U8LE, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    H5Sclose(sp);
-    if (ds < 0) return -1;
-    int rc = H5Dwrite(ds, H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, s->head_valid) < 0 ? -1 : 0;
-    uint8_t flags[2] = {0, 1};
-    rc |= attr_write(ds, "flag_values", H5T_STD_U8LE, H5T_NATIVE_UINT8, 2, flags);
-    rc |= attr_str(ds, "flag_meanings", "masked present");
-    rc |= attr_str(ds, "long_name", "1 where the model has this (layer, head); 0 where its values "
-                                    "are masked (NaN, int fill)");
-    rc |= attr_str(ds, "coordinates", MODEL_AUX_COORDS);
-    static const int dims[3] = {D_MODEL, D_LAYER, D_HEAD};
-    for (int i = 0; i < 3; i++) {
-        hid_t scale = H5Dopen2(file, dim_names[dims[i]], H5P_DEFAULT);
-        if (scale < 0 || H5DSattach_scale(ds, scale, (unsigned)i) < 0) rc = -1;
-        if (scale >= 0) H5Dclose(scale);
-    }
-    H5Dclose(ds);
-    return rc;
-}
-
 /* Creates a complete, empty HDF5 view at path (fails if it exists). */
 int st_create_view(store *s, const char *path, as_err *err) {
     hid_t fapl = st_file_access();
@@ -577,7 +513,7 @@ int st_create_view(store *s, const char *path, as_err *err) {
     H5E_BEGIN_TRY {
         if (!rc) rc |= create_coord(file, "model", str, str, s->ax.n_model, s->model_name,
                                     "model (the basename of its directory)", NULL);
-        if (!rc) rc |= create_model_aux(file, s);
+        if (!rc) rc |= st_create_model_coords(file, s);
         if (!rc) rc |= create_coord(file, "window", H5T_STD_I32LE, H5T_NATIVE_INT32, nw, widx,
                                     "text window index (first token at window_start)", "1");
         rc |= create_coord(file, "L", H5T_STD_I32LE, H5T_NATIVE_INT32, s->ax.n_L, s->Lv,
@@ -609,7 +545,7 @@ int st_create_view(store *s, const char *path, as_err *err) {
             if (s->metric_ds[v] < 0) rc = -1;
         }
         int cdims[3] = {D_MODEL, D_WINDOW, D_L};
-        if (!rc) rc |= create_head_valid(file, s);
+        if (!rc) rc |= st_create_head_valid(file, s);
         if (!rc) {
             hsize_t dim = nw;
             hid_t sp = H5Screate_simple(1, &dim, NULL);
@@ -620,8 +556,8 @@ int st_create_view(store *s, const char *path, as_err *err) {
                                    s->window_start) < 0)
                 rc = -1;
             if (ds >= 0) {
-                rc |= attr_str(ds, "long_name", "token offset of the window's first token in the text");
-                rc |= attr_str(ds, "units", "1");
+                rc |= st_attr_str(ds, "long_name", "token offset of the window's first token in the text");
+                rc |= st_attr_str(ds, "units", "1");
                 hid_t scale = H5Dopen2(file, "window", H5P_DEFAULT);
                 if (scale < 0 || H5DSattach_scale(ds, scale, 0) < 0) rc = -1;
                 if (scale >= 0) H5Dclose(scale);
@@ -645,10 +581,10 @@ int st_create_view(store *s, const char *path, as_err *err) {
             if (s->status_ds < 0) rc = -1;
             else {
                 uint8_t flags[3] = {0, 1, 2};
-                rc |= attr_write(s->status_ds, "flag_values", H5T_STD_U8LE, H5T_NATIVE_UINT8, 3, flags);
-                rc |= attr_str(s->status_ds, "flag_meanings", "pending done failed");
-                rc |= attr_str(s->status_ds, "long_name", "cell status (the truth about which cells are done)");
-                rc |= attr_str(s->status_ds, "coordinates", MODEL_AUX_COORDS);
+                rc |= st_attr_write(s->status_ds, "flag_values", H5T_STD_U8LE, H5T_NATIVE_UINT8, 3, flags);
+                rc |= st_attr_str(s->status_ds, "flag_meanings", "pending done failed");
+                rc |= st_attr_str(s->status_ds, "long_name", "cell status (the truth about which cells are done)");
+                rc |= st_attr_str(s->status_ds, "coordinates", ST_MODEL_COORDS);
                 for (int i = 0; i < 3; i++) {
                     hid_t scale = H5Dopen2(file, dim_names[cdims[i]], H5P_DEFAULT);
                     if (scale < 0 || H5DSattach_scale(s->status_ds, scale, (unsigned)i) < 0) rc = -1;
@@ -675,28 +611,6 @@ int st_create_view(store *s, const char *path, as_err *err) {
         return as_fail(err, "%s: cannot lay out the results file (HDF5 error)", path);
     }
     return 0;
-}
-
-/* 1 when the view's model names or sha256s are not this store's (a rebuild then
- * writes them); the model count was checked with the other axes. */
-static int models_differ(const store *s, hid_t f) {
-    hid_t str = st_utf8_vlen();
-    int differ = 0;
-    const char *names[2] = {"model", "model_sha256"};
-    char *const *want[2] = {s->model_name, s->model_sha};
-    for (int k = 0; k < 2 && !differ; k++) {
-        hid_t ds = H5Dopen2(f, names[k], H5P_DEFAULT);
-        char **got = calloc(s->ax.n_model, sizeof *got);
-        if (ds < 0 || !got || H5Dread(ds, str, H5S_ALL, H5S_ALL, H5P_DEFAULT, got) < 0) differ = 1;
-        for (size_t m = 0; got && m < s->ax.n_model; m++) {
-            if (!differ && (!got[m] || strcmp(got[m], want[k][m]))) differ = 1;
-            if (got[m]) H5free_memory(got[m]);
-        }
-        free(got);
-        if (ds >= 0) H5Dclose(ds);
-    }
-    H5Tclose(str);
-    return differ;
 }
 
 /* Opens the view read-write and checks its axes. 0 ok, 1 unusable or other
@@ -739,7 +653,7 @@ int st_open_view(store *s) {
             }
             if (ds < 0 || n != axis_len(s, d)) rc = 1;
         }
-        if (!rc) rc = models_differ(s, s->file);
+        if (!rc) rc = st_models_differ(s, s->file);
         if (!rc) {
             hid_t ds = H5Dopen2(s->file, "window_start", H5P_DEFAULT);
             size_t n = s->ax.n_window;

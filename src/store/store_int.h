@@ -4,6 +4,7 @@
  *   schema.c  the variables of results.md, how a cell is packed, and the HDF5
  *             view: creating, opening and writing datasets, dimension scales,
  *             attributes, /provenance
+ *   schema_models.c  the model axis' coordinates and head_valid in the view
  *   replay.c  journal replay into memory, reconciling the view with it, and
  *             rebuilding the view from it
  *   store.c   the writer: open (lock, journal, view), dispatch, the commit
@@ -130,6 +131,20 @@ hid_t st_utf8_vlen(void);     /* a variable-length UTF-8 string type (caller clo
 hid_t st_file_access(void);   /* file access list: no HDF5 locking, strong close */
 
 int st_create_view(store *s, const char *path, as_err *err);
+/* Attribute writers (schema.c): an existing attribute of the name is replaced. */
+int st_attr_write(hid_t loc, const char *name, hid_t ftype, hid_t mtype, size_t n, const void *data);
+int st_attr_str(hid_t loc, const char *name, const char *value);
+
+/* ---- the model axis in the view (schema_models.c) ---- */
+
+/* The model axis' auxiliary coordinates, named in every data variable's CF
+ * `coordinates` attribute so xarray decodes them as coordinates. */
+#define ST_MODEL_COORDS "model_path model_sha256 model_n_layer model_n_head model_n_embd training_step"
+int st_create_model_coords(hid_t file, const store *s); /* after the `model` scale exists */
+int st_create_head_valid(hid_t file, const store *s);   /* after model, layer, head exist */
+/* 1 when the view's model names or sha256s are not this store's (a rebuild then writes
+ * them); the model count was checked with the other axes. */
+int st_models_differ(const store *s, hid_t f);
 int st_open_view(store *s);   /* 0 ok, 1 unusable or other axes (rebuild) */
 void st_close_handles(store *s);
 void st_discard_view(store *s, const char *path);

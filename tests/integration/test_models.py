@@ -102,6 +102,10 @@ def ckpt_reference():
 
 def case_ckpt():
     need_trained()
+    # the reference files the other checkpoint cases reuse: made afresh here
+    for n in os.listdir(SCRATCH):
+        if n.startswith(("m3.", "wp-gpt2-4x3")):
+            os.unlink(os.path.join(SCRATCH, n))
     ckpt_reference()
     for i, d in enumerate(CKPTS):
         name = os.path.basename(d)
