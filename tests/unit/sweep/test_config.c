@@ -650,6 +650,111 @@ static void test_start_at_and_logits(void) {
                  "text.start_at", "format = \"text\" only", NULL);
 }
 
+/* A model directory of the given shape; step < 0: no training_step. */
+static void write_model_shape(const char *mdir, int n_layer, int n_head, int n_positions, int step) {
+    mkdir(mdir, 0777);
+    char path[512], json[320], st[48] = "";
+    if (step >= 0) snprintf(st, sizeof st, ", \"training_step\": %d", step);
+    snprintf(path, sizeof path, "%s/config.json", mdir);
+    snprintf(json, sizeof json,
+             "{\"model_type\": \"gpt2\", \"n_layer\": %d, \"n_head\": %d, \"n_embd\": %d, "
+             "\"n_positions\": %d, \"vocab_size\": 100%s}",
+             n_layer, n_head, 8 * n_head, n_positions, st);
+    write_file(path, json);
+}
+
+/* The model axis: `model` as a list (config_models.c). */
+static void test_models(void) {
+    char big[320], small[320], dup[340], set_two[1200], set_one[600], set_bad[1200], set_dup[1200];
+    snprintf(big, sizeof big, "%s/big", dir);
+    snprintf(small, sizeof small, "%s/ctx64", dir);
+    snprintf(dup, sizeof dup, "%s/other/model", dir);
+    write_model_shape(big, 5, 6, 256, 300);
+    write_model_shape(small, 2, 2, 64, -1);
+    char other[330];
+    snprintf(other, sizeof other, "%s/other", dir);
+    mkdir(other, 0777);
+    write_model_shape(dup, 3, 4, 256, -1);
+    snprintf(set_two, sizeof set_two, "model=[\"%s\", \"%s\"]", model_dir, big);
+    snprintf(set_one, sizeof set_one, "model=[\"%s\"]", model_dir);
+    snprintf(set_bad, sizeof set_bad, "model=[\"%s\", \"%s\"]", model_dir, small);
+    snprintf(set_dup, sizeof set_dup, "model=[\"%s\", \"%s\"]", model_dir, dup);
+    as_config c, one, plain;
+    const char *sets[] = {set_two};
+    if (load_ok(&c, "grid = { L = [32, 64]; };\n", sets, 1, "two models") == 0) {
+        CHECK(c.n_model == 2 && !strcmp(c.models[0].name, "model") && !strcmp(c.models[1].name, "big"),
+              "two models: names %s, %s", c.models[0].name, c.n_model > 1 ? c.models[1].name : "?");
+        CHECK(c.models[0].training_step == -1 && c.models[1].training_step == 300, "training_step");
+        CHECK(c.max_n_layer == 5 && c.max_n_head == 6 && c.axes.n_layer == 5 && c.axes.n_head == 6,
+              "layers/heads \"all\" of the largest model: %zu x %zu", c.axes.n_layer, c.axes.n_head);
+        CHECK(!strcmp(c.model_dir, model_dir) && c.model.n_layer == 3, "model_dir is model 0");
+        CHECK(strstr(c.canonical, "model = [\"") != NULL, "canonical: a list");
+        as_config r;
+        as_err err;
+        CHECK(config_load_text(&r, c.canonical, "canonical", NULL, 0, &err) == 0 && r.n_model == 2 &&
+                  !strcmp(r.sha256, c.sha256), "the canonical text reloads to itself: %s", err.msg);
+        if (r.n_model) config_free(&r);
+        config_free(&c);
+    }
+    const char *sets1[] = {set_one};
+    if (load_ok(&one, "", sets1, 1, "a list of one") == 0 && load_ok(&plain, "", NULL, 0, "a string") == 0) {
+        CHECK(one.n_model == 1 && !strcmp(one.sha256, plain.sha256), "a list of one is the string");
+        config_free(&one);
+        config_free(&plain);
+    }
+    const char *setsb[] = {set_bad};
+    expect_error("L beyond the second model's context", "grid = { L = [32, 128]; };\n", setsb, 1,
+                 "grid.L", "n_positions = 64", small, NULL);
+    /* ssmax_scale = 0 resolves per model; the canonical text keeps 0 when they differ */
+    if (load_ok(&c, "grid = { L = [32]; };\n", setsb, 1, "ssmax per model") == 0) {
+        CHECK(fabs(c.models[0].ssmax_scale - 1.0 / log(256.0)) < 1e-15 &&
+                  fabs(c.models[1].ssmax_scale - 1.0 / log(64.0)) < 1e-15,
+              "ssmax_scale per model: %g %g", c.models[0].ssmax_scale, c.models[1].ssmax_scale);
+        CHECK(strstr(c.canonical, "ssmax_scale = 0.0;") != NULL, "canonical ssmax_scale 0 (per model)");
+        config_free(&c);
+    }
+    const char *setsd[] = {set_dup};
+    expect_error("two models of one name", "", setsd, 1, "two models are named model", model_dir, dup, NULL);
+    expect_error("an empty list", "", (const char *const[]){"model=[]"}, 1, "model", "empty list", NULL);
+    expect_error("not a directory", "", (const char *const[]){"model=3"}, 1, "model", "expected a string",
+                 NULL);
+    /* diff: appended = extension; removed, reordered = refused; a changed path = moved.
+     * The models share model's shape (a larger one would grow the layer/head axes: refused) */
+    char same[320], same2[320];
+    snprintf(same, sizeof same, "%s/same", dir);
+    snprintf(same2, sizeof same2, "%s/same2", dir);
+    write_model_shape(same, 3, 4, 256, 10);
+    write_model_shape(same2, 3, 4, 256, 20);
+    char s_a[600], s_ab[1200], s_ba[1200], s_ac[1200];
+    snprintf(s_a, sizeof s_a, "model=\"%s\"", model_dir);
+    snprintf(s_ab, sizeof s_ab, "model=[\"%s\", \"%s\"]", model_dir, same);
+    snprintf(s_ba, sizeof s_ba, "model=[\"%s\", \"%s\"]", same, model_dir);
+    snprintf(s_ac, sizeof s_ac, "model=[\"%s\", \"%s\"]", model_dir, same2);
+    as_config a, b;
+    struct { const char *from, *to; as_diff_kind want; const char *key, *label; } cases[] = {
+        {s_a, s_ab, AS_DIFF_EXTEND, "model", "a model appended"},
+        {s_a, set_two, AS_DIFF_REFUSED, "grid.layers", "a larger model appended (the layer axis grows)"},
+        {s_ab, s_a, AS_DIFF_REFUSED, "model", "a model removed"},
+        {s_ab, s_ba, AS_DIFF_REFUSED, "model", "models reordered"},
+        {s_ab, s_ac, AS_DIFF_PATH, "model", "a model's path changed"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *sa[] = {cases[i].from}, *sb[] = {cases[i].to};
+        if (load_ok(&a, "grid = { L = [32]; };\n", sa, 1, cases[i].label)) continue;
+        if (load_ok(&b, "grid = { L = [32]; };\n", sb, 1, cases[i].label)) {
+            config_free(&a);
+            continue;
+        }
+        as_config_diff d;
+        as_err err;
+        CHECK(config_diff(&d, a.canonical, b.canonical, &err) == 0 && d.verdict == cases[i].want &&
+                  has_item(&d, cases[i].key, cases[i].want),
+              "%s: verdict %s", cases[i].label, config_diff_kind_name(d.verdict));
+        config_free(&a);
+        config_free(&b);
+    }
+}
+
 int main(void) {
     snprintf(dir, sizeof dir, "/tmp/test_config.%d", (int)getpid());
     mkdir(dir, 0777);
@@ -667,6 +772,7 @@ int main(void) {
     test_diff();
     test_include();
     test_start_at_and_logits();
+    test_models();
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd)) fprintf(stderr, "could not remove %s\n", dir);
