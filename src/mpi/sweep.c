@@ -710,6 +710,11 @@ int sweep_run(MPI_Comm comm, const sweep_opts *opts, sweep_summary *sum, as_err 
             }
         }
         sum->done_before = sum->total - ntodo;
+        /* the model list, in the order the models run (one line each) */
+        for (size_t m = 0; nm > 1 && model_windows_before && m < nm; m++)
+            fprintf(stderr, "attnsweep run: model %zu %s (%s): %zu of %zu windows to do\n", m,
+                    st.cfg.models[m].name, st.cfg.models[m].dir,
+                    st.grid.n_windows - model_windows_before[m], st.grid.n_windows);
         if (!todo || !seen || !model_windows_before) ok = 0, as_fail(e, "out of memory for the cell list");
         else if (build_units(&st, todo, ntodo, e)) ok = 0;
         free(seen);
