@@ -27,7 +27,7 @@ int main(int argc, char **argv) {
     for (size_t w = 0; w < 3; w++)
         for (size_t l = 0; l < 2; l++) {
             if (w == 2 && l == 1) continue;
-            store_cell c = {w, l, STORE_DONE, 1, 100.0, 101.5, 1.5};
+            store_cell c = {w, l, STORE_DONE, 1, 100.0, 101.5, 1.5, .model = 0};
             const double *b = block;
             if (w == 1 && l == 0) {
                 /* as the scheduler hands over a failed cell: a block of NaN */

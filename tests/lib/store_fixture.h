@@ -27,7 +27,7 @@ static const int32_t fx_head[] = {0, 1, 2};
 /* n_window windows (<= 4) and n_L L values (<= 3). */
 static inline store_axes fx_axes(size_t n_window, size_t n_L) {
     store_axes a = {n_window, fx_window_start, n_L, fx_L, 3, fx_N, 2, fx_T, 2, fx_eps,
-                    2, fx_norm, 2, fx_layer, 3, fx_head};
+                    2, fx_norm, 2, fx_layer, 3, fx_head, .n_model = 0}; /* one model (store.h) */
     return a;
 }
 

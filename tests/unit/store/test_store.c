@@ -99,7 +99,7 @@ static double *make_block(int w, int Lv) {
 
 static int commit_one(store *s, size_t w, size_t l, as_err *err) {
     double *b = make_block((int)w, fx_L[l]);
-    store_cell c = {w, l, STORE_DONE, 1, 10.0, 11.0, 1.0};
+    store_cell c = {w, l, STORE_DONE, 1, 10.0, 11.0, 1.0, .model = 0};
     const double *bp = b;
     int rc = store_mark_dispatched(s, 0, w, l, 1, 10.0, err) || store_commit_batch(s, &c, &bp, 1, err);
     free(b);
@@ -231,8 +231,8 @@ int main(void) {
     CHECK(store_total(s) == 4 && store_block_doubles(s) > 0, "total %zu", store_total(s));
     {
         double *b0 = make_block(0, fx_L[0]), *b1 = make_block(1, fx_L[1]);
-        store_cell cells[3] = {{0, 0, STORE_DONE, 1, 1, 2, 1}, {1, 1, STORE_DONE, 2, 1, 2, 1},
-                               {0, 1, STORE_FAILED, 3, 1, 2, 7.0}};
+        store_cell cells[3] = {{0, 0, STORE_DONE, 1, 1, 2, 1, .model = 0}, {1, 1, STORE_DONE, 2, 1, 2, 1, .model = 0},
+                               {0, 1, STORE_FAILED, 3, 1, 2, 7.0, .model = 0}};
         const double *blocks[3] = {b0, b1, NULL};
         CHECK(store_commit_batch(s, cells, blocks, 3, &err) == 0, "batch: %s", err.msg);
         free(b0), free(b1);
