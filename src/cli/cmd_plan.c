@@ -429,8 +429,9 @@ int cmd_plan(int argc, char **argv) {
         goto out;
     }
     if (nm > 1)
-        printf("\ncells     %zu (%zu models x %zu windows x %zu L); each: up to %zu heads x %zu N x "
-               "%zu T x %zu normalizer\n", g.n_cells * nm, nm, g.n_windows, g.n_L,
+        /* "(W windows x" first, as for one model: jobs/make-sbatch.sh reads it */
+        printf("\ncells     %zu (%zu windows x %zu L x %zu models); each: up to %zu heads x %zu N x "
+               "%zu T x %zu normalizer\n", g.n_cells * nm, g.n_windows, g.n_L, nm,
                a->n_layer * a->n_head, a->n_N, a->n_T, a->n_norm);
     else
         printf("\ncells     %zu (%zu windows x %zu L); each: %zu heads x %zu N x %zu T"
