@@ -164,7 +164,11 @@ PROVENANCE_KEYS = ("program_version", "git_commit", "git_dirty", "created", "mod
 def summary(ds):
     """Multi-line text: axes, cells done / total, provenance highlights."""
     done, failed, total = cells_done(ds)
-    lines = [f"results file: {ds.attrs.get('source_path', '?')}", "axes:"]
+    lines = [f"results file: {ds.attrs.get('source_path', '?')}"]
+    if "model" in ds.coords:  # one model selected (load's default) or the whole model axis
+        names = [str(v) for v in np.atleast_1d(ds["model"].values)]
+        lines.append(f"model{'s' if len(names) > 1 else ''}: {', '.join(names)}")
+    lines.append("axes:")
     lines += ["  " + _axis_text(ds, d) for d in
               ("window", "L", "N", "T", "eps", "normalizer", "layer", "head") if d in ds.coords]
     lines.append(f"cells (window x L): {done} done, {failed} failed, "
