@@ -169,6 +169,32 @@ static void diff_walk(as_config_diff *d, const config_setting_t *a, config_setti
     }
 }
 
+/* Models appended to a list whose contexts differ change the canonical
+ * metrics.ssmax_scale (one resolved value becomes 0.0, "per model"; config.h). That is an
+ * extension, not a change, when every stored model still resolves to the value it was
+ * computed with: both texts are loaded (their models' config.json read) to tell. */
+static void ssmax_of_appended_models(as_config_diff *d, const char *old_text, const char *new_text) {
+    size_t at = d->n, models = d->n;
+    for (size_t i = 0; i < d->n; i++) {
+        if (!strcmp(d->item[i].key, "metrics.ssmax_scale") && d->item[i].kind == AS_DIFF_REFUSED) at = i;
+        if (!strcmp(d->item[i].key, "model") && d->item[i].kind == AS_DIFF_EXTEND) models = i;
+    }
+    if (at == d->n || models == d->n) return;
+    as_config o, n;
+    as_err err;
+    if (config_load_text(&o, old_text, "stored config", NULL, 0, &err)) return;
+    int same = config_load_text(&n, new_text, "new config", NULL, 0, &err) == 0;
+    int kept = same && o.n_model <= n.n_model;
+    for (size_t m = 0; kept && m < o.n_model; m++) kept = o.models[m].ssmax_scale == n.models[m].ssmax_scale;
+    config_free(&o);
+    if (same) config_free(&n);
+    if (!kept) return;
+    d->item[at].kind = AS_DIFF_EXTEND;
+    d->verdict = AS_DIFF_HARMLESS;
+    for (size_t i = 0; i < d->n; i++)
+        if (d->item[i].kind > d->verdict) d->verdict = d->item[i].kind;
+}
+
 int config_diff(as_config_diff *out, const char *old_canonical, const char *new_canonical,
                 as_err *err) {
     memset(out, 0, sizeof *out);
@@ -186,6 +212,7 @@ int config_diff(as_config_diff *out, const char *old_canonical, const char *new_
     }
     config_destroy(&a);
     config_destroy(&b);
+    if (!rc) ssmax_of_appended_models(out, old_canonical, new_canonical);
     return rc;
 }
 

@@ -738,6 +738,23 @@ static void test_models(void) {
         {s_ab, s_ba, AS_DIFF_REFUSED, "model", "models reordered"},
         {s_ab, s_ac, AS_DIFF_PATH, "model", "a model's path changed"},
     };
+    /* a model of another context appended: the canonical ssmax_scale goes from the one
+     * resolved value to 0.0 (per model), an extension since the stored model keeps its own */
+    {
+        const char *sa[] = {s_a}, *sb[] = {set_bad};
+        const char *grid = "grid = { L = [32]; layers = [0, 1]; heads = [0, 1]; };\n";
+        if (load_ok(&a, grid, sa, 1, "ctx") == 0) {
+            if (load_ok(&b, grid, sb, 1, "ctx") == 0) {
+                as_config_diff d;
+                as_err err;
+                CHECK(config_diff(&d, a.canonical, b.canonical, &err) == 0 && d.verdict == AS_DIFF_EXTEND &&
+                          has_item(&d, "metrics.ssmax_scale", AS_DIFF_EXTEND),
+                      "a model of another context appended: verdict %s", config_diff_kind_name(d.verdict));
+                config_free(&b);
+            }
+            config_free(&a);
+        }
+    }
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const char *sa[] = {cases[i].from}, *sb[] = {cases[i].to};
         if (load_ok(&a, "grid = { L = [32]; };\n", sa, 1, cases[i].label)) continue;
