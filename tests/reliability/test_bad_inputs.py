@@ -938,6 +938,17 @@ def cases_models():
     expect_fail("models_second_weights_truncated", ["run", "cut.cfg"], d, [st])
     config(d, drop=("model",), extra=f'model = ["{MODEL}", "{cut}"];\n', name="cutplan.cfg")
     expect_fail("models_plan_second_weights_truncated", ["plan", "cutplan.cfg", "--check"], d, [st])
+    # the second model's weights rewritten in place after a run: the resume is refused
+    d2 = case_dir("models_rewritten")
+    tokens(d2)
+    second = os.path.join(d2, "second")
+    shutil.copytree(MODEL, second)
+    config(d2, drop=("model",), extra=f'model = ["{MODEL}", "{second}"];\n')
+    if not ONLY or "models_second_weights_rewritten" in ONLY:
+        good_output(d2)
+        flip_last_weight(os.path.join(second, "model.safetensors"))
+    expect_fail("models_second_weights_rewritten", ["run", "a.cfg"], d2,
+                [os.path.join(second, "model.safetensors"), f"re:now {SHA}.*recorded {SHA}"])
 
 
 def main():
