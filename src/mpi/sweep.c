@@ -515,17 +515,25 @@ static int share_units(sweep_state *st, MPI_Comm comm, as_err *err) {
     return 0;
 }
 
+/* The cell worker's time split into the rank's totals, once per worker (a model switch
+ * makes a new one). */
+static void add_worker_timings(sweep_state *st) {
+    st->timing[TM_FORWARD] += st->worker.forward_s;
+    st->timing[TM_METRICS] += st->worker.metrics_s;
+    st->timing[TM_KS] += st->worker.ks_s;
+    st->timing[TM_FORWARD_CPU] += st->worker.forward_cpu_s;
+    st->timing[TM_METRICS_CPU] += st->worker.metrics_cpu_s;
+    st->worker.forward_s = st->worker.metrics_s = st->worker.ks_s = 0;
+    st->worker.forward_cpu_s = st->worker.metrics_cpu_s = 0;
+}
+
 /* ATTNSWEEP_TIMINGS=1: one line per rank on stderr (from rank 0), where the
  * time went. Worker "waiting" is its time in the scheduler outside compute:
  * sending results, receiving work and idling at the end. */
 static void print_timings(sweep_state *st, MPI_Comm comm, const sched_stats *stats) {
     const char *on = getenv("ATTNSWEEP_TIMINGS");
     if (!on || on[0] != '1') return;
-    st->timing[TM_FORWARD] = st->worker.forward_s;
-    st->timing[TM_METRICS] = st->worker.metrics_s;
-    st->timing[TM_KS] = st->worker.ks_s;
-    st->timing[TM_FORWARD_CPU] = st->worker.forward_cpu_s;
-    st->timing[TM_METRICS_CPU] = st->worker.metrics_cpu_s;
+    add_worker_timings(st); /* the last model's worker (the earlier ones were added at their switch) */
     st->timing[TM_CPU] = cpu_now();
     double *all = st->rank == 0 ? malloc((size_t)st->size * TM_N * sizeof(double)) : NULL;
     MPI_Gather(st->timing, TM_N, MPI_DOUBLE, all, TM_N, MPI_DOUBLE, 0, comm);
@@ -745,9 +753,9 @@ int sweep_run(MPI_Comm comm, const sweep_opts *opts, sweep_summary *sum, as_err 
 
     /* 5. compute, one model after the other. A model switch is collective: every rank
      * has finished the previous model's units (sched_run returned on all ranks), then the
-     * node frees that model's shared window and maps the next (load_model); the cell
-     * worker's buffers are re-sized for the new model. Models without pending cells are
-     * never loaded. */
+     * node frees that model's shared window and maps the next (weights_load, weights.h);
+     * the cell worker's buffers are re-made for the new model (freed first, so the peak is
+     * the largest model's). Models without pending cells are never loaded. */
     sched_stats stats = {0};
     int srun = SCHED_COMPLETE;
     double t_sched = as_monotonic_s();
@@ -763,7 +771,7 @@ int sweep_run(MPI_Comm comm, const sweep_opts *opts, sweep_summary *sum, as_err 
             srun = -1;
             break;
         }
-        if (st.worker_ok) cell_worker_free(&st.worker), st.worker_ok = 0;
+        if (st.worker_ok) add_worker_timings(&st), cell_worker_free(&st.worker), st.worker_ok = 0;
         cell_spec spec = cell_spec_of_model(&st.cfg, m);
         if (computes) st.worker_ok = cell_worker_init(&st.worker, &st.w.model, &spec, st.rank, e) == 0;
         if (st.worker_ok) st.worker.should_stop = sched_should_stop;
