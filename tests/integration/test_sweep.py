@@ -17,7 +17,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import bruteforce
-from sweeptest import ENV, check, read, run_cases, same_values, signal_delivered, summary, wait_for_phase
+from sweeptest import ENV, check, run_cases, same_values, signal_delivered, summary, wait_for_phase
 
 BIN, MODEL, SCRATCH = sys.argv[1:4]
 ONLY = set(sys.argv[4:])
