@@ -4,18 +4,20 @@
     import sys; sys.path.insert(0, "analysis")
     import attnsweep_results as ar
     ds = ar.load("sweep.h5")      # xarray Dataset, unfinished cells masked to NaN
-    ds = ar.load("sweep.h5", model="wp-gpt2-4x3-step400")  # one model of a model axis
-    ds = ar.load("sweep.h5", model=None)  # every model (the `model` dimension kept)
 
 load() is the one entry point the figures use: every metric variable is NaN
-wherever the (window, L) cell is not finished (status != 1), so a partial or
-resumed sweep can be plotted at any time without mixing in stale numbers.
-The helpers below pick the slices the paper's figures need (native
-temperature, mean over heads, spread across windows).
+wherever the (model, window, L) cell is not finished (status != 1) and at every
+(layer, head) a model does not have (head_valid == 0), so a partial or resumed
+sweep can be plotted at any time without mixing in stale numbers. Every
+Dataset it returns has the `model` dimension first (docs/results.md): a file
+written before the model axis existed gets one of size 1, named after its
+model_dir. The helpers below pick the slices the paper's figures need (one
+model, native temperature, mean over heads, spread across windows).
 
 CLI: python3 analysis/attnsweep_results.py RESULTS.h5  -- prints a summary.
 """
 import argparse
+import os
 import sys
 
 # restart under /usr/bin/python3 when this interpreter lacks the packages (debian_python.py)
@@ -31,9 +33,21 @@ NATIVE_T = 8.0  # GPT-2 attends with softmax(q.k / sqrt(64)): T = 8 on raw logit
 
 # Per-cell bookkeeping: kept as written (they describe the attempt, not the
 # science), so status != 1 cells still show which rank tried and how long.
-BOOKKEEPING = ("status", "wall_time", "rank", "attempts", "window_start")
+BOOKKEEPING = ("status", "wall_time", "rank", "attempts", "window_start", "head_valid")
 
 HEAD_DIMS = ("layer", "head")
+
+# The model axis (docs/results.md): per-model auxiliary coordinates, and which (layer, head)
+# each model has (head_valid: 1 present, 0 masked -- the union of the models' heads is stored)
+MODEL_COORDS = ("model_path", "model_sha256", "model_n_layer", "model_n_head", "model_n_embd",
+                "training_step")
+HEAD_PRESENT = 1
+
+# What the file's model_kind attribute says, in words (figure titles, summary.csv): a
+# synthetic or trained model is never called GPT-2
+MODEL_KINDS = {"synthetic-random": "SYNTHETIC model with random weights (not GPT-2)",
+               "gpt2": "GPT-2",
+               "other": "a trained model, not GPT-2"}
 
 
 def _open(path):
@@ -53,49 +67,97 @@ def metric_names(ds):
             if "window" in var.dims and "L" in var.dims and name not in BOOKKEEPING]
 
 
-def select_model(ds, model):
-    """ds.isel(model=...) for an index, ds.sel(model=...) for a name; the masked
-    (layer, head) of a smaller model (head_valid == 0) are dropped from its layer and
-    head axes when whole rows of them are masked."""
-    if "model" not in ds.dims:
-        return ds
-    if isinstance(model, str):
-        names = [str(v) for v in ds["model"].values]
-        if model not in names:
-            raise ValueError(f"model {model!r} is not in the file (models: {', '.join(names)})")
-        ds = ds.sel(model=model)
-    else:
-        ds = ds.isel(model=int(model))
-    if "head_valid" in ds:
-        valid = np.asarray(ds["head_valid"].values) == 1
-        ds = ds.isel(layer=np.nonzero(valid.any(axis=1))[0], head=np.nonzero(valid.any(axis=0))[0])
+def _model_name(model_dir):
+    """A model's name: its directory's basename (what the program stores in `model`)."""
+    return os.path.basename(str(model_dir).rstrip("/")) or "model"
+
+
+def _add_model_axis(ds):
+    """A file from before the model axis, as a one-model file of today's layout: every cell
+    variable gets a leading `model` dimension of size 1, the model coordinates come from the
+    root attributes (training_step -1: not given), every head is present."""
+    model_dir = str(ds.attrs.get("model_dir", ""))
+    for name, var in list(ds.data_vars.items()):
+        if "window" in var.dims and "L" in var.dims:
+            ds[name] = var.expand_dims("model", axis=0)
+    ds = ds.assign_coords(model=("model", [_model_name(model_dir)]),
+                          model_path=("model", [model_dir]),
+                          model_sha256=("model", [str(ds.attrs.get("weights_sha256", ""))]),
+                          training_step=("model", np.array([-1], dtype="int64")))
+    shape = (1, ds.sizes.get("layer", 1), ds.sizes.get("head", 1))
+    ds["head_valid"] = (("model", "layer", "head"), np.full(shape, HEAD_PRESENT, dtype="uint8"))
     return ds
 
 
-def load(path, model=0):
-    """Dataset of the results file with every metric NaN where status != 1.
+def load(path):
+    """Dataset of the results file with every metric NaN where status != 1 and where
+    head_valid == 0 (a (layer, head) that model does not have).
 
+    Always has the `model` dimension (size 1 for an old file without it) and the model
+    coordinates of MODEL_COORDS that the file holds, decoded as coordinates.
     Integer metrics (crit_N, rows_used) become float so they can hold NaN;
     crit_N keeps -1 for "no N of the grid qualifies" (docs/metrics.md section 5).
     The data are read into memory and the file is closed.
-    model: which model of the file's model axis (docs/results.md): an index or a name,
-    selected so the result has no `model` dimension (the figures' view of one model);
-    None keeps every model.
     """
     with _open(path) as raw:
         ds = raw.load()
     if "status" not in ds:
         raise ValueError(f"{path}: no 'status' variable: not an attnsweep results file")
-    if model is not None:
-        ds = select_model(ds, model)
+    if "model" not in ds["status"].dims:
+        ds = _add_model_axis(ds)
+    # coordinates even when a writer left them out of a variable's CF `coordinates` attribute
+    ds = ds.set_coords([c for c in MODEL_COORDS if c in ds.data_vars])
     done = ds["status"] == STATUS_DONE
+    present = ds["head_valid"] == HEAD_PRESENT if "head_valid" in ds.variables else None
     for name in metric_names(ds):
         var = ds[name]
         if var.dtype.kind != "f":
             var = var.astype("float64")
-        ds[name] = var.where(done)  # broadcasts the (window, L) mask over the other dims
+        keep = done  # broadcasts the (model, window, L) mask over the other dims
+        if present is not None and all(d in var.dims for d in ("model",) + HEAD_DIMS):
+            keep = keep & present
+        ds[name] = var.where(keep)
     ds.attrs["source_path"] = str(path)
     return ds
+
+
+def model_names(ds):
+    """The names on the model axis, in file order."""
+    return [str(v) for v in ds["model"].values]
+
+
+def model_kinds(ds):
+    """model_kind per model: a per-model variable when the file has one, else the root
+    attribute (one kind for every model); "unknown" when neither says."""
+    if "model_kind" in ds.variables and "model" in ds["model_kind"].dims:
+        return [str(v) for v in ds["model_kind"].values]
+    return [str(ds.attrs.get("model_kind", "unknown"))] * ds.sizes["model"]
+
+
+def training_steps(ds):
+    """training_step per model (-1: not given), as int64."""
+    if "training_step" not in ds.variables:
+        return np.full(ds.sizes["model"], -1, dtype="int64")
+    return np.asarray(ds["training_step"].values, dtype="int64")
+
+
+def select_model(ds, m):
+    """The one-model Dataset of model index m, as a single-model file of it would read:
+    no model dimension, only the layers and heads it has (head_valid), and its root
+    attributes model_dir / weights_sha256 / model_kind set from the model coordinates."""
+    one = ds.isel(model=m)
+    if "head_valid" in one.variables:
+        valid = np.asarray(one["head_valid"].values) == HEAD_PRESENT
+        one = one.isel(layer=np.flatnonzero(valid.any(axis=1)),
+                       head=np.flatnonzero(valid.any(axis=0)))
+    one.attrs = dict(ds.attrs)
+    if "model_path" in one.variables:
+        one.attrs["model_dir"] = str(one["model_path"].values)
+    if "model_sha256" in one.variables:
+        one.attrs["weights_sha256"] = str(one["model_sha256"].values)
+    one.attrs["model_kind"] = model_kinds(ds)[m]
+    one.attrs["model_name"] = model_names(ds)[m]
+    return one
 
 
 def nearest(ds, dim, value):
@@ -142,7 +204,7 @@ def window_spread(da, band="std"):
 
 
 def cells_done(ds):
-    """(finished, failed, total) count of (window, L) cells."""
+    """(finished, failed, total) count of (model, window, L) cells."""
     status = np.asarray(ds["status"].values)
     return int((status == STATUS_DONE).sum()), int((status == 2).sum()), int(status.size)
 
@@ -164,20 +226,25 @@ PROVENANCE_KEYS = ("program_version", "git_commit", "git_dirty", "created", "mod
 def summary(ds):
     """Multi-line text: axes, cells done / total, provenance highlights."""
     done, failed, total = cells_done(ds)
-    lines = [f"results file: {ds.attrs.get('source_path', '?')}"]
-    if "model" in ds.coords:  # one model selected (load's default) or the whole model axis
-        names = [str(v) for v in np.atleast_1d(ds["model"].values)]
-        lines.append(f"model{'s' if len(names) > 1 else ''}: {', '.join(names)}")
-    lines.append("axes:")
+    lines = [f"results file: {ds.attrs.get('source_path', '?')}", "axes:"]
     lines += ["  " + _axis_text(ds, d) for d in
-              ("window", "L", "N", "T", "eps", "normalizer", "layer", "head") if d in ds.coords]
-    lines.append(f"cells (window x L): {done} done, {failed} failed, "
+              ("model", "window", "L", "N", "T", "eps", "normalizer", "layer", "head")
+              if d in ds.coords]
+    steps = training_steps(ds)
+    for m, name in enumerate(model_names(ds)):
+        size = ", ".join(f"{k[6:]} {int(ds[k].values[m])}" for k in
+                         ("model_n_layer", "model_n_head", "model_n_embd") if k in ds.variables)
+        lines.append(f"  model {m}: {name}" + (f", step {steps[m]}" if steps[m] >= 0 else "")
+                     + (f", {size}" if size else "") + f", kind {model_kinds(ds)[m]}")
+    status = ds["status"].transpose("model", "window", "L")
+    lines.append(f"cells (model x window x L): {done} done, {failed} failed, "
                  f"{total - done - failed} pending, {total} total")
-    status = np.asarray(ds["status"].values)
-    status = status.reshape((-1,) + status.shape[-2:])  # (model, window, L) -> rows of (window, L)
-    pending = sorted({(int(w), int(L)) for _m, w, L in zip(*np.nonzero(status != STATUS_DONE))})
+    pending = list(zip(*np.nonzero(np.asarray(status.values) != STATUS_DONE)))
     if pending:
-        shown = ", ".join(f"(w{ds.window.values[w]}, L{ds.L.values[L]})" for w, L in pending[:8])
+        multi = ds.sizes["model"] > 1
+        shown = ", ".join((f"({ds.model.values[m]}, " if multi else "(")
+                          + f"w{ds.window.values[w]}, L{ds.L.values[L]})"
+                          for m, w, L in pending[:8])
         lines.append(f"  unfinished: {shown}{' ...' if len(pending) > 8 else ''}")
     lines.append("provenance:")
     for key in PROVENANCE_KEYS:

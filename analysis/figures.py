@@ -1,16 +1,22 @@
 #!/usr/bin/python3
 """Redraw the figures of "Limitations of Normalization in Attention Mechanism"
 (arXiv 2508.17821) from an attnsweep results file, plus what the paper lacks
-(spread across windows, entropy per head, normalizer comparison), and print the
-headline numbers next to the paper's.
+(spread across windows, entropy per head, normalizer comparison, the checkpoint
+figure across models), and print the headline numbers next to the paper's.
 
 usage: figures.py RESULTS.h5 --out DIR [--format png|pdf] [--T T] [--N N]
-                  [--normalizer NAME] [--band std|quantile]
+                  [--normalizer NAME] [--band std|quantile] [--model NAME]
 
-Every figure function takes the masked Dataset of attnsweep_results.load()
-and returns a dict of the exact arrays it drew (None when the file lacks what
-the figure needs; a note says why), so tests can compare them with the file.
-Means over heads skip NaN heads; means over windows skip unfinished cells.
+A file with one model: its figures and summary.csv in DIR. With several models
+(the model axis): each model's figures in DIR/MODEL/, the checkpoint figure
+(checkpoints.py) and its numbers (checkpoints.csv) in DIR, and one summary.csv
+with a model column; --model NAME draws that model alone, as a one-model file.
+
+Every per-model figure function takes one model of the masked Dataset of
+attnsweep_results.load() (attnsweep_results.select_model) and returns a dict of
+the exact arrays it drew (None when the file lacks what the figure needs; a
+note says why), so tests can compare them with the file. Means over heads skip
+NaN heads; means over windows skip unfinished cells.
 """
 import argparse
 import csv
@@ -31,6 +37,7 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import attnsweep_results as ar  # noqa: E402
+import checkpoints  # noqa: E402
 
 PAPER_CRIT_N_PER_L = 0.06          # docs/metrics.md sections 5 and 12
 PAPER_PLATEAU = (0.70, 0.85)       # docs/metrics.md sections 6 and 12, N >= 16
@@ -71,21 +78,21 @@ def note(msg):
 
 
 class Options:
-    """Slice choices shared by the figures."""
+    """Slice choices shared by the figures. `who` names the model(s) in the titles
+    (default: the model of a one-model Dataset, from its attributes)."""
 
-    def __init__(self, ds, T=None, N=5, normalizer=None, band="std"):
+    def __init__(self, ds, T=None, N=5, normalizer=None, band="std", who=None):
         self.T = ar.native_T(ds) if T is None else float(ar.nearest(ds, "T", T))
         self.N_requested = N
         self.N = int(ar.nearest(ds, "N", N))
         self.normalizer = normalizer or ar.default_normalizer(ds)
         self.band = band
         self.L_max = int(ds["L"].values.max())
-        self.tag = reading_tag(ds)
+        self.tag = reading_tag(ds, who)
+        self.readings = readings_text(ds)
 
 
-MODEL_KINDS = {"synthetic-random": "SYNTHETIC model with random weights (not GPT-2)",
-               "gpt2": "GPT-2",
-               "other": "a trained model, not GPT-2"}
+MODEL_KINDS = ar.MODEL_KINDS
 
 
 def model_kind_text(ds):
@@ -94,14 +101,18 @@ def model_kind_text(ds):
     return MODEL_KINDS.get(kind, "unknown model (the file has no model_kind attribute)")
 
 
-def reading_tag(ds):
-    """The conventions a figure depends on, for its title: the model kind and the
-    readings recorded in the file (metrics.logits; metrics.distance when present)."""
-    parts = [f"model: {ds.attrs.get('model_kind', 'unknown')}"]
-    for key in ("logits", "distance"):
-        if key in ds.attrs:
-            parts.append(f"{key}: {ds.attrs[key]}")
-    return ", ".join(parts)
+def readings_text(ds):
+    """The readings recorded in the file (metrics.logits; metrics.distance when present)."""
+    return ", ".join(f"{key}: {ds.attrs[key]}" for key in ("logits", "distance") if key in ds.attrs)
+
+
+def reading_tag(ds, who=None):
+    """The conventions a figure depends on, for its title: the model (name and kind, or
+    `who`) and the readings recorded in the file."""
+    if who is None:
+        name = ds.attrs.get("model_name")
+        who = f"model: {name + ' ' if name else ''}({ds.attrs.get('model_kind', 'unknown')})"
+    return ", ".join(p for p in (who, readings_text(ds)) if p)
 
 
 def _values(da):
@@ -486,9 +497,9 @@ def verdict(quantity, value):
 
 
 def headline(ds, opt):
-    """Rows (quantity, where, ours, paper, verdict) of the summary table; the first row
-    names the model (a verdict against the paper means little unless it is GPT-2)."""
-    rows = [("model", str(ds.attrs.get("model_dir", "?")).rstrip("/").split("/")[-1],
+    """Rows (quantity, where, ours, paper, verdict) of one model's summary table; the first
+    row names the model (a verdict against the paper means little unless it is GPT-2)."""
+    rows = [("model", str(ds.attrs.get("model_dir", "?")),
              model_kind_text(ds), "GPT-2 small",
              "agrees" if str(ds.attrs.get("model_kind", "")) == "gpt2" else "differs")]
     crit = ds["crit_N"].sel(T=opt.T, normalizer=opt.normalizer)
@@ -545,37 +556,76 @@ def write_summary(rows, out_dir):
     return path
 
 
-HEADER = ("quantity", "where", "ours", "paper", "verdict")
+# summary.csv: one row per (model, quantity, where); the model column is the model's name
+HEADER = ("model", "quantity", "where", "ours", "paper", "verdict")
 
 
 def print_summary(rows):
-    model = [r for r in rows if r[0] == "model"]
-    if model:
-        print(f"Headline numbers from {model[0][2]} ({model[0][1]}):")
-    widths = [max(len(str(r[i])) for r in rows + [HEADER]) for i in range(len(HEADER))]
-    for r in [HEADER] + rows:
-        print("  ".join(str(v).ljust(w) for v, w in zip(r, widths)))
+    """The table per model (the CSV's model column as a heading)."""
+    for name in dict.fromkeys(r[0] for r in rows):
+        block = [r[1:] for r in rows if r[0] == name]
+        kind = [r for r in block if r[0] == "model"]
+        print(f"Headline numbers from {kind[0][2] if kind else '?'} ({name}):")
+        widths = [max(len(str(r[i])) for r in block + [HEADER[1:]]) for i in range(len(HEADER) - 1)]
+        for r in [HEADER[1:]] + block:
+            print("  ".join(str(v).ljust(w) for v, w in zip(r, widths)))
 
 
-def draw_all(ds, out_dir, fmt="png", T=None, N=5, normalizer=None, band="std"):
-    """Every figure and the summary; returns {figure name: dict or None, 'summary': rows}."""
+def draw_model(one, opt, out_dir, fmt):
+    """Every per-model figure of one model's Dataset (ar.select_model) into out_dir."""
     os.makedirs(out_dir, exist_ok=True)
-    opt = Options(ds, T=T, N=N, normalizer=normalizer, band=band)
-    if opt.N != N:
-        note(f"N = {N} is not in the grid: the distance-vs-L figure uses N = {opt.N}")
-    if T is not None and opt.T != T:
-        note(f"T = {T:g} is not in the grid: using T = {opt.T:g}")
     drawn = {}
     for name, func in FIGURES:
-        drawn[name] = func(ds, opt, out_dir, fmt)
+        drawn[name] = func(one, opt, out_dir, fmt)
         if drawn[name] is not None:
             print(f"wrote {drawn[name]['path']}")
-    rows = headline(ds, opt)
+    return drawn
+
+
+def draw_all(ds, out_dir, fmt="png", T=None, N=5, normalizer=None, band="std", model=None):
+    """Every figure and the summary. One model on the file's model axis (or `model` given:
+    that name alone): its figures in out_dir, and the returned dict has them at the top
+    level. Several: each model's figures in out_dir/NAME/, the checkpoint figure in out_dir.
+    Returns {'models': {name: {figure: dict or None}}, 'checkpoints': dict or None,
+    'summary': rows (model first), 'summary_path', 'options', plus the figures of a
+    one-model file by name}."""
+    names = ar.model_names(ds)
+    if model is not None:
+        if model not in names:
+            raise ValueError(f"--model '{model}' is not on the file's model axis {names}")
+        ds = ds.isel(model=[names.index(model)])
+        names = [model]
+    os.makedirs(out_dir, exist_ok=True)
+    several = len(names) > 1
+    opt_file = Options(ds, T=T, N=N, normalizer=normalizer, band=band)
+    if opt_file.N != N:
+        note(f"N = {N} is not in the grid: the distance-vs-L figure uses N = {opt_file.N}")
+    if T is not None and opt_file.T != T:
+        note(f"T = {T:g} is not in the grid: using T = {opt_file.T:g}")
+    drawn = {"models": {}, "options": opt_file}
+    rows = []
+    for m, name in enumerate(names):
+        one = ar.select_model(ds, m)
+        opt = Options(one, T=T, N=N, normalizer=normalizer, band=band)
+        if several:
+            print(f"model {name}:")
+        drawn["models"][name] = draw_model(one, opt, os.path.join(out_dir, name) if several
+                                           else out_dir, fmt)
+        rows += [(name,) + tuple(r) for r in headline(one, opt)]
+    if several:
+        drawn["checkpoints"] = checkpoints.fig_checkpoints(ds, opt_file, out_dir, fmt, _save)
+        if drawn["checkpoints"] is not None:
+            print(f"wrote {drawn['checkpoints']['path']}")
+            print(f"wrote {drawn['checkpoints']['csv_path']}")
+    else:
+        drawn["checkpoints"] = None
+        note(f"checkpoints skipped: the file holds one model ({names[0]}); the checkpoint "
+             "figure compares several (config: model = [\"DIR1\", \"DIR2\", ...])")
+        drawn.update(drawn["models"][names[0]])
     print_summary(rows)
     drawn["summary"] = rows
     drawn["summary_path"] = write_summary(rows, out_dir)
     print(f"wrote {drawn['summary_path']}")
-    drawn["options"] = opt
     return drawn
 
 
@@ -590,11 +640,12 @@ def main(argv=None):
     parser.add_argument("--normalizer", default=None, help="default: softmax (else the first)")
     parser.add_argument("--band", choices=("std", "quantile"), default="std",
                         help="window spread: mean -+ std or 10-90%% quantiles")
-    parser.add_argument("--model", default="0",
-                        help="which model of the file's model axis: an index or a name (default 0)")
+    parser.add_argument("--model", default=None,
+                        help="draw this model of the model axis alone (default: every model, "
+                             "and the checkpoint figure when there are several)")
     args = parser.parse_args(argv)
     try:
-        ds = ar.load(args.results, model=int(args.model) if args.model.isdigit() else args.model)
+        ds = ar.load(args.results)
     except (OSError, ValueError) as exc:
         print(f"figures: {exc}".splitlines()[0], file=sys.stderr)
         return 1
@@ -605,9 +656,13 @@ def main(argv=None):
     if args.T is not None and args.T <= 0:
         print(f"figures: --T {args.T:g} is not a positive temperature", file=sys.stderr)
         return 2
+    if args.model is not None and args.model not in ar.model_names(ds):
+        print(f"figures: --model '{args.model}' is not on the file's model axis "
+              f"{ar.model_names(ds)}", file=sys.stderr)
+        return 2
     print(ar.summary(ds))
     draw_all(ds, args.out, args.format, T=args.T, N=args.N, normalizer=args.normalizer,
-             band=args.band)
+             band=args.band, model=args.model)
     return 0
 
 

@@ -6,6 +6,13 @@ module). The results file comes from a real `attnsweep run` on the tiny model;
 a copy with some cells marked pending / failed (h5py edit of `status`, metric
 values left in place) checks the masking.
 
+The checkpoint figure (issue 15): three real runs (the tiny model and two more
+seeds of it) stacked with h5py into one file of the model-axis layout
+(docs/results.md; stack_models below), one model holding a masked head with a
+huge value; the figure's medians and quartiles must be numpy's over the present
+heads, and every per-model figure must equal that model's single-model figure.
+Works on files with and without the model dimension (Ref.lead).
+
 usage: test_analysis.py ATTNSWEEP MODEL_DIR SCRATCH
 """
 import csv
@@ -20,7 +27,7 @@ import h5py
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from sweeptest import ENV, check, has_model_dim, summary
+from sweeptest import ENV, check, summary
 
 BIN, MODEL, SCRATCH = sys.argv[1:4]
 ANALYSIS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "analysis")
@@ -70,11 +77,12 @@ def make_results():
     # load()'s masking can hide them
     partial = os.path.join(SCRATCH, "partial.h5")
     shutil.copy(full, partial)
+    lead = Ref(full).lead
     with h5py.File(partial, "r+") as f:
-        status = f["status"][()]  # (model, window, L): one model
-        status[0, 1, 2] = 0
-        status[0, 2, 0] = 2
-        status[0, 0, 1] = 0
+        status = f["status"][()]
+        status[lead + (1, 2)] = 0
+        status[lead + (2, 0)] = 2
+        status[lead + (0, 1)] = 0
         f["status"][...] = status
     return full, partial
 
@@ -82,18 +90,21 @@ def make_results():
 # -- independent reference: plain h5py + numpy -----------------------------------------------
 
 class Ref:
-    """The file's arrays, with the axis positions the figures use."""
+    """The file's arrays of one model, with the axis positions the figures use. A file
+    with the model dimension (first in every cell variable) is read at model index
+    `model`; `lead` is the index prefix into the raw file ((model,) or ())."""
 
-    def __init__(self, path):
+    def __init__(self, path, model=0):
         with h5py.File(path, "r") as f:
-            # one model: isel(model=0), so every variable is (window, L, ...) as the figures see it
-            self.v = {k: f[k][0] if has_model_dim(f[k]) else f[k][()] for k in f
-                      if isinstance(f[k], h5py.Dataset)}
+            self.v = {k: f[k][()] for k in f if isinstance(f[k], h5py.Dataset)}
             # the axis order of every variable, from its dimension scales
             self.dims = {k: [f[k].dims[i][0].name.lstrip("/") for i in range(f[k].ndim)]
-                         [1 if has_model_dim(f[k]) else 0:]
                          for k in f if isinstance(f[k], h5py.Dataset) and f[k].ndim > 0
                          and len(f[k].dims[0])}
+        self.lead = (model,) if self.dims["status"][0] == "model" else ()
+        for k, dims in self.dims.items():
+            if dims[0] == "model" and k != "model" and self.lead:
+                self.v[k], self.dims[k] = self.v[k][model], dims[1:]
         self.norms = [n.decode() if isinstance(n, bytes) else n for n in self.v["normalizer"]]
         self.done = self.v["status"] == 1
         self.iT = int(np.argmin(np.abs(np.log(self.v["T"]) - np.log(8.0))))
@@ -108,6 +119,94 @@ class Ref:
         assert self.dims[name][:2] == ["window", "L"], self.dims[name]
         a[~self.done] = np.nan
         return a
+
+
+# -- a multi-model results file in the model axis's layout (issue 15: docs/results.md) ---------
+MODEL_COORDS = ("model_path", "model_sha256", "model_n_layer", "model_n_head", "model_n_embd",
+                "training_step")
+CELL_DIMS = ("window", "L")
+
+
+def _scale_names(dset):
+    return [dset.dims[i][0].name.lstrip("/") if len(dset.dims[i]) else None
+            for i in range(dset.ndim)]
+
+
+def stack_models(singles, dst, models, masked=()):
+    """Writes dst: the single-model files `singles` (same grid) as one file with a leading
+    `model` dimension, laid out as src/store/schema.c lays out a file (dimension scales
+    attached per axis, _FillValue, long_name, units) plus the model axis: the `model`
+    coordinate (vlen UTF-8), the auxiliary coordinates MODEL_COORDS over (model) named in
+    every data variable's CF `coordinates` attribute, and head_valid (model, layer, head).
+    models: one dict per file with keys name, path, sha256, n_layer, n_head, n_embd,
+    training_step. masked: (model, layer, head) triples marked absent (head_valid 0) whose
+    values are set to 1e6 in every float variable over (layer, head)."""
+    srcs = [h5py.File(p, "r") for p in singles]
+    first = srcs[0]
+    with h5py.File(dst, "w") as out:
+        for k, v in first.attrs.items():
+            if k not in ("model_dir", "weights_sha256"):   # per model now: the coordinates
+                out.attrs[k] = v
+        # axis coordinates: dimension scales, as create_coord() writes them
+        axes = [k for k in first if isinstance(first[k], h5py.Dataset) and first[k].attrs.get("CLASS") == b"DIMENSION_SCALE"]
+        for k in axes:
+            d = out.create_dataset(k, data=first[k][()], dtype=first[k].dtype)
+            for a, v in first[k].attrs.items():
+                if a not in ("CLASS", "NAME", "REFERENCE_LIST"):
+                    d.attrs[a] = v
+            d.make_scale(k)
+        str_t = h5py.string_dtype("utf-8")
+        d = out.create_dataset("model", data=[m["name"] for m in models], dtype=str_t)
+        d.attrs["long_name"] = "model name (its directory's basename)"
+        d.make_scale("model")
+        aux = {"model_path": (str_t, "path"), "model_sha256": (str_t, "sha256"),
+               "model_n_layer": ("<i4", "n_layer"), "model_n_head": ("<i4", "n_head"),
+               "model_n_embd": ("<i4", "n_embd"), "training_step": ("<i8", "training_step")}
+        for k, (t, key) in aux.items():
+            d = out.create_dataset(k, data=[m[key] for m in models], dtype=t)
+            d.attrs["long_name"] = k.replace("_", " ")
+            d.dims[0].attach_scale(out["model"])
+        nl, nh = first["layer"].shape[0], first["head"].shape[0]
+        valid = np.ones((len(models), nl, nh), dtype="u1")
+        for m, l, h in masked:
+            valid[m, l, h] = 0
+        d = out.create_dataset("head_valid", data=valid)
+        d.attrs["flag_values"] = np.array([0, 1], dtype="u1")
+        d.attrs["flag_meanings"] = "masked present"
+        d.attrs["long_name"] = "the model has this (layer, head)"
+        for i, k in enumerate(("model", "layer", "head")):
+            d.dims[i].attach_scale(out[k])
+        coords_attr = " ".join(MODEL_COORDS)
+        for k in first:
+            src = first[k]
+            if not isinstance(src, h5py.Dataset) or k in axes:
+                continue
+            dims = _scale_names(src)
+            if dims[:2] != list(CELL_DIMS):            # window_start stays (window)
+                d = out.create_dataset(k, data=src[()], dtype=src.dtype)
+                for a, v in src.attrs.items():
+                    if a != "DIMENSION_LIST":
+                        d.attrs[a] = v
+                for i, name in enumerate(dims):
+                    d.dims[i].attach_scale(out[name])
+                continue
+            data = np.stack([f[k][()] for f in srcs])
+            for m, l, h in masked:
+                if data.dtype.kind == "f" and dims[-2:] == ["layer", "head"]:
+                    data[m, ..., l, h] = 1e6
+            fill = src.fillvalue if "_FillValue" in src.attrs else None
+            chunks = (1,) + src.chunks if src.chunks else None
+            d = out.create_dataset(k, data=data, dtype=src.dtype, chunks=chunks, fillvalue=fill)
+            for a, v in src.attrs.items():
+                if a != "DIMENSION_LIST":
+                    d.attrs[a] = v
+            d.attrs["coordinates"] = coords_attr
+            for i, name in enumerate(["model"] + dims):
+                d.dims[i].attach_scale(out[name])
+        if "provenance" in first:
+            first.copy("provenance", out)
+    for f in srcs:
+        f.close()
 
 
 def nanmean(a, axis):
@@ -129,7 +228,7 @@ def nanstd(a, axis):
 
 def test_load_masks(partial):
     ref = Ref(partial)
-    ds = ar.load(partial)
+    ds = ar.select_model(ar.load(partial), 0)
     raw_status = ref.v["status"]
     check(int((raw_status != 1).sum()) == 3, "partial copy has 3 unfinished cells")
     for name in ("dist_true", "dist_bound", "dist_expect", "sep_ratio", "sep_lower",
@@ -253,7 +352,7 @@ def test_figures(path, out_dir, label):
 
     # headline numbers: plateau = mean sep_ratio over N >= 16 (here the last N); slope by
     # an independent least-squares fit
-    rows = {(r[0], r[1]): r[2] for r in drawn["summary"]}
+    rows = {(r[1], r[2]): r[3] for r in drawn["summary"]}
     plateau = [val for (q, _), val in rows.items() if q == "separability plateau"]
     want = nanmean(ref.metric("sep_ratio")[:, iL, N >= 16, iT, isoft].ravel(), 0)
     check(len(plateau) == 1 and abs(float(plateau[0]) - want) < 5e-4,
@@ -272,19 +371,23 @@ def test_figures(path, out_dir, label):
            if q == "grad_fd log-log slope" and w.startswith("T>=1") and "eps=0.001" in w]
     check(len(got) == 1 and abs(float(got[0]) - slope) < 1e-3,
           f"{label}: high-T slope {got} = {slope:.4f}")
-    check(all(r[4] in ("agrees", "differs", "n.a.") for r in drawn["summary"]),
-          f"{label}: verdicts {[r[4] for r in drawn['summary']]}")
-    check(drawn["summary"][0][0] == "model" and drawn["summary"][0][2] != "GPT-2",
+    check(all(r[5] in ("agrees", "differs", "n.a.") for r in drawn["summary"]),
+          f"{label}: verdicts {[r[5] for r in drawn['summary']]}")
+    check(drawn["summary"][0][1] == "model" and drawn["summary"][0][3] != "GPT-2"
+          and "not GPT-2" in drawn["summary"][0][3],
           f"{label}: the summary says the tiny model is not GPT-2: {drawn['summary'][0]}")
     with open(drawn["summary_path"]) as f:
         table = list(csv.reader(f))
-    check(table[0] == ["quantity", "where", "ours", "paper", "verdict"] and len(table) == len(drawn["summary"]) + 1,
-          f"{label}: summary.csv has the table")
+    check(table[0] == ["model", "quantity", "where", "ours", "paper", "verdict"]
+          and len(table) == len(drawn["summary"]) + 1
+          and {r[0] for r in table[1:]} == {os.path.basename(MODEL.rstrip("/"))},
+          f"{label}: summary.csv has the table, its model column names the model")
+    check(drawn["checkpoints"] is None, f"{label}: no checkpoint figure for one model")
 
     # the images: present, non-trivial, not blank
     import matplotlib.image as mpimg
     for name, fig in drawn.items():
-        if not isinstance(fig, dict):
+        if not isinstance(fig, dict) or "path" not in fig:
             continue
         path = fig["path"]
         size = os.path.getsize(path) if os.path.exists(path) else 0
@@ -301,8 +404,8 @@ def test_sensitivity(full, drawn_full):
     ref = Ref(full)
     iN = int(np.argmin(np.abs(ref.v["N"] - 5)))
     with h5py.File(mutated, "r+") as f:
-        f["dist_true"][0, 0, 0, iN, ref.iT, ref.isoft, 0, 0] += 1.0  # model 0
-    ds = ar.load(mutated)
+        f["dist_true"][ref.lead + (0, 0, iN, ref.iT, ref.isoft, 0, 0)] += 1.0
+    ds = ar.select_model(ar.load(mutated), 0)
     os.makedirs(os.path.join(SCRATCH, "mut"), exist_ok=True)
     drawn = figures.fig_distance_vs_L(ds, figures.Options(ds), os.path.join(SCRATCH, "mut"), "png")
     diff = drawn["true"] - drawn_full["distance_vs_L"]["true"]
@@ -318,13 +421,13 @@ def test_skips():
         check(drawn[name] is None, f"skip: {name} skipped on a one-L, one-N, one-normalizer file")
     for name in ("gradient_vs_T", "entropy_heatmap"):
         check(drawn[name] is not None, f"skip: {name} still drawn")
-    check(any(r[0] == "separability plateau" and "upper half" in r[1] for r in drawn["summary"]),
+    check(any(r[1] == "separability plateau" and "upper half" in r[2] for r in drawn["summary"]),
           "skip: plateau falls back to the upper half of the N axis")
 
 
 def test_old_file():
     """A file without sep_marginal (older runs) still draws the separability figure."""
-    ds = ar.load(os.path.join(SCRATCH, "results.h5")).drop_vars("sep_marginal")
+    ds = ar.select_model(ar.load(os.path.join(SCRATCH, "results.h5")), 0).drop_vars("sep_marginal")
     opt = figures.Options(ds)
     os.makedirs(os.path.join(SCRATCH, "figs-old"), exist_ok=True)
     fig = figures.fig_separability(ds, opt, os.path.join(SCRATCH, "figs-old"), "png")
@@ -357,6 +460,189 @@ def test_cli(full, partial):
           f"figures CLI missing file: exit {out.returncode}, {out.stderr!r}")
 
 
+# -- the checkpoint figure (issue 15) -------------------------------------------------------
+
+CKPT_STEPS = (100, 400, 1000)
+MASKED = (1, 1, 3)          # (model, layer, head): marked absent, 1e6 in every float value
+
+
+def make_checkpoints(full):
+    """Three real single-model runs (the tiny model, seeds 2 and 3 of it) and their stack
+    into one three-model file with a masked head. Returns (multi path, single paths, models)."""
+    singles = [full]
+    for seed in (2, 3):
+        model = os.path.join(SCRATCH, f"tiny-seed{seed}")
+        subprocess.run([BIN, "synth", "--preset", "tiny", "--seed", str(seed), "--out", model,
+                        "--force"], env=ENV, check=True, capture_output=True)
+        cfg = os.path.join(SCRATCH, f"seed{seed}.cfg")
+        write_config(cfg, f"results-seed{seed}.h5")
+        with open(cfg) as f:
+            text = f.read().replace(f'model = "{MODEL}";', f'model = "{model}";')
+        with open(cfg, "w") as f:
+            f.write(text)
+        run = subprocess.run([BIN, "run", cfg], cwd=SCRATCH, env=ENV, capture_output=True,
+                             text=True, timeout=240)
+        if run.returncode != 0:
+            print(run.stdout, run.stderr)
+            sys.exit(f"attnsweep run (seed {seed}) failed with exit {run.returncode}")
+        singles.append(os.path.join(SCRATCH, f"results-seed{seed}.h5"))
+    models = [dict(name=f"tiny-step{step}", path=f"models/tiny-step{step}", sha256=f"{m:064x}",
+                   n_layer=2, n_head=4, n_embd=64, training_step=step)
+              for m, step in enumerate(CKPT_STEPS)]
+    multi = os.path.join(SCRATCH, "checkpoints.h5")
+    stack_models(singles, multi, models, masked=[MASKED])
+    return multi, singles, models
+
+
+def ckpt_reference(multi, masked_too=False):
+    """entropy_norm and max(sep_ratio - sep_marginal, 0) pooled over (window, layer, head) of
+    finished cells and present heads, straight from h5py: [model, L, pool]."""
+    with h5py.File(multi, "r") as f:
+        T, N, L = f["T"][()], f["N"][()], f["L"][()]
+        norms = [n.decode() if isinstance(n, bytes) else n for n in f["normalizer"][()]]
+        iT = int(np.argmin(np.abs(np.log(T) - np.log(8.0))))
+        below = N[N < L.max()]
+        iN = int(np.flatnonzero(N == below[len(below) // 2])[0])
+        isoft = norms.index("softmax")
+        done = f["status"][()] == 1                                   # [model, window, L]
+        valid = f["head_valid"][()] == 1                              # [model, layer, head]
+        ent = f["entropy_norm"][:, :, :, iT, isoft].astype(float)     # [m, w, L, layer, head]
+        sep = f["sep_ratio"][:, :, :, iN, iT, isoft].astype(float)
+        marg = f["sep_marginal"][:, :, :, iN, iT, isoft].astype(float)
+    res = np.maximum(sep - marg, 0)
+    res[np.isnan(sep) | np.isnan(marg)] = np.nan
+    keep = done[:, :, :, None, None] & (valid[:, None, None] | masked_too)
+    out = {}
+    for key, a in (("entropy_norm", ent), ("sep", res)):
+        a = np.where(keep, a, np.nan)
+        out[key] = np.moveaxis(a, 2, 1).reshape(a.shape[0], a.shape[2], -1)
+    return out, int(N[iN])
+
+
+def test_checkpoints(multi, singles, models):
+    ds = ar.load(multi)
+    out = os.path.join(SCRATCH, "figs-ckpt")
+    drawn = figures.draw_all(ds, out, "png")
+    fig = drawn["checkpoints"]
+    check(fig is not None and os.path.getsize(fig["path"]) > 8000,
+          "checkpoints: figure drawn for a three-model file")
+    if fig is None:
+        return
+    import matplotlib.image as mpimg
+    check(float(np.var(mpimg.imread(fig["path"]))) > 1e-4, "checkpoints: image is not blank")
+    close(fig["x"], CKPT_STEPS, "checkpoints: x = training_step")
+    check(fig["x_kind"] == "step", f"checkpoints: x kind {fig['x_kind']} == step")
+    ref, N = ckpt_reference(multi)
+    check(fig["N"] == N, f"checkpoints: separability at the middle N {N} (got {fig['N']})")
+    check(fig["T"] == 8.0, "checkpoints: T closest to 8")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for key in ("entropy_norm", "sep"):
+            for name, q in (("q25", 25), ("median", 50), ("q75", 75)):
+                close(fig[key][name], np.nanpercentile(ref[key], q, axis=2),
+                      f"checkpoints: {key} {name} = numpy over present heads x windows")
+            check(np.array_equal(fig[key]["count"], np.isfinite(ref[key]).sum(axis=2)),
+                  f"checkpoints: {key} pooled counts {fig[key]['count'].tolist()}")
+        # the masked head holds 1e6: counted, it would move the quartiles (the check can fail)
+        loud, _ = ckpt_reference(multi, masked_too=True)
+        m = MASKED[0]
+        check(not np.allclose(np.nanpercentile(loud["entropy_norm"][m], 75, axis=1),
+                              fig["entropy_norm"]["q75"][m]),
+              "checkpoints: the masked head would move q75 if it were counted")
+    check(np.nanmax(fig["entropy_norm"]["q75"]) <= 1.0, "checkpoints: no masked 1e6 drawn")
+    # the CSV beside the figure holds the same numbers
+    with open(fig["csv_path"]) as f:
+        rows = list(csv.DictReader(f))
+    check(len(rows) == 2 * len(models) * len(fig["L"]), f"checkpoints.csv has {len(rows)} rows")
+    for row in rows:
+        m = [d["name"] for d in models].index(row["model"])
+        i = list(fig["L"]).index(float(row["L"]))
+        key = "entropy_norm" if row["quantity"] == "entropy_norm" else "sep"
+        for name in ("q25", "median", "q75"):
+            got, want = float(row[name]), fig[key][name][m, i]
+            check(got == want or (np.isnan(got) and np.isnan(want)),
+                  f"checkpoints.csv {row['model']} {row['quantity']} L={row['L']} {name}")
+        check(int(row["training_step"]) == CKPT_STEPS[m], "checkpoints.csv training_step")
+    # the title names the models and their kind, and calls none of them GPT-2
+    title = fig["title"]
+    check(all(d["name"] in title for d in models) and "synthetic-random" in title
+          and "not GPT-2" in title, f"checkpoints: title names the models and kind: {title!r}")
+    # every per-model figure equals the figure of that model's single-model file (for the
+    # masked model: that file with the masked head made NaN, as a model without it reads)
+    for m, d in enumerate(models):
+        got = drawn["models"][d["name"]]
+        single = ar.load(singles[m])
+        if m == MASKED[0]:
+            gone = (single["layer"] == MASKED[1]) & (single["head"] == MASKED[2])
+            for name in ar.metric_names(single):
+                if "layer" in single[name].dims:
+                    single[name] = single[name].where(~gone)
+        want = figures.draw_all(single, os.path.join(SCRATCH, f"figs-single{m}"), "png")
+        for fname in ("distance_vs_L", "distance_vs_N", "critical_N", "distance_ratio",
+                      "separability", "gradient_vs_T", "entropy_heatmap", "normalizers"):
+            a, b = got[fname], want[fname]
+            check(os.path.dirname(a["path"]) == os.path.join(out, d["name"]),
+                  f"checkpoints: {d['name']} {fname} in its own folder")
+            for key, val in b.items():
+                if key == "path":
+                    continue
+                if isinstance(val, dict):
+                    for k2 in val:
+                        close(a[key][k2], val[k2], f"per-model {d['name']} {fname} {key} {k2}")
+                elif isinstance(val, list):
+                    for x, y in zip(a[key], val):
+                        close(np.sort(x), np.sort(y), f"per-model {d['name']} {fname} {key}")
+                else:
+                    close(a[key], val, f"per-model {d['name']} {fname} {key}")
+    heat = drawn["models"][models[MASKED[0]]["name"]]["entropy_heatmap"]["entropy_norm"]
+    check(np.isnan(heat[MASKED[1], MASKED[2]]) and np.isfinite(heat).sum() == heat.size - 1,
+          "per-model: the masked head is blank in its model's entropy heatmap")
+    with open(drawn["summary_path"]) as f:
+        table = list(csv.reader(f))
+    check(table[0][0] == "model" and [r[0] for r in table[1:] if r[1] == "model"]
+          == [d["name"] for d in models], "summary.csv: a model row per model, model column")
+
+
+def test_checkpoint_axes(multi):
+    """x falls back to the model size, then to the names; one-model files get no figure."""
+    import checkpoints
+    variant = os.path.join(SCRATCH, "ckpt-variant.h5")
+    shutil.copy(multi, variant)
+    with h5py.File(variant, "r+") as f:
+        f["training_step"][1] = -1
+    x, _, kind, why = checkpoints.x_axis(ar.load(variant))
+    check(kind == "name" and np.array_equal(x, [0, 1, 2]) and "training_step" in why,
+          f"x axis: a model without a step and one size -> names ({kind}, {why})")
+    with h5py.File(variant, "r+") as f:
+        f["model_n_embd"][...] = [64, 128, 256]
+        f["model_n_layer"][...] = [2, 4, 6]
+    x, _, kind, _ = checkpoints.x_axis(ar.load(variant))
+    d, n = np.array([64, 128, 256]), np.array([2, 4, 6])
+    close(x, n * (12 * d * d + 13 * d), "x axis: model size = GPT-2 non-embedding parameters")
+    check(kind == "size", f"x axis: sizes differ -> size ({kind})")
+    py = sys.executable
+    fig_py = os.path.join(ANALYSIS, "figures.py")
+    one = os.path.join(SCRATCH, "one-model.h5")
+    stack_models([os.path.join(SCRATCH, "results.h5")], one,
+                 [dict(name="tiny", path=MODEL, sha256="0" * 64, n_layer=2, n_head=4, n_embd=64,
+                       training_step=-1)])
+    for path, what in ((os.path.join(SCRATCH, "results.h5"), "file without a model axis"),
+                       (one, "model axis of size 1"), (multi, "--model tiny-step400")):
+        args = [py, fig_py, path, "--out", os.path.join(SCRATCH, "figs-one")]
+        if path == multi:
+            args += ["--model", "tiny-step400"]
+        out = subprocess.run(args, capture_output=True, text=True)
+        why = [ln for ln in out.stdout.splitlines() if ln.startswith("note: checkpoints")]
+        check(out.returncode == 0 and len(why) == 1 and "one model" in why[0]
+              and not os.path.exists(os.path.join(SCRATCH, "figs-one", "checkpoints.png")),
+              f"{what}: no checkpoint figure, one line says why: {why} {out.stderr[-300:]}")
+    out = subprocess.run([py, fig_py, multi, "--out", os.path.join(SCRATCH, "x"), "--model", "nope"],
+                         capture_output=True, text=True)
+    check(out.returncode == 2 and "nope" in out.stderr and out.stderr.count("\n") == 1,
+          f"--model nope: exit {out.returncode}, {out.stderr!r}")
+    return one
+
+
 def main():
     full, partial = make_results()
     test_load_masks(partial)
@@ -366,6 +652,11 @@ def main():
     test_skips()
     test_old_file()
     test_cli(full, partial)
+    multi, singles, models = make_checkpoints(full)
+    test_checkpoints(multi, singles, models)
+    one = test_checkpoint_axes(multi)
+    # the whole suite above on the model-axis layout (one model): same numbers
+    test_figures(one, os.path.join(SCRATCH, "figs-one-layout"), "one-model layout")
     return summary("test_analysis")
 
 
