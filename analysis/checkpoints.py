@@ -13,7 +13,8 @@ model has (head_valid == 1; load() already made the others NaN) in the finished 
   as the separability figure draws it (docs/metrics.md section 6.2; sep_ratio itself on an
   older file without sep_marginal), at a middle N of the grid: the middle entry of the Ns
   below the largest L (every L has rows there, docs/metrics.md section 6);
-- one line per L; the largest L bold (the setting of the other figures).
+- one line (the median) per L; the largest L bold with its quartiles as a band (the setting
+  of the other figures; the other Ls' quartiles are in the CSV).
 
 x: the training step when every model has a distinct one (training_step >= 0), else the
 model size when the file stores n_layer and n_embd and they tell the models apart
@@ -147,12 +148,13 @@ def fig_checkpoints(ds, opt, out_dir, fmt, save):
             color = f"C{i % 10}"
             ax.plot(x[ok], q["median"][ok, i], "-o", color=color, lw=2.2 if bold else 1,
                     ms=5 if bold else 3, label=f"L = {int(Lv)}" + (" (largest)" if bold else ""))
-            ax.fill_between(x[ok], q["q25"][ok, i], q["q75"][ok, i], color=color,
-                            alpha=0.25 if bold else 0.1, lw=0)
+            if bold:   # the other Ls' quartiles are in checkpoints.csv (bands would overlap)
+                ax.fill_between(x[ok], q["q25"][ok, i], q["q75"][ok, i], color=color,
+                                alpha=0.25, lw=0, label=f"quartiles, L = {int(Lv)}")
         ax.set_ylabel(ylabel, fontsize=9)
         ax.set_ylim(-0.03, 1.03)
         ax.grid(alpha=0.3)
-    top.legend(fontsize=8, title="median and quartiles over heads x windows", title_fontsize=7)
+    top.legend(fontsize=8, title="median over heads x windows", title_fontsize=7)
     if xkind == "size":
         bottom.set_xscale("log")
     if xkind == "name":

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # jobs/quickstart.sh -- set up and run the quick-start sweep end to end.
 #
-#   jobs/quickstart.sh [--ranks P] [--offline] [--model DIR] [--text FILE]
+#   jobs/quickstart.sh [--ranks P] [--offline] [--model DIR]... [--text FILE]
 #
 # 1. installs missing Debian packages (as root; otherwise prints the apt-get line) and builds;
-# 2. picks the model: --model DIR if given, else models/gpt2 if present, else tries
+# 2. picks the model: --model DIR if given (several --model: a model axis, e.g. checkpoints of
+#    one training run, in one sweep), else models/gpt2 if present, else tries
 #    jobs/fetch-gpt2.sh, else writes the synthetic gpt2 preset to models/gpt2-synthetic (same
 #    shapes as GPT-2 small, random weights: the numbers are NOT GPT-2's, and the script says so);
 # 3. picks the text: --text FILE if given, else data/war-and-peace.txt if present, else tries
@@ -13,16 +14,21 @@
 # 4. writes results/quickstart.cfg (configs/quickstart.cfg with the model and text it chose: the
 #    config it actually runs) and runs it with P MPI ranks (default 2), resuming if results exist;
 # 5. draws the paper's figures, prints the headline table, saying which model made it, and
-#    the next three commands to try (each works as printed).
+#    the next three commands to try (each works as printed); with several models, each model's
+#    figures and the checkpoint figure (entropy and separability per model), whose path the
+#    last lines print.
 # Results: results/quickstart.cfg, .h5 and results/quickstart-figures/; with --model DIR,
-# results/quickstart-NAME.cfg, .h5 and results/quickstart-NAME-figures/ (NAME = DIR's last part).
+# results/quickstart-NAME.cfg, .h5 and results/quickstart-NAME-figures/ (NAME = DIR's last part;
+# several models: their names joined by "+", figures in one folder per model).
 #   --offline     do not try to download anything (what CI runs)
-#   --model DIR   a GPT-2 model directory (config.json, model.safetensors, vocab.json, merges.txt)
+#   --model DIR   a GPT-2 model directory (config.json, model.safetensors, vocab.json, merges.txt);
+#                 give it several times for a model axis (distinct folder names)
 #   --text FILE   a UTF-8 text
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
-ranks=2 offline=0 model_arg= text_arg=
+ranks=2 offline=0 text_arg=
+model_args=()
 while [ $# -gt 0 ]; do
   case "$1" in
     -h|--help) awk 'NR == 1 { next } !/^#/ { exit } !/^# shellcheck/ { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
@@ -35,7 +41,11 @@ while [ $# -gt 0 ]; do
       if [ "$1" = --model ]; then
         [ -f "$2/config.json" ] && [ -f "$2/model.safetensors" ] ||
           { echo "quickstart: --model $2: no config.json + model.safetensors there" >&2; exit 2; }
-        model_arg=$(cd "$2" && pwd)
+        for m in "${model_args[@]}"; do
+          [ "$(basename "$m")" != "$(basename "$2")" ] ||
+            { echo "quickstart: --model $2 and $m have one name ($(basename "$2")): models are named by their folder, rename one" >&2; exit 2; }
+        done
+        model_args+=("$(cd "$2" && pwd)")
       else
         [ -r "$2" ] || { echo "quickstart: --text $2: not a readable file" >&2; exit 2; }
         text_arg=$(cd "$(dirname "$2")" && pwd)/$(basename "$2")
@@ -52,9 +62,15 @@ bin=$here/build/attnsweep
 
 say "2/5 model"
 synthetic=0 name=quickstart
-if [ -n "$model_arg" ]; then
-  model=$model_arg
-  name=quickstart-$(basename "$model_arg")
+if [ "${#model_args[@]}" -gt 1 ]; then
+  # a model axis: results named after the models ("+"-joined; shortened when long)
+  model=${model_args[0]}
+  names=$(for m in "${model_args[@]}"; do basename "$m"; done | paste -sd+)
+  [ "${#names}" -le 80 ] || names="$(basename "$model")+$(( ${#model_args[@]} - 1 ))-more"
+  name=quickstart-$names
+elif [ "${#model_args[@]}" = 1 ]; then
+  model=${model_args[0]}
+  name=quickstart-$(basename "$model")
 elif [ -f models/gpt2/config.json ] && [ -f models/gpt2/model.safetensors ]; then
   model=models/gpt2
 elif [ "$offline" = 0 ] && ATTNSWEEP_FETCH_TRIES=1 timeout 900 jobs/fetch-gpt2.sh gpt2 models/gpt2; then
@@ -73,7 +89,8 @@ else
   fi
 fi
 case "$model" in /*) ;; *) model=$here/$model ;; esac
-echo "quickstart: model $model"
+[ "${#model_args[@]}" -gt 1 ] || model_args=("$model")
+for m in "${model_args[@]}"; do echo "quickstart: model $m"; done
 
 say "3/5 text"
 strip=true
@@ -114,13 +131,30 @@ text_abs=$(cd "$(dirname "$text")" && pwd)/$(basename "$text")
   awk '/^#/ && !body { next } { body = 1 }
        /^model *=/ || /^output *=/ { next }
        /^text *= *\{/ { skip = 1 } skip { if (/\};/) skip = 0; next } { print }' configs/quickstart.cfg
-  echo "model = \"$(rel "$model")\";"
+  if [ "${#model_args[@]}" -gt 1 ]; then   # the model axis: model = ["DIR", "DIR", ...];
+    printf 'model = ['
+    sep=
+    for m in "${model_args[@]}"; do printf '%s"%s"' "$sep" "$(rel "$m")"; sep=', '; done
+    echo '];'
+  else
+    echo "model = \"$(rel "$model")\";"
+  fi
   printf 'text = { path = "%s"; format = "text"; strip_gutenberg = %s;' "$(rel "$text_abs")" "$strip"
   [ -z "$marker" ] || printf ' start_at = "%s";' "$marker"
   echo ' };'
   echo "output = \"$name.h5\";"
 } > "$cfg.tmp.$$" && mv -f "$cfg.tmp.$$" "$cfg"
 echo "quickstart: wrote $cfg"
+
+if [ "${#model_args[@]}" -gt 1 ] && ! "$bin" plan "$cfg" > /dev/null 2> "$cfg.plan.$$"; then
+  if grep -q 'model: expected a string' "$cfg.plan.$$"; then
+    rm -f "$cfg.plan.$$"
+    rm -f "$cfg"
+    echo "quickstart: this build of attnsweep takes one model per sweep (no model axis yet): give --model once" >&2
+    exit 2
+  fi
+fi
+rm -f "$cfg.plan.$$"
 
 say "4/5 sweep ($cfg, $ranks ranks) into results/$name.h5"
 # rank 0 mostly sleeps while the others compute: cores + 1 ranks is natural, hence --oversubscribe
@@ -141,18 +175,22 @@ fi
 
 say "5/5 figures"
 analysis/figures.py "results/$name.h5" --out "results/$name-figures"
-kind=$(/usr/bin/python3 -c 'import h5py, sys; print(h5py.File(sys.argv[1], "r").attrs.get("model_kind", "unknown"))' "results/$name.h5")
+# model_kind: per model when the file has a model_kind variable, else the root attribute
+kind=$(/usr/bin/python3 -c 'import h5py, sys
+f = h5py.File(sys.argv[1], "r")
+k = list(f["model_kind"][()]) if "model_kind" in f else [f.attrs.get("model_kind", "unknown")]
+print(" ".join(dict.fromkeys(v.decode() if isinstance(v, bytes) else str(v) for v in k)))' "results/$name.h5")
 
 say "done"
 cat <<EOT
 config:    $here/$cfg   (the config this ran: model and text included)
 results:   $here/results/$name.h5   (xarray: xr.open_dataset(path, engine="h5netcdf"))
-figures:   $here/results/$name-figures/
+figures:   $here/results/$name-figures/$([ "${#model_args[@]}" -gt 1 ] && echo "   (one folder per model)")
 summary:   $here/results/$name-figures/summary.csv
-model:     $model (model_kind: $kind)
+model:     ${model_args[*]} (model_kind: $kind)
 text:      $text
 EOT
-if [ "$kind" = other ]; then
+if [[ " $kind " == *" other "* ]]; then
   cat <<'EOT'
 
 NOTE: these numbers come from a model that is not GPT-2 (model_kind "other", e.g. the small
@@ -160,7 +198,7 @@ model trained for the tests): they show learned attention, but they are not the 
 numbers. Put the Hugging Face GPT-2 files in models/gpt2 for those.
 EOT
 fi
-if [ "$synthetic" = 1 ] || [ "$kind" = synthetic-random ]; then
+if [ "$synthetic" = 1 ] || [[ " $kind " == *" synthetic-random "* ]]; then
   cat <<'EOT'
 
 NOTE: these numbers come from a SYNTHETIC model with GPT-2's shapes and random weights, not
@@ -183,3 +221,17 @@ next (from $here):
 README.md "Running a sweep" goes on from here: more ranks (mpirun -np 3$root_opt --oversubscribe
 on 2 cores), extending the sweep, resuming with the config stored in the file.
 EOT
+if [ "${#model_args[@]}" -gt 1 ]; then
+  ckpt=$here/results/$name-figures/checkpoints.png
+  if [ -f "$ckpt" ]; then
+    cat <<EOT
+
+checkpoint figure: $ckpt
+  attention entropy and separability of each model (against the training step when every
+  model's config.json gives one); the plotted numbers: ${ckpt%.png}.csv
+EOT
+  else
+    echo
+    echo "checkpoint figure: not drawn (the figures step above says why)"
+  fi
+fi
