@@ -1,6 +1,7 @@
 """The checkpoint figure: attention entropy and separability per model, against the training
-step or the model size -- the paper's monitoring guideline (arXiv 2508.17821, sec. 4: watch
-the attention entropy and the separable fraction N_s / N while a model trains).
+step or the model size -- the paper's monitoring guideline (arXiv 2508.17821; docs/metrics.md
+sections 8 and 6: watch the attention entropy and the separable fraction N_s / N while a
+model trains).
 
 Drawn by figures.py when the file's model axis has more than one entry. One point per model
 and L: the median and the quartiles of the pooled values of every (window, layer, head) the
