@@ -140,15 +140,19 @@ def stack_models(singles, dst, models, masked=()):
     every data variable's CF `coordinates` attribute, and head_valid (model, layer, head).
     models: one dict per file with keys name, path, sha256, n_layer, n_head, n_embd,
     training_step. masked: (model, layer, head) triples marked absent (head_valid 0) whose
-    values are set to 1e6 in every float variable over (layer, head)."""
+    values are set to 1e6 in every float variable over (layer, head). A single file that
+    already has the model axis (size 1) is read at model 0. The root model_dir and
+    weights_sha256 are left out, so the analysis cannot lean on them for several models."""
     srcs = [h5py.File(p, "r") for p in singles]
     first = srcs[0]
+    own = set(MODEL_COORDS) | {"model", "head_valid"}     # written here, never copied
     with h5py.File(dst, "w") as out:
         for k, v in first.attrs.items():
-            if k not in ("model_dir", "weights_sha256"):   # per model now: the coordinates
+            if k not in ("model_dir", "weights_sha256"):
                 out.attrs[k] = v
         # axis coordinates: dimension scales, as create_coord() writes them
-        axes = [k for k in first if isinstance(first[k], h5py.Dataset) and first[k].attrs.get("CLASS") == b"DIMENSION_SCALE"]
+        axes = [k for k in first if isinstance(first[k], h5py.Dataset) and k not in own
+                and first[k].attrs.get("CLASS") == b"DIMENSION_SCALE"]
         for k in axes:
             d = out.create_dataset(k, data=first[k][()], dtype=first[k].dtype)
             for a, v in first[k].attrs.items():
@@ -165,6 +169,8 @@ def stack_models(singles, dst, models, masked=()):
         for k, (t, key) in aux.items():
             d = out.create_dataset(k, data=[m[key] for m in models], dtype=t)
             d.attrs["long_name"] = k.replace("_", " ")
+            if t != str_t:
+                d.attrs["units"] = "1"
             d.dims[0].attach_scale(out["model"])
         nl, nh = first["layer"].shape[0], first["head"].shape[0]
         valid = np.ones((len(models), nl, nh), dtype="u1")
@@ -174,14 +180,17 @@ def stack_models(singles, dst, models, masked=()):
         d.attrs["flag_values"] = np.array([0, 1], dtype="u1")
         d.attrs["flag_meanings"] = "masked present"
         d.attrs["long_name"] = "the model has this (layer, head)"
+        coords_attr = " ".join(MODEL_COORDS)
+        d.attrs["coordinates"] = coords_attr
         for i, k in enumerate(("model", "layer", "head")):
             d.dims[i].attach_scale(out[k])
-        coords_attr = " ".join(MODEL_COORDS)
         for k in first:
             src = first[k]
-            if not isinstance(src, h5py.Dataset) or k in axes:
+            if not isinstance(src, h5py.Dataset) or k in axes or k in own:
                 continue
             dims = _scale_names(src)
+            lead = dims[:1] == ["model"]                # a single file with the model axis
+            dims = dims[1:] if lead else dims
             if dims[:2] != list(CELL_DIMS):            # window_start stays (window)
                 d = out.create_dataset(k, data=src[()], dtype=src.dtype)
                 for a, v in src.attrs.items():
@@ -190,12 +199,12 @@ def stack_models(singles, dst, models, masked=()):
                 for i, name in enumerate(dims):
                     d.dims[i].attach_scale(out[name])
                 continue
-            data = np.stack([f[k][()] for f in srcs])
+            data = np.stack([f[k][0] if lead else f[k][()] for f in srcs])
             for m, l, h in masked:
                 if data.dtype.kind == "f" and dims[-2:] == ["layer", "head"]:
                     data[m, ..., l, h] = 1e6
             fill = src.fillvalue if "_FillValue" in src.attrs else None
-            chunks = (1,) + src.chunks if src.chunks else None
+            chunks = (1,) + (src.chunks[1:] if lead else src.chunks) if src.chunks else None
             d = out.create_dataset(k, data=data, dtype=src.dtype, chunks=chunks, fillvalue=fill)
             for a, v in src.attrs.items():
                 if a != "DIMENSION_LIST":
