@@ -146,16 +146,6 @@ text_abs=$(cd "$(dirname "$text")" && pwd)/$(basename "$text")
 } > "$cfg.tmp.$$" && mv -f "$cfg.tmp.$$" "$cfg"
 echo "quickstart: wrote $cfg"
 
-if [ "${#model_args[@]}" -gt 1 ] && ! "$bin" plan "$cfg" > /dev/null 2> "$cfg.plan.$$"; then
-  if grep -q 'model: expected a string' "$cfg.plan.$$"; then
-    rm -f "$cfg.plan.$$"
-    rm -f "$cfg"
-    echo "quickstart: this build of attnsweep takes one model per sweep (no model axis yet): give --model once" >&2
-    exit 2
-  fi
-fi
-rm -f "$cfg.plan.$$"
-
 say "4/5 sweep ($cfg, $ranks ranks) into results/$name.h5"
 # rank 0 mostly sleeps while the others compute: cores + 1 ranks is natural, hence --oversubscribe
 mpi=(mpirun -np "$ranks" --oversubscribe)
