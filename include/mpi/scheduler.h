@@ -81,7 +81,11 @@ typedef struct {
     sched_commit_fn commit;        /* needed on rank 0 */
     sched_dispatched_fn dispatched; /* optional */
     void *master_ctx;              /* passed to commit and dispatched */
-    size_t commit_every;           /* cells per commit call; 0 means 8 */
+    size_t commit_every;           /* cells per commit call in normal running; 0 means 8 */
+    size_t batch_max;              /* at most this many per call when more wait (the
+                                      writer thread is behind); 0 means 2 * commit_every */
+    int sync_commit;               /* 1: commit on the receiving thread, as before the
+                                      writer thread (the benches' baseline) */
     int prefetch;                  /* cells queued per worker (1..8) while cells are
                                       short (< 50 ms), else 1; 0 means 2 */
     double progress_every_s;       /* 0 means 5; negative turns periodic lines off */
@@ -105,6 +109,9 @@ typedef struct {
     double elapsed_s;
     double compute_s;    /* sum of the compute callbacks' wall times, as the workers measured them */
     double master_cpu_s; /* CPU time the master process used (rank 0 only) */
+    int threaded_commit; /* 1: a writer thread committed (writer.h) */
+    size_t commit_batches, largest_batch; /* commit calls, and the most cells in one */
+    double commit_s;     /* wall time inside commit */
 } sched_stats;
 
 /* Runs the sweep. On rank 0, cells[0..ncells) is the dispatch order; other

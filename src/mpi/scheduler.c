@@ -41,6 +41,7 @@
 
 #include "clock.h"
 #include "signals.h"
+#include "writer.h"
 
 enum { TAG_UP = 1, TAG_DOWN = 2 };
 enum { UP_READY = 1, UP_RESULT_OK, UP_RESULT_FAIL, UP_SIGNAL, UP_IDLE };
@@ -107,8 +108,8 @@ static size_t payload_capacity(size_t block_doubles) {
 }
 
 typedef struct {
-    size_t block_doubles, commit_every;
-    int prefetch;
+    size_t block_doubles, commit_every, batch_max;
+    int prefetch, sync_commit;
     double progress_every_s, grace_usr1_s, grace_term_s;
     FILE *progress;
     const char *unit;
@@ -119,6 +120,9 @@ static int resolve_opts(const sched_opts *o, int rank, int size, resolved_opts *
     if (!o) return as_fail(err, "scheduler: no options given");
     r->block_doubles = o->block_doubles;
     r->commit_every = o->commit_every ? o->commit_every : 8;
+    r->batch_max = o->batch_max ? o->batch_max : 2 * r->commit_every;
+    if (r->batch_max < r->commit_every) r->batch_max = r->commit_every;
+    r->sync_commit = o->sync_commit;
     r->prefetch = o->prefetch ? o->prefetch : 2;
     r->progress_every_s = o->progress_every_s != 0 ? o->progress_every_s : 5.0;
     r->grace_usr1_s = o->grace_usr1_s > 0 ? o->grace_usr1_s : 5.0;
@@ -401,18 +405,15 @@ struct master_state {
     int nworkers; /* ranks 1..nworkers */
     worker_book *book;
 
-    /* commit_every + 1 receive slots; the batch points into them */
-    unsigned char *slots;
-    size_t slot_bytes, nslots;
-    size_t *free_slots, nfree;
-    int64_t *batch_cells;
-    double **batch_blocks;
-    int *batch_status;
-    size_t *batch_slot;
-    size_t nbatch;
+    /* the receive slots and the commits (writer.h): results are received straight
+     * into a slot, which goes to the writer as it is */
+    as_writer *wr;
+    size_t slot_bytes;
+    writer_stats ws;
 
     MPI_Request recv_req;
     size_t recv_slot;
+    int have_slot; /* recv_slot is ours (a receive is posted into it, or will be) */
 
     double recent_compute_s; /* moving average of cell compute times; -1 before the first */
     int stopping, signo;
@@ -421,14 +422,20 @@ struct master_state {
     sched_stats st;
 };
 
-static unsigned char *slot_at(master_state *m, size_t i) { return m->slots + i * m->slot_bytes; }
+static unsigned char *slot_at(master_state *m, size_t i) { return writer_slot(m->wr, i); }
 
-static int master_commit(master_state *m, as_err *err) {
-    if (m->nbatch == 0) return 0;
-    int rc = m->o->commit(m->o->master_ctx, m->batch_cells, m->batch_blocks, m->batch_status,
-                          m->nbatch, err);
-    for (size_t i = 0; i < m->nbatch; i++) m->free_slots[m->nfree++] = m->batch_slot[i];
-    m->nbatch = 0;
+/* Commits what is queued and stops the writer; rc is the run's result so far. The
+ * first error wins: after a failed run the finished cells are still kept if the
+ * store can (err then keeps the run's message). */
+static int master_finish_writer(master_state *m, int rc, as_err *err) {
+    as_err werr = {{0}};
+    int wrc = writer_finish(m->wr, &m->ws, &werr);
+    m->wr = NULL;
+    if (rc < 0) return rc;
+    if (wrc) {
+        *err = werr;
+        return -1;
+    }
     return rc;
 }
 
@@ -469,18 +476,14 @@ static void progress_if_due(master_state *m) {
     m->next_progress = now + m->r->progress_every_s;
 }
 
-/* Records a finished cell into the batch (the block is already in its slot). */
-static void batch_add(master_state *m, size_t slot, int64_t cell, int status) {
+/* Hands a finished cell to the writer (the block is already in its slot). */
+static int batch_add(master_state *m, size_t slot, int64_t cell, int status, as_err *err) {
     double *block = (double *)(void *)(slot_at(m, slot) + sizeof(up_header));
     if (status == SCHED_CELL_FAILED)
         for (size_t k = 0; k < m->r->block_doubles; k++) block[k] = NAN;
-    m->batch_cells[m->nbatch] = cell;
-    m->batch_blocks[m->nbatch] = block;
-    m->batch_status[m->nbatch] = status;
-    m->batch_slot[m->nbatch] = slot;
-    m->nbatch++;
     if (status == SCHED_CELL_DONE) m->st.done++;
     else m->st.failed++;
+    return writer_put_result(m->wr, slot, cell, status, err);
 }
 
 static void send_down(master_state *m, int rank, int64_t kind, int64_t value) {
@@ -512,7 +515,7 @@ static void dispatch_to(master_state *m, int rank) {
     int target = short_cells && !near_end ? m->r->prefetch : 1;
     while (wb->nout < target && m->next < m->ncells) {
         int64_t cell = m->cells[m->next++];
-        if (m->o->dispatched) m->o->dispatched(m->o->master_ctx, cell, rank);
+        writer_put_dispatch(m->wr, cell, rank);
         send_down(m, rank, DOWN_CELL, cell);
         wb->out[wb->nout++] = cell;
         m->in_flight++;
@@ -529,7 +532,7 @@ static int begin_stop(master_state *m, int signo, as_err *err) {
     for (int rank = 1; rank <= m->nworkers; rank++)
         running += (size_t)(m->book[rank - 1].nout > 0 && !m->book[rank - 1].stopped);
     announce_stop(m, running, m->in_flight - running);
-    if (master_commit(m, err) != 0) return -1; /* save what we have before anything else */
+    if (writer_eager(m->wr, err) != 0) return -1; /* save what we have before anything else */
     for (int rank = 1; rank <= m->nworkers; rank++) {
         worker_book *wb = &m->book[rank - 1];
         if (wb->stopped || wb->halted) continue;
@@ -598,23 +601,16 @@ static int handle_up(master_state *m, const MPI_Status *status, as_err *err) {
     m->st.compute_s += h.compute_s;
     m->recent_compute_s = m->recent_compute_s < 0 ? h.compute_s
                                                   : 0.75 * m->recent_compute_s + 0.25 * h.compute_s;
-    batch_add(m, m->recv_slot, h.cell, cell_status);
-    m->recv_slot = m->free_slots[--m->nfree]; /* nslots = commit_every + 1: one is always free */
-    if (m->stopping || m->nbatch == m->r->commit_every) {
-        if (master_commit(m, err) != 0) return -1;
-    }
+    m->have_slot = 0;
+    if (batch_add(m, m->recv_slot, h.cell, cell_status, err) != 0) return -1;
     dispatch_to(m, rank); /* does nothing once stopping */
     return 0;
 }
 
 static void master_free(master_state *m) {
+    as_err ignored;
+    if (m->wr) writer_finish(m->wr, NULL, &ignored);
     free(m->book);
-    free(m->slots);
-    free(m->free_slots);
-    free(m->batch_cells);
-    free(m->batch_blocks);
-    free(m->batch_status);
-    free(m->batch_slot);
 }
 
 /* Alone, the stop begins inside the compute callback (its sched_should_stop) or between
@@ -638,8 +634,9 @@ static int run_master_alone(master_state *m, as_err *err) {
             break;
         }
         int64_t cell = m->cells[m->next++];
-        if (o->dispatched) o->dispatched(o->master_ctx, cell, 0);
-        size_t slot = m->free_slots[--m->nfree];
+        writer_put_dispatch(m->wr, cell, 0);
+        size_t slot = 0;
+        (void)writer_take_slot(m->wr, &slot); /* alone the writer has no thread: one is free */
         double *block = (double *)(void *)(slot_at(m, slot) + sizeof(up_header));
         as_err cerr = {{0}};
         m->in_flight = 1;
@@ -653,7 +650,7 @@ static int run_master_alone(master_state *m, as_err *err) {
             fprintf(m->r->progress, "sweep: stop grace of %s over: abandoning 1 running %s (pending "
                     "again)\n", grace, m->r->unit);
             fflush(m->r->progress);
-            m->free_slots[m->nfree++] = slot;
+            writer_return_slot(m->wr, slot);
             m->st.abandoned++;
             continue;
         }
@@ -662,29 +659,36 @@ static int run_master_alone(master_state *m, as_err *err) {
                     cerr.msg[0] ? cerr.msg : "compute failed without a message");
             fflush(m->r->progress);
         }
-        batch_add(m, slot, cell, rc == 0 ? SCHED_CELL_DONE : SCHED_CELL_FAILED);
-        if (m->nbatch == m->r->commit_every && master_commit(m, err) != 0) {
+        if (batch_add(m, slot, cell, rc == 0 ? SCHED_CELL_DONE : SCHED_CELL_FAILED, err) != 0) {
             active_opts = NULL;
             active_alone = NULL;
-            return -1;
+            return master_finish_writer(m, -1, err);
         }
         progress_if_due(m);
     }
     active_opts = NULL;
     active_alone = NULL;
-    if (master_commit(m, err) != 0) return -1;
-    return m->stopping ? SCHED_INTERRUPTED : SCHED_COMPLETE;
+    return master_finish_writer(m, m->stopping ? SCHED_INTERRUPTED : SCHED_COMPLETE, err);
+}
+
+/* Posts the receive into a free slot; with none free (the writer is behind) it
+ * stays unposted and the loop tries again: the workers' sends wait meanwhile. */
+static void post_receive(master_state *m) {
+    if (m->recv_req != MPI_REQUEST_NULL) return;
+    if (!m->have_slot && !(m->have_slot = writer_take_slot(m->wr, &m->recv_slot))) return;
+    MPI_Irecv(slot_at(m, m->recv_slot), (int)m->slot_bytes, MPI_BYTE, MPI_ANY_SOURCE, TAG_UP, m->comm,
+              &m->recv_req);
 }
 
 static int run_master(master_state *m, as_err *err) {
     int failed = 0;
-    MPI_Irecv(slot_at(m, m->recv_slot), (int)m->slot_bytes, MPI_BYTE, MPI_ANY_SOURCE, TAG_UP, m->comm,
-              &m->recv_req);
     backoff b;
     backoff_reset(&b);
     while (!all_stopped(m)) {
         int progressed = 0;
         for (;;) {
+            post_receive(m);
+            if (m->recv_req == MPI_REQUEST_NULL) break;
             int flag = 0;
             MPI_Status status;
             MPI_Test(&m->recv_req, &flag, &status);
@@ -694,10 +698,11 @@ static int run_master(master_state *m, as_err *err) {
                 failed = 1;
                 break;
             }
-            MPI_Irecv(slot_at(m, m->recv_slot), (int)m->slot_bytes, MPI_BYTE, MPI_ANY_SOURCE, TAG_UP,
-                      m->comm, &m->recv_req);
         }
-        if (failed) break;
+        if (failed || writer_failed(m->wr, err)) {
+            failed = 1;
+            break;
+        }
         int signo = as_signals_caught();
         if (signo && !m->stopping && begin_stop(m, signo, err) != 0) {
             failed = 1;
@@ -727,13 +732,8 @@ static int run_master(master_state *m, as_err *err) {
             wait_quietly(&m->recv_req, NULL);
         }
     }
-    if (failed) {
-        as_err ignored;
-        master_commit(m, &ignored); /* keep the finished cells if the store still can */
-        return -1;
-    }
-    if (master_commit(m, err) != 0) return -1;
-    return m->stopping ? SCHED_INTERRUPTED : SCHED_COMPLETE;
+    /* After a failure the finished cells are still kept if the store can. */
+    return master_finish_writer(m, failed ? -1 : m->stopping ? SCHED_INTERRUPTED : SCHED_COMPLETE, err);
 }
 
 static int master_init(master_state *m, MPI_Comm comm, int size, const int64_t *cells, size_t ncells,
@@ -748,23 +748,27 @@ static int master_init(master_state *m, MPI_Comm comm, int size, const int64_t *
     m->st.total = ncells;
     m->slot_bytes = sizeof(up_header) + payload_capacity(r->block_doubles);
     m->slot_bytes = (m->slot_bytes + 7) / 8 * 8;
-    m->nslots = r->commit_every + 1;
     m->book = calloc((size_t)(m->nworkers > 0 ? m->nworkers : 1), sizeof *m->book);
-    m->slots = malloc(m->nslots * m->slot_bytes);
-    m->free_slots = malloc(m->nslots * sizeof *m->free_slots);
-    m->batch_cells = malloc(r->commit_every * sizeof *m->batch_cells);
-    m->batch_blocks = malloc(r->commit_every * sizeof *m->batch_blocks);
-    m->batch_status = malloc(r->commit_every * sizeof *m->batch_status);
-    m->batch_slot = malloc(r->commit_every * sizeof *m->batch_slot);
-    if (!m->book || !m->slots || !m->free_slots || !m->batch_cells || !m->batch_blocks ||
-        !m->batch_status || !m->batch_slot) {
+    if (!m->book) return as_fail(err, "scheduler: no memory for %d workers", m->nworkers);
+    /* A writer thread when MPI allows one (only this thread calls MPI: FUNNELED);
+     * else, alone, or asked to (sync_commit), the commit runs here as before. */
+    int level = MPI_THREAD_SINGLE;
+    MPI_Query_thread(&level);
+    int threaded = size > 1 && !r->sync_commit && level >= MPI_THREAD_FUNNELED;
+    writer_opts wo = {.slot_bytes = m->slot_bytes, .block_offset = sizeof(up_header),
+                      .commit_every = r->commit_every,
+                      .batch_max = threaded ? r->batch_max : r->commit_every,
+                      .max_dispatches = (size_t)(m->nworkers > 0 ? m->nworkers : 1) * PREFETCH_MAX + 16,
+                      .threaded = threaded, .commit = o->commit, .dispatched = o->dispatched,
+                      .ctx = o->master_ctx};
+    wo.nslots = threaded ? writer_slots_for(wo.commit_every, wo.batch_max) : r->commit_every + 1;
+    wo.max_dispatches += wo.nslots;
+    m->wr = writer_create(&wo, err);
+    if (!m->wr) {
         master_free(m);
-        return as_fail(err, "scheduler: no memory for %zu result blocks of %zu bytes", m->nslots,
-                       m->slot_bytes);
+        return -1;
     }
-    for (size_t i = 0; i < m->nslots; i++) m->free_slots[i] = m->nslots - 1 - i;
-    m->nfree = m->nslots;
-    m->recv_slot = m->free_slots[--m->nfree];
+    m->st.threaded_commit = threaded;
     m->recv_req = MPI_REQUEST_NULL;
     m->recent_compute_s = -1.0;
     m->t_start = as_monotonic_s();
@@ -815,6 +819,9 @@ int sched_run(MPI_Comm comm, const int64_t *cells, size_t ncells, const sched_op
             m.st.signo = m.signo;
             m.st.elapsed_s = as_monotonic_s() - m.t_start;
             m.st.master_cpu_s = cpu_seconds() - cpu0;
+            m.st.commit_batches = m.ws.batches;
+            m.st.largest_batch = m.ws.largest_batch;
+            m.st.commit_s = m.ws.commit_s;
             master_report(&m, 1);
             if (stats) *stats = m.st;
             master_free(&m);

@@ -71,6 +71,13 @@ static double cpu_now(void) {
     return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec + 1e-6 * (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
 }
 
+/* The calling thread's CPU time: the commit runs on the master's writer thread. */
+static double thread_cpu_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 static double wall_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -410,7 +417,7 @@ enum { STORE_BATCH = 64 };
 static int commit_units(void *ctx, const int64_t *units, double *const *blocks, const int *status,
                         size_t n, as_err *err) {
     sweep_state *st = ctx;
-    double t0 = as_monotonic_s(), c0 = cpu_now();
+    double t0 = as_monotonic_s(), c0 = thread_cpu_now();
     store_cell sc[STORE_BATCH];
     const unsigned char *pk[STORE_BATCH];
     size_t held = 0;
@@ -440,7 +447,7 @@ static int commit_units(void *ctx, const int64_t *units, double *const *blocks, 
     }
     if (held && store_commit_packed(st->out, sc, pk, held, err)) return -1;
     st->timing[TM_COMMIT] += as_monotonic_s() - t0;
-    st->timing[TM_COMMIT_CPU] += cpu_now() - c0;
+    st->timing[TM_COMMIT_CPU] += thread_cpu_now() - c0;
     return 0;
 }
 
@@ -554,11 +561,12 @@ static void print_timings(sweep_state *st, MPI_Comm comm, const sched_stats *sta
     const double *m = all;
     double bytes = m[TM_COMMIT_CELLS] * (double)st->slot_doubles * sizeof(double);
     fprintf(stderr,
-            "timings: master: commit %.3f s (cpu %.3f) for %.0f cells (%.1f MB of blocks, %.0f MB/s), "
-            "master cpu %.2f s; scheduler elapsed %.2f s\n",
+            "timings: master: commit %.3f s (cpu %.3f) for %.0f cells (%.1f MB of blocks, %.0f MB/s) "
+            "%s in %zu batches (largest %zu windows), master cpu %.2f s; scheduler elapsed %.2f s\n",
             m[TM_COMMIT], m[TM_COMMIT_CPU], m[TM_COMMIT_CELLS], bytes / 1e6,
-            m[TM_COMMIT] > 0 ? bytes / 1e6 / m[TM_COMMIT] : 0.0, stats->master_cpu_s,
-            stats->elapsed_s);
+            m[TM_COMMIT] > 0 ? bytes / 1e6 / m[TM_COMMIT] : 0.0,
+            stats->threaded_commit ? "on the writer thread" : "synchronous", stats->commit_batches,
+            stats->largest_batch, stats->master_cpu_s, stats->elapsed_s);
     double windows = (double)st->grid.n_windows;
     fprintf(stderr,
             "timings: per window (%.0f windows, %.0f cells): scheduler wall %.2f s; compute %.2f s "
@@ -758,6 +766,8 @@ int sweep_run(MPI_Comm comm, const sweep_opts *opts, sweep_summary *sum, as_err 
      * the largest model's). Models without pending cells are never loaded. */
     sched_stats stats = {0};
     int srun = SCHED_COMPLETE;
+    const char *sync_env = getenv("ATTNSWEEP_SYNC_COMMIT");
+    int sync_commit = sync_env && !strcmp(sync_env, "1");
     double t_sched = as_monotonic_s();
     for (size_t m = 0; m < nm && srun == SCHED_COMPLETE; m++) {
         size_t lo = st.model_units[m], hi = st.model_units[m + 1];
@@ -794,6 +804,9 @@ int sweep_run(MPI_Comm comm, const sweep_opts *opts, sweep_summary *sum, as_err 
                          .master_ctx = &st, .commit_every = units_per_commit ? units_per_commit : 1,
                          .progress_every_s = opts->progress_every_s, .unit = unit,
                          .grace_usr1_s = st.cfg.stop_grace,
+                         /* the commit on the receiving thread, as before the writer thread:
+                          * for benchmarks against the old path (README, Performance) */
+                         .sync_commit = sync_commit,
                          .done_before = st.rank == 0 ? model_windows_before[m] : 0};
         sched_stats ms = {0};
         srun = sched_run(comm, st.rank == 0 ? unit_ids + lo : NULL, st.rank == 0 ? hi - lo : 0, &so,

@@ -16,6 +16,7 @@
  *   FILE exists (an event the script controls, not a duration), ignoring the
  *   stop; --grace S sets the SIGUSR1 grace (default 1 s). */
 #include <math.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -92,17 +93,27 @@ typedef struct {
     int commit_calls, bad_blocks, bad_batch, out_of_range, committed_before_dispatch;
     size_t batch_sizes[4096];
     int fail_on_call;           /* commit returns -1 on this call (1-based; 0: never) */
+    size_t batch_max;           /* the most a commit may get (2 x commit_every with the writer thread) */
+    pthread_t callback_thread;  /* the thread of the first callback; every later one must match */
+    int have_thread, other_thread;
 } master_ctx;
+
+/* The store is not thread-safe: commit and dispatched must always run on one thread. */
+static void note_thread(master_ctx *m) {
+    if (!m->have_thread) m->callback_thread = pthread_self(), m->have_thread = 1;
+    else if (!pthread_equal(m->callback_thread, pthread_self())) m->other_thread++;
+}
 
 static int commit_cells(void *vctx, const int64_t *cells, double *const *blocks, const int *status,
                         size_t n, as_err *err) {
     master_ctx *m = vctx;
+    note_thread(m);
     m->commit_calls++;
     if (m->fail_on_call && m->commit_calls == m->fail_on_call)
         return as_fail(err, "store: synthetic commit failure on call %d", m->commit_calls);
     if ((size_t)m->commit_calls <= sizeof m->batch_sizes / sizeof m->batch_sizes[0])
         m->batch_sizes[m->commit_calls - 1] = n;
-    if (n == 0 || n > m->commit_every) m->bad_batch++;
+    if (n == 0 || n > m->batch_max) m->bad_batch++;
     for (size_t i = 0; i < n; i++) {
         int64_t c = cells[i];
         if (c < 0 || c >= m->ncells_total) {
@@ -127,6 +138,7 @@ static int commit_cells(void *vctx, const int64_t *cells, double *const *blocks,
 
 static void note_dispatch(void *vctx, int64_t cell, int worker_rank) {
     master_ctx *m = vctx;
+    note_thread(m);
     if (cell < 0 || cell >= m->ncells_total) {
         m->out_of_range++;
         return;
@@ -172,6 +184,7 @@ typedef struct {
     int prefetch;
     int fail_mod, fail_rem;
     int fail_commit_call;
+    int sync_commit; /* set by main: each scenario runs with the writer thread and without */
 } scenario;
 
 /* Dispatch order: largest id first with a stride, so it is neither sorted
@@ -184,12 +197,20 @@ static int64_t *make_order(int64_t n) {
     return order;
 }
 
-static void run_scenario(const scenario *s) {
+static void run_scenario(const scenario *s0) {
+    scenario named = *s0;
+    char name[96];
+    snprintf(name, sizeof name, "%s%s", s0->name, s0->sync_commit ? " (sync commit)" : "");
+    named.name = name;
+    const scenario *s = &named;
     compute_ctx cc = {.block_doubles = s->block_doubles, .fail_mod = s->fail_mod, .fail_rem = s->fail_rem};
     cc.cap = (size_t)s->ncells + 1;
     cc.computed = malloc(cc.cap * sizeof *cc.computed);
+    int threaded = n_ranks > 1 && !s->sync_commit;
+    size_t ce0 = s->commit_every ? s->commit_every : 8;
     master_ctx mc = {.block_doubles = s->block_doubles,
-                     .commit_every = s->commit_every,
+                     .commit_every = ce0,
+                     .batch_max = threaded ? 2 * ce0 : ce0,
                      .ncells_total = s->ncells,
                      .fail_on_call = s->fail_commit_call};
     size_t nc = (size_t)(s->ncells > 0 ? s->ncells : 1);
@@ -209,6 +230,7 @@ static void run_scenario(const scenario *s) {
                     .dispatched = note_dispatch,
                     .master_ctx = &mc,
                     .commit_every = s->commit_every,
+                    .sync_commit = s->sync_commit,
                     .prefetch = s->prefetch,
                     .progress_every_s = -1,
                     .progress = log};
@@ -255,15 +277,28 @@ static void run_scenario(const scenario *s) {
         CHECK(st.done + st.failed == (size_t)s->ncells && st.failed == want_failed,
               "%s: stats %zu done %zu failed, want %zu failed of %lld", s->name, st.done, st.failed, want_failed,
               (long long)s->ncells);
-        /* Batching: full batches, then one partial at the end. */
-        size_t ce = s->commit_every ? s->commit_every : 8;
+        /* Batching: without the writer thread full batches, then one partial at the end;
+         * with it at least commit_every per batch but the last, at most 2 x commit_every. */
+        size_t ce = ce0;
         size_t want_calls = ((size_t)s->ncells + ce - 1) / ce;
-        CHECK((size_t)mc.commit_calls == want_calls, "%s: %d commit calls, want %zu", s->name, mc.commit_calls,
-              want_calls);
+        if (threaded)
+            CHECK((size_t)mc.commit_calls <= want_calls && (size_t)mc.commit_calls * mc.batch_max >= (size_t)s->ncells,
+                  "%s: %d commit calls for %lld cells in batches of %zu..%zu", s->name, mc.commit_calls,
+                  (long long)s->ncells, ce, mc.batch_max);
+        else
+            CHECK((size_t)mc.commit_calls == want_calls, "%s: %d commit calls, want %zu", s->name,
+                  mc.commit_calls, want_calls);
         int batches_full = 1;
         for (int i = 0; i + 1 < mc.commit_calls && i < 4096; i++)
-            if (mc.batch_sizes[i] != ce) batches_full = 0;
-        CHECK(batches_full, "%s: every batch but the last has commit_every cells", s->name);
+            if (threaded ? mc.batch_sizes[i] < ce : mc.batch_sizes[i] != ce) batches_full = 0;
+        CHECK(batches_full, "%s: every batch but the last has %s commit_every cells", s->name,
+              threaded ? "at least" : "exactly");
+        CHECK(st.threaded_commit == threaded, "%s: writer thread %d, want %d", s->name, st.threaded_commit,
+              threaded);
+        CHECK(mc.other_thread == 0, "%s: commit and dispatched ran on %d other threads", s->name,
+              mc.other_thread);
+        CHECK(!mc.have_thread || pthread_equal(mc.callback_thread, pthread_self()) == !threaded,
+              "%s: the callbacks run %s", s->name, threaded ? "on the writer thread" : "on the main thread");
         /* Each failure logged exactly once, with its message. */
         int logged_ok = 1;
         for (int64_t c = 0; c < s->ncells && s->fail_mod; c++) {
@@ -279,6 +314,7 @@ static void run_scenario(const scenario *s) {
         CHECK(strstr(log_text, "sweep finished") != NULL, "%s: final summary line; log:\n%s", s->name, log_text);
     }
     if (my_rank == 0 && s->fail_commit_call) {
+        CHECK(mc.other_thread == 0, "%s: callbacks on one thread", s->name);
         CHECK(mc.commit_calls == s->fail_commit_call, "%s: no commit after the failing one (%d calls)", s->name,
               mc.commit_calls);
     }
@@ -333,7 +369,7 @@ static int run_signal_mode(int argc, char **argv) {
     compute_ctx cc = {.block_doubles = block, .cost_s = cost, .honour_stop = honour, .hold = hold};
     cc.cap = (size_t)ncells;
     cc.computed = malloc(cc.cap * sizeof *cc.computed);
-    master_ctx mc = {.block_doubles = block, .commit_every = 4, .ncells_total = ncells};
+    master_ctx mc = {.block_doubles = block, .commit_every = 4, .batch_max = 8, .ncells_total = ncells};
     mc.committed = calloc((size_t)ncells, sizeof(int));
     mc.status_seen = calloc((size_t)ncells, sizeof(int));
     mc.dispatched = calloc((size_t)ncells, sizeof(int));
@@ -382,23 +418,29 @@ static int run_signal_mode(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
-    MPI_Init(&argc, &argv);
+    int level = MPI_THREAD_SINGLE;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &level);
     MPI_Comm_rank(MPI_COMM_WORLD, &my_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &n_ranks);
     if (argc > 1 && !strcmp(argv[1], "--signal")) return run_signal_mode(argc, argv);
 
     const scenario scenarios[] = {
-        {"basic", 500, 37, 8, 0, 0, 0, 0},
-        {"failures", 300, 11, 5, 2, 7, 3, 0},
-        {"commit_every_1", 57, 5, 1, 1, 0, 0, 0},
-        {"commit_every_3_prefetch_3", 100, 3, 3, 3, 0, 0, 0},
-        {"zero_block", 40, 0, 8, 0, 0, 0, 0},
-        {"big_block_rendezvous", 24, 300000, 4, 2, 5, 1, 0},
-        {"empty_list", 0, 10, 8, 0, 0, 0, 0},
-        {"more_ranks_than_cells", 2, 4, 8, 2, 0, 0, 0},
-        {"commit_fails", 200, 9, 4, 2, 0, 0, 3},
+        {"basic", 500, 37, 8, 0, 0, 0, 0, 0},
+        {"failures", 300, 11, 5, 2, 7, 3, 0, 0},
+        {"commit_every_1", 57, 5, 1, 1, 0, 0, 0, 0},
+        {"commit_every_3_prefetch_3", 100, 3, 3, 3, 0, 0, 0, 0},
+        {"zero_block", 40, 0, 8, 0, 0, 0, 0, 0},
+        {"big_block_rendezvous", 24, 300000, 4, 2, 5, 1, 0, 0},
+        {"empty_list", 0, 10, 8, 0, 0, 0, 0, 0},
+        {"more_ranks_than_cells", 2, 4, 8, 2, 0, 0, 0, 0},
+        {"commit_fails", 200, 9, 4, 2, 0, 0, 3, 0},
     };
-    for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++) run_scenario(&scenarios[i]);
+    for (int sync = 0; sync < 2; sync++)
+        for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++) {
+            scenario s = scenarios[i];
+            s.sync_commit = sync;
+            run_scenario(&s);
+        }
 
     /* Bad options fail the same way on every rank, without talking. */
     sched_opts bad = {.block_doubles = 4, .compute = compute_cell, .commit = commit_cells, .prefetch = 99};
