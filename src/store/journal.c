@@ -24,43 +24,6 @@ struct journal {
     char path[4096];
 };
 
-/* Slicing-by-8 tables: crc_table[k][b] is the CRC contribution of byte b
- * followed by k zero bytes, so eight bytes fold in per step (about 8x the
- * byte-wise loop; a cell's payload is ~11 MB at paper size). */
-static uint32_t crc_table[8][256];
-static int crc_ready;
-
-static void crc_init(void) {
-    for (uint32_t i = 0; i < 256; i++) {
-        uint32_t c = i;
-        for (int k = 0; k < 8; k++) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-        crc_table[0][i] = c;
-    }
-    for (uint32_t i = 0; i < 256; i++)
-        for (int k = 1; k < 8; k++)
-            crc_table[k][i] = (crc_table[k - 1][i] >> 8) ^ crc_table[0][crc_table[k - 1][i] & 0xFF];
-    crc_ready = 1;
-}
-
-uint32_t journal_crc32(uint32_t crc, const void *data, size_t n) {
-    if (!crc_ready) crc_init();
-    const unsigned char *p = data;
-    crc = ~crc;
-    while (n >= 8) {
-        uint32_t lo, hi;
-        memcpy(&lo, p, 4); /* little-endian host (see journal.h) */
-        memcpy(&hi, p + 4, 4);
-        lo ^= crc;
-        crc = crc_table[7][lo & 0xFF] ^ crc_table[6][(lo >> 8) & 0xFF] ^
-              crc_table[5][(lo >> 16) & 0xFF] ^ crc_table[4][lo >> 24] ^
-              crc_table[3][hi & 0xFF] ^ crc_table[2][(hi >> 8) & 0xFF] ^
-              crc_table[1][(hi >> 16) & 0xFF] ^ crc_table[0][hi >> 24];
-        p += 8, n -= 8;
-    }
-    while (n--) crc = crc_table[0][(crc ^ *p++) & 0xFF] ^ (crc >> 8);
-    return ~crc;
-}
-
 /* Full reads/writes at an offset, retrying short transfers and EINTR. */
 static int pread_all(int fd, void *buf, size_t n, off_t at) {
     char *p = buf;
