@@ -1,15 +1,23 @@
 /* bench_master.c -- can one master keep up with W workers on the paper grid?
  *
  * The master's work per window of configs/paper.cfg (6 L values x 28 N x 22 T x 3 eps,
- * 144 heads): receive one unit message of 6 packed cells (a memcpy into the receive
- * buffer stands in for MPI's copy out of the network), commit the cells (HDF5 view +
- * journal + fsync, store_commit_packed, commit_every cells per batch), and the journal's
- * compaction whenever 1 GiB of values is whole in it, and at the close. Runs WINDOWS
- * windows as fast as the store takes them and prints the sustained windows/s against
- * the rate W workers produce: W / WINDOW_S (WINDOW_S: seconds one worker needs per
- * window; 96.6 s of compute per window per worker measured with bench_paper.sh, i.e.
- * 48.3 s per window on 2 cores; the default 48.3 is the stricter reading).
- * usage: bench_master DIR [WINDOWS] [WORKERS] [WINDOW_S] [COMMIT_EVERY] */
+ * 144 heads): receive one unit message of 6 packed cells, commit the cells (HDF5 view +
+ * journal + fsync, store_commit_packed, as attnsweep run's commit callback does), and
+ * the journal's compaction whenever 1 GiB of values is whole in it, and at the close.
+ * The master's own queue (src/mpi/writer.c) carries the results: the main thread
+ * "receives" each window into a free slot (a memcpy stands in for MPI's copy out of
+ * the network or shared memory) as fast as slots come free, so the windows arrive
+ * faster than any 2,000 workers send them and the rate measured is what the master
+ * sustains. Two paths, alternating in one run:
+ *   sync    the commit on the receiving thread (the master before the writer thread)
+ *   thread  a writer thread commits while the main thread receives (group commit)
+ * and prints windows/s of each (receive to the end of store_close, compaction
+ * included) against the rate W workers produce: W / WINDOW_S (WINDOW_S: seconds one
+ * worker needs per window; 96.6 s of compute per window per worker measured with
+ * bench_paper.sh, i.e. 48.3 s per window on 2 cores; the default 48.3 is the stricter
+ * reading), and the ratio thread / sync pair by pair.
+ * usage: bench_master DIR [WINDOWS] [WORKERS] [WINDOW_S] [COMMIT_EVERY] [RUNS] [sync|thread|both]
+ *                     [BATCH_MAX]   (windows; default 2 x commit_every's, as the scheduler) */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +28,9 @@
 #include <unistd.h>
 
 #include "store.h"
+#include "writer.h"
+
+enum { CELLS = 6 };
 
 static double now(void) {
     struct timespec ts;
@@ -38,18 +49,52 @@ static long long size_of(const char *p) {
     return stat(p, &st) ? -1 : (long long)st.st_size;
 }
 
-int main(int argc, char **argv) {
-    if (argc < 2) {
-        fprintf(stderr, "usage: bench_master DIR [WINDOWS] [WORKERS] [WINDOW_S] [COMMIT_EVERY]\n");
-        return 2;
+typedef struct {
+    store *s;
+    size_t pb; /* packed bytes per cell */
+} bench_ctx;
+
+/* As sweep.c's commit_units: each unit (window) is 6 cells; up to 64 cells per store call. */
+static int commit_windows(void *vctx, const int64_t *units, double *const *blocks, const int *status,
+                          size_t n, as_err *err) {
+    bench_ctx *b = vctx;
+    store_cell sc[64];
+    const unsigned char *pk[64];
+    size_t held = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (held + CELLS > 64) {
+            if (store_commit_packed(b->s, sc, pk, held, err)) return -1;
+            held = 0;
+        }
+        for (int c = 0; c < CELLS; c++) {
+            sc[held] = (store_cell){(size_t)units[i], (size_t)c, status[i] == 1 ? STORE_DONE : STORE_FAILED,
+                                    1, 0, 1, 1};
+            pk[held++] = (const unsigned char *)blocks[i] + (size_t)c * b->pb;
+        }
     }
-    size_t nw = argc > 2 ? (size_t)atoi(argv[2]) : 40;
-    double workers = argc > 3 ? atof(argv[3]) : 2000, window_s = argc > 4 ? atof(argv[4]) : 48.3;
-    size_t every = argc > 5 ? (size_t)atoi(argv[5]) : 6;
-    char out[4096], side[4200];
-    snprintf(out, sizeof out, "%s/bench_master.h5", argv[1]);
-    const char *sfx[] = {"", ".journal", ".status", ".lock"};
+    return held ? store_commit_packed(b->s, sc, pk, held, err) : 0;
+}
+
+typedef struct {
+    double wall, commits, close, cpu, windows_per_s;
+    size_t batches, largest;
+    long long h5, journal;
+} run_result;
+
+static const char *sfx[] = {"", ".journal", ".status", ".lock"};
+
+static void clean(const char *out) {
+    char side[4200];
     for (int i = 0; i < 4; i++) snprintf(side, sizeof side, "%s%s", out, sfx[i]), unlink(side);
+}
+
+static size_t batch_max_units; /* writer thread: most windows per batch */
+
+static int run_once(const char *dir, int threaded, size_t nw, size_t units_per_commit,
+                    const unsigned char *sent, size_t pb, run_result *res) {
+    char out[4096], side[4200];
+    snprintf(out, sizeof out, "%s/bench_master.h5", dir);
+    clean(out);
     int32_t L[6] = {1024, 512, 256, 128, 64, 32}, layer[12], head[12];
     int32_t N[28] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16,
                      20, 24, 28, 32, 40, 48, 56, 64, 80, 96, 112, 128};
@@ -62,63 +107,125 @@ int main(int argc, char **argv) {
     store_axes ax = {nw, ws, 6, L, 28, N, 22, T, 3, eps, 1, norm, 12, layer, 12, head};
     store_provenance prov = {.config_text = "bench", .config_sha256 = "bench", .hosts = "localhost",
                              .mpi_size = 1};
-    as_err err;
-    store *s = store_open(out, &ax, &prov, STORE_NEW, 0, &err);
-    if (!s) {
-        fprintf(stderr, "%s\n", err.msg);
-        return 1;
+    as_err err = {{0}};
+    bench_ctx b = {store_open(out, &ax, &prov, STORE_NEW, 0, &err), pb};
+    if (!b.s) goto fail;
+    /* the scheduler's sizes (scheduler.c master_init) */
+    writer_opts wo = {.slot_bytes = (CELLS * pb + 7) / 8 * 8, .block_offset = 0,
+                      .commit_every = units_per_commit,
+                      .batch_max = threaded ? batch_max_units : units_per_commit,
+                      .max_dispatches = 16, .threaded = threaded, .commit = commit_windows, .ctx = &b};
+    wo.nslots = threaded ? writer_slots_for(wo.commit_every, wo.batch_max) : units_per_commit + 1;
+    as_writer *w = writer_create(&wo, &err);
+    if (!w) goto fail;
+    double t0 = now(), c0 = cpu();
+    for (size_t u = 0; u < nw; u++) {
+        size_t slot;
+        /* back-pressure: the writer is behind; wait without spinning, as the scheduler does */
+        for (long ns = 20000; !writer_take_slot(w, &slot); ns = ns < 500000 ? 2 * ns : ns)
+            nanosleep(&(struct timespec){0, ns}, NULL);
+        memcpy(writer_slot(w, slot), sent, CELLS * pb);    /* the receive */
+        if (writer_put_result(w, slot, (int64_t)u, 1, &err)) goto fail;
     }
+    writer_stats wst;
+    if (writer_finish(w, &wst, &err)) goto fail;
+    double t1 = now();
+    if (store_close(b.s, "finished", &err)) {
+        b.s = NULL;
+        goto fail;
+    }
+    double t2 = now(), c2 = cpu();
+    snprintf(side, sizeof side, "%s.journal", out);
+    *res = (run_result){.wall = t2 - t0, .commits = t1 - t0, .close = t2 - t1, .cpu = c2 - c0,
+                        .windows_per_s = (double)nw / (t2 - t0), .batches = wst.batches,
+                        .largest = wst.largest_batch, .h5 = size_of(out), .journal = size_of(side)};
+    clean(out);
+    free(ws);
+    return 0;
+fail:
+    fprintf(stderr, "bench_master: %s\n", err.msg);
+    if (b.s) store_close(b.s, "failed", &err);
+    free(ws);
+    return -1;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        fprintf(stderr, "usage: bench_master DIR [WINDOWS] [WORKERS] [WINDOW_S] [COMMIT_EVERY] [RUNS] "
+                        "[sync|thread|both] [BATCH_MAX]\n");
+        return 2;
+    }
+    size_t nw = argc > 2 ? (size_t)atoi(argv[2]) : 120;
+    double workers = argc > 3 ? atof(argv[3]) : 2000, window_s = argc > 4 ? atof(argv[4]) : 48.3;
+    size_t every = argc > 5 ? (size_t)atoi(argv[5]) : 8;
+    int runs = argc > 6 ? atoi(argv[6]) : 3;
+    const char *mode = argc > 7 ? argv[7] : "both";
+    batch_max_units = argc > 8 ? (size_t)atoi(argv[8]) : 0;
+    if (runs < 1 || runs > 50 || nw < 1) return 2;
+    int do_sync = strcmp(mode, "thread") != 0, do_thread = strcmp(mode, "sync") != 0;
     cr_layout lay;
     cr_layout_init(&lay, 28, 22, 3, 1, 12, 12);
     size_t pb = store_pack_bytes(&lay);
     /* one window's message as the workers send it: 6 packed cells */
-    unsigned char *sent = malloc(6 * pb), *recv = malloc(60 * pb);
+    unsigned char *sent = malloc(CELLS * pb);
     double *block = malloc(lay.total * sizeof *block);
-    for (int c = 0; c < 6; c++) {
+    for (int c = 0; c < CELLS; c++) {
         for (size_t i = 0; i < lay.total; i++) block[i] = 1.0 + 0.3 * sin(0.001 * i + c) + 1e-3 * (rand() % 1000);
         store_pack_cell(&lay, block, sent + c * pb);
     }
-    store_cell cells[64];
-    const unsigned char *pk[64];
-    size_t held = 0;
-    double t0 = now(), c0 = cpu();
-    /* as attnsweep run: commit_every / 6 windows (at least one) per batch */
-    size_t per_batch = every / 6 ? every / 6 : 1;
-    if (per_batch > 10) per_batch = 10;
-    for (size_t w = 0; w < nw; w++) {
-        unsigned char *r = recv + (w % per_batch) * 6 * pb;
-        memcpy(r, sent, 6 * pb); /* the receive */
-        for (int c = 0; c < 6; c++) {
-            cells[held] = (store_cell){w, (size_t)c, STORE_DONE, 1, 0, 1, 1};
-            pk[held++] = r + c * pb;
+    free(block);
+    /* as attnsweep run: commit_every cells -> commit_every / 6 windows per batch (at least one) */
+    size_t upc = every / CELLS ? every / CELLS : 1;
+    if (batch_max_units < upc) batch_max_units = 2 * upc; /* the scheduler's default */
+    double mb = CELLS * (double)pb * (double)nw / 1e6, required = workers / window_s;
+    printf("paper grid: %zu windows x %d cells of %.2f MB (float32, as stored and as sent) = %.0f MB per run; "
+           "commit_every %zu cells = %zu window(s) per batch (writer thread: up to %zu)\n",
+           nw, CELLS, pb / 1e6, mb, every, upc, batch_max_units);
+    printf("required for %.0f workers at %.1f s per window: %.1f windows/s (%.0f MB/s)\n", workers, window_s,
+           required, required * CELLS * pb / 1e6);
+    double rs[50], rt[50], ratio[50];
+    int ns = 0, nt = 0, nr = 0;
+    for (int r = 0; r < runs; r++) {
+        for (int k = 0; k < 2; k++) {
+            int threaded = (k + r) % 2; /* alternate which goes first */
+            if (threaded ? !do_thread : !do_sync) continue;
+            run_result x;
+            if (run_once(argv[1], threaded, nw, upc, sent, pb, &x)) return 1;
+            printf("  %-6s %.2f s (%.2f s commits + %.2f s close with the last compaction), %.2f s cpu = %.2f ms "
+                   "wall, %.2f ms cpu per MB; %zu batches (largest %zu windows); HDF5 %.0f MB, journal %.2f MB: "
+                   "%.1f windows/s\n",
+                   threaded ? "thread" : "sync", x.wall, x.commits, x.close, x.cpu, 1e3 * x.wall / mb,
+                   1e3 * x.cpu / mb, x.batches, x.largest, x.h5 / 1e6, x.journal / 1e6, x.windows_per_s);
+            fflush(stdout);
+            if (threaded) rt[nt++] = x.windows_per_s;
+            else rs[ns++] = x.windows_per_s;
         }
-        if (held == 6 * per_batch || w + 1 == nw) {
-            if (store_commit_packed(s, cells, pk, held, &err)) goto fail;
-            held = 0;
-        }
+        if (do_sync && do_thread) ratio[nr++] = rt[nt - 1] / rs[ns - 1];
     }
-    double t1 = now();
-    if (store_close(s, "finished", &err)) {
-        fprintf(stderr, "%s\n", err.msg);
-        return 1;
+    for (int k = 0; k < 2; k++) {
+        int n = k ? nt : ns;
+        if (!n) continue;
+        double m = median(k ? rt : rs, n);
+        printf("%-6s sustained %.1f windows/s (median of %d, %.0f MB/s): %s for %.0f workers (%.2fx the "
+               "required %.1f)\n",
+               k ? "thread" : "sync", m, n, m * CELLS * pb / 1e6, m >= required ? "KEEPS UP" : "FALLS BEHIND",
+               workers, m / required, required);
     }
-    double t2 = now(), c2 = cpu();
-    snprintf(side, sizeof side, "%s.journal", out);
-    double mb = 6.0 * (double)pb * (double)nw / 1e6;
-    double sustained = (double)nw / (t2 - t0), required = workers / window_s;
-    printf("paper grid: %zu windows x 6 cells of %.2f MB (float32, as stored and as sent), commit_every %zu\n",
-           nw, pb / 1e6, every);
-    printf("master: %.2f s wall (%.2f s commits + %.2f s close with the last compaction), %.2f s cpu: "
-           "%.2f ms wall and %.2f ms cpu per MB\n", t2 - t0, t1 - t0, t2 - t1, c2 - c0,
-           1e3 * (t2 - t0) / mb, 1e3 * (c2 - c0) / mb);
-    printf("disk: HDF5 %.1f MB, journal %.2f MB\n", size_of(out) / 1e6, size_of(side) / 1e6);
-    printf("sustained %.1f windows/s (%.0f MB/s); required for %.0f workers at %.1f s per window: "
-           "%.1f windows/s (%.0f MB/s): %s (%.2fx)\n", sustained, sustained * 6 * pb / 1e6, workers,
-           window_s, required, required * 6 * pb / 1e6, sustained >= required ? "KEEPS UP" : "FALLS BEHIND",
-           sustained / required);
-    for (int i = 0; i < 4; i++) snprintf(side, sizeof side, "%s%s", out, sfx[i]), unlink(side);
+    if (nr) {
+        double lo = ratio[0], hi = ratio[0];
+        for (int i = 1; i < nr; i++) lo = ratio[i] < lo ? ratio[i] : lo, hi = ratio[i] > hi ? ratio[i] : hi;
+        printf("thread / sync: %.2fx (median of %d pairs, spread %.2f-%.2f)\n", median(ratio, nr), nr, lo, hi);
+    }
+    free(sent);
     return 0;
-fail:
-    fprintf(stderr, "%s\n", err.msg);
-    return 1;
 }
