@@ -16,12 +16,20 @@
  * - compute returning -1 marks the cell failed (status SCHED_CELL_FAILED): the
  *   master logs "cell C failed on rank R: <message>" once on the progress
  *   stream, hands commit a block of NaN for it, and the run goes on.
- * - commit is called with at most commit_every cells (status SCHED_CELL_DONE
- *   or SCHED_CELL_FAILED), whenever that many have finished, and with what is
- *   left at the end or at a stop. When it returns -1 the run stops with an
- *   error on every rank.
- * - dispatched(cell, worker_rank) is called on the master just before a cell
- *   is sent (so the store can journal the attempt); may be NULL.
+ * - commit is called (status SCHED_CELL_DONE or SCHED_CELL_FAILED) once
+ *   commit_every cells have finished, with all that have by then, at most
+ *   batch_max (group commit: under load the batches grow), and with what is left
+ *   at the end or at a stop; without the writer thread (below) with exactly
+ *   commit_every. When it returns -1 the run stops with an error on every rank.
+ * - dispatched(cell, worker_rank) is called on the master for each cell sent, in
+ *   order, before the commit of that cell (so the store can journal the attempt);
+ *   may be NULL.
+ * - Threads (writer.h): when MPI granted MPI_THREAD_FUNNELED or more and there are
+ *   workers, a writer thread of the master makes every commit and dispatched call
+ *   while the calling thread keeps receiving (results land straight in the slots
+ *   the writer commits from) and alone calls MPI. Both callbacks then run on that
+ *   one thread, never concurrently. Otherwise (MPI_Init, one rank, sync_commit)
+ *   they run on the calling thread, as before.
  * - Signals (signals.h): SIGTERM, SIGINT or SIGUSR1 caught on any rank make
  *   the master stop dispatching, commit what it holds, tell every worker to
  *   start no new cell, wait for the cells being computed (at most grace_usr1_s
@@ -44,8 +52,9 @@
  * at the top of scheduler.c): worker -> master READY / RESULT / SIGNAL / IDLE,
  * master -> worker CELL / HALT / STOP.
  *
- * Memory, allocated once per call: the master holds commit_every + 1 blocks,
- * each worker 2 (one being computed while the previous one is sent). */
+ * Memory, allocated once per call: the master holds batch_max + 1 blocks with the
+ * writer thread (2 x commit_every + 1 by default), commit_every + 1 without; each
+ * worker 2 (one being computed while the previous one is sent). */
 #ifndef ATTNSWEEP_SCHEDULER_H
 #define ATTNSWEEP_SCHEDULER_H
 

@@ -52,8 +52,8 @@ typedef struct {
     void *ctx;
 } writer_opts;
 
-/* The slot count a master needs: a batch being written (batch_max), a full one
- * waiting behind it (commit_every) and one receiving. */
+/* The slot count a master needs: a batch being written (up to batch_max) and one
+ * receiving; while the writer holds fewer, the rest fill up behind it. */
 size_t writer_slots_for(size_t commit_every, size_t batch_max);
 
 /* Allocates the slots (all free) and starts the thread. NULL with err on failure. */

@@ -540,7 +540,7 @@ static int load_values(ctx *c, as_config *cfg, const char *const *sets, size_t n
         return -1;
     if (bt < 1 || bt > 4096)
         return cfg_fail_key(c, cfg_get(c, "runtime.blas_threads"), "runtime.blas_threads", "must be in 1..4096");
-    /* The master holds commit_every + 1 result blocks (~11 MB each at paper
+    /* The master holds 2 x commit_every + 1 result blocks (~11 MB each at paper
      * scale) in memory, so a typo like 8000000 must not reach the allocator. */
     if (ce < 1 || ce > 4096)
         return cfg_fail_key(c, cfg_get(c, "runtime.commit_every"), "runtime.commit_every", "must be in 1..4096");

@@ -186,7 +186,9 @@ static void rank_memory_of(as_rank_memory *m, const as_grid *g, const gpt2_confi
     m->unit_block = unit_cells(g) * m->cell_block;
     m->worker = AS_MEM_PROCESS_BYTES + m->activations + m->metrics + 2 * m->unit_block;
     size_t per_commit = (size_t)cfg->commit_every / unit_cells(g); /* sweep.c's units_per_commit */
-    m->master = AS_MEM_PROCESS_BYTES + ((per_commit ? per_commit : 1) + 1) * m->unit_block;
+    /* the master's receive slots (scheduler.c, writer.h): a batch of up to 2 x per_commit
+     * units being written by the writer thread, and one receiving */
+    m->master = AS_MEM_PROCESS_BYTES + (2 * (per_commit ? per_commit : 1) + 1) * m->unit_block;
     m->total = m->weights + m->worker;
 }
 
