@@ -827,6 +827,11 @@ int sched_run(MPI_Comm comm, const int64_t *cells, size_t ncells, const sched_op
             master_free(&m);
         }
     }
-    MPI_Comm_free(&priv);
+    /* After an error or a stop a worker's last result may still be in flight, never to be
+     * received (see run_worker's MPI_Request_free); freeing priv would let a later
+     * sched_run in this process reuse its context id and match that stale message (seen
+     * in test_scheduler: a scenario after commit_fails got a cell of the failed run). So
+     * priv is freed only after a complete run, when every result was received. */
+    if (rc == SCHED_COMPLETE) MPI_Comm_free(&priv);
     return rc;
 }
