@@ -15,7 +15,8 @@
  * included) against the rate W workers produce: W / WINDOW_S (WINDOW_S: seconds one
  * worker needs per window; 96.6 s of compute per window per worker measured with
  * bench_paper.sh, i.e. 48.3 s per window on 2 cores; the default 48.3 is the stricter
- * reading), and the ratio thread / sync pair by pair.
+ * reading; `attnsweep plan` estimates 72 s for GPT-2 small with the current kernels),
+ * and the ratio thread / sync pair by pair. DIR on tmpfs takes the disk out.
  * usage: bench_master DIR [WINDOWS] [WORKERS] [WINDOW_S] [COMMIT_EVERY] [RUNS] [sync|thread|both]
  *                     [BATCH_MAX]   (windows; default 2 x commit_every's, as the scheduler) */
 #include <math.h>
