@@ -13,7 +13,10 @@
  *                    oversubscription. Prints makespan / (sum of costs / workers),
  *                    and makespan / max(that, the longest cell).
  * --commit memcpy copies every block once (a stand-in for the store), none
- * does nothing. Output: one line of numbers on rank 0. */
+ * does nothing; --commit-ms MS adds a sleep of MS per commit call (a store waiting
+ * on its disk). --sync-commit commits on the receiving thread (the master before its
+ * writer thread, writer.h) instead of the writer thread. Output: one line of numbers
+ * on rank 0. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -62,6 +65,7 @@ static int compute_cell(void *ctx, int64_t cell, double *block, as_err *err) {
 
 typedef struct {
     int copy;
+    double sleep_s;
     size_t block_doubles;
     double *sink;
     double checksum;
@@ -73,6 +77,11 @@ static int commit_cells(void *ctx, const int64_t *cells, double *const *blocks, 
     (void)status;
     (void)err;
     bench_commit *c = ctx;
+    if (c->sleep_s > 0) {
+        struct timespec ts = {(time_t)c->sleep_s, (long)((c->sleep_s - (double)(time_t)c->sleep_s) * 1e9)};
+        while (nanosleep(&ts, &ts) != 0) {
+        }
+    }
     if (!c->copy) return 0;
     for (size_t i = 0; i < n; i++) {
         memcpy(c->sink, blocks[i], c->block_doubles * sizeof(double));
@@ -101,17 +110,19 @@ static double greedy_makespan(const bench_compute *b, const int64_t *order, size
 
 static void usage(void) {
     printf("usage: bench_scheduler [--cells N] [--block DOUBLES] [--cost-model none|l2] [--unit-ms MS]\n"
-           "                       [--commit none|memcpy] [--commit-every N] [--prefetch N]\n");
+           "                       [--commit none|memcpy] [--commit-ms MS] [--commit-every N] [--prefetch N]\n"
+           "                       [--sync-commit 0|1]\n");
 }
 
 int main(int argc, char **argv) {
-    MPI_Init(&argc, &argv);
+    int level = MPI_THREAD_SINGLE; /* FUNNELED, as attnsweep run: the master's writer thread */
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &level);
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     size_t ncells = 20000, block = 16, commit_every = 8;
-    int prefetch = 2, cost_l2 = 0, copy = 0;
-    double unit_ms = 200;
+    int prefetch = 2, cost_l2 = 0, copy = 0, sync_commit = 0;
+    double unit_ms = 200, commit_ms = 0;
     for (int i = 1; i < argc; i += 2) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -130,6 +141,8 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--unit-ms")) unit_ms = atof(v);
         else if (!strcmp(a, "--commit")) copy = !strcmp(v, "memcpy");
         else if (!strcmp(a, "--commit-every")) commit_every = strtoull(v, NULL, 10);
+        else if (!strcmp(a, "--commit-ms")) commit_ms = atof(v);
+        else if (!strcmp(a, "--sync-commit")) sync_commit = atoi(v);
         else if (!strcmp(a, "--prefetch")) prefetch = atoi(v);
         else {
             if (rank == 0) fprintf(stderr, "bench_scheduler: unknown argument %s (see --help)\n", a);
@@ -139,7 +152,7 @@ int main(int argc, char **argv) {
     }
     cells_per_length = (ncells + N_LENGTHS - 1) / N_LENGTHS;
     bench_compute bc = {.block_doubles = block, .cost_l2 = cost_l2, .unit_s = unit_ms * 1e-3};
-    bench_commit cm = {.copy = copy, .block_doubles = block};
+    bench_commit cm = {.copy = copy, .sleep_s = commit_ms * 1e-3, .block_doubles = block};
     cm.sink = malloc((block ? block : 1) * sizeof(double));
     int64_t *order = NULL;
     double sum_cost = 0, max_cost = 0;
@@ -154,7 +167,7 @@ int main(int argc, char **argv) {
     }
     sched_opts o = {.block_doubles = block, .compute = compute_cell, .compute_ctx = &bc,
                     .commit = commit_cells, .master_ctx = &cm, .commit_every = commit_every,
-                    .prefetch = prefetch, .progress_every_s = -1};
+                    .prefetch = prefetch, .progress_every_s = -1, .sync_commit = sync_commit};
     sched_stats st;
     as_err err = {{0}};
     FILE *quiet = fopen("/dev/null", "w");
@@ -166,10 +179,13 @@ int main(int argc, char **argv) {
     if (rc < 0) fprintf(stderr, "bench_scheduler: rank %d: %s\n", rank, err.msg);
     if (rank == 0 && rc >= 0) {
         int workers = size > 1 ? size - 1 : 1;
-        printf("ranks %d workers %d cells %zu block %zu doubles commit_every %zu prefetch %d cost %s: "
-               "%.3f s, %.0f cells/s, master cpu %.2f s (%.0f%% of one core)",
-               size, workers, ncells, block, commit_every, prefetch, cost_l2 ? "l2" : "none", elapsed,
-               (double)(st.done + st.failed) / elapsed, st.master_cpu_s, 100.0 * st.master_cpu_s / elapsed);
+        printf("ranks %d workers %d cells %zu block %zu doubles commit_every %zu prefetch %d cost %s, commit %s "
+               "(%zu calls, largest %zu cells, %.2f s in commit): %.3f s, %.0f cells/s, master cpu %.2f s "
+               "(%.0f%% of one core)",
+               size, workers, ncells, block, commit_every, prefetch, cost_l2 ? "l2" : "none",
+               st.threaded_commit ? "on the writer thread" : "synchronous", st.commit_batches, st.largest_batch,
+               st.commit_s, elapsed, (double)(st.done + st.failed) / elapsed, st.master_cpu_s,
+               100.0 * st.master_cpu_s / elapsed);
         if (cost_l2) {
             double bound = sum_cost / workers;
             double bound2 = bound > max_cost ? bound : max_cost;
