@@ -69,7 +69,7 @@ static int commit_windows(void *vctx, const int64_t *units, double *const *block
         }
         for (int c = 0; c < CELLS; c++) {
             sc[held] = (store_cell){(size_t)units[i], (size_t)c, status[i] == 1 ? STORE_DONE : STORE_FAILED,
-                                    1, 0, 1, 1};
+                                    1, 0, 1, 1, 0};
             pk[held++] = (const unsigned char *)blocks[i] + (size_t)c * b->pb;
         }
     }
@@ -105,7 +105,7 @@ static int run_once(const char *dir, int threaded, size_t nw, size_t units_per_c
     int64_t *ws = malloc(nw * sizeof *ws);
     for (size_t i = 0; i < nw; i++) ws[i] = 1024 * (int64_t)i;
     const char *norm[] = {"softmax"};
-    store_axes ax = {nw, ws, 6, L, 28, N, 22, T, 3, eps, 1, norm, 12, layer, 12, head};
+    store_axes ax = {nw, ws, 6, L, 28, N, 22, T, 3, eps, 1, norm, 12, layer, 12, head, 0};
     store_provenance prov = {.config_text = "bench", .config_sha256 = "bench", .hosts = "localhost",
                              .mpi_size = 1};
     as_err err = {{0}};
