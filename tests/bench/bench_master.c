@@ -105,7 +105,10 @@ static int run_once(const char *dir, int threaded, size_t nw, size_t units_per_c
     int64_t *ws = malloc(nw * sizeof *ws);
     for (size_t i = 0; i < nw; i++) ws[i] = 1024 * (int64_t)i;
     const char *norm[] = {"softmax"};
-    store_axes ax = {nw, ws, 6, L, 28, N, 22, T, 3, eps, 1, norm, 12, layer, 12, head, 0};
+    /* one model: n_model = 0 (store.h) */
+    store_axes ax = {.n_window = nw, .window_start = ws, .n_L = 6, .L = L,
+                     .n_N = 28, .N = N, .n_T = 22, .T = T, .n_eps = 3, .eps = eps,
+                     .n_norm = 1, .normalizer = norm, .n_layer = 12, .layer = layer, .n_head = 12, .head = head};
     store_provenance prov = {.config_text = "bench", .config_sha256 = "bench", .hosts = "localhost",
                              .mpi_size = 1};
     as_err err = {{0}};

@@ -61,7 +61,10 @@ int main(int argc, char **argv) {
     for (int i = 0; i < 12; i++) layer[i] = head[i] = i;
     for (size_t i = 0; i < nw; i++) ws[i] = 1024 * (int64_t)i;
     const char *norm[] = {"softmax"};
-    store_axes ax = {nw, ws, 2, L, 128, N, 21, T, 3, eps, 1, norm, 12, layer, 12, head};
+    /* one model: n_model = 0 (store.h) */
+    store_axes ax = {.n_window = nw, .window_start = ws, .n_L = 2, .L = L,
+                     .n_N = 128, .N = N, .n_T = 21, .T = T, .n_eps = 3, .eps = eps,
+                     .n_norm = 1, .normalizer = norm, .n_layer = 12, .layer = layer, .n_head = 12, .head = head};
     store_provenance prov = {.config_text = "bench", .config_sha256 = "bench", .hosts = "localhost",
                              .mpi_size = 1};
     as_err err;
@@ -90,7 +93,7 @@ int main(int argc, char **argv) {
     while (done < total) {
         size_t n = 0;
         for (; n < every && done + n < total; n++)
-            cells[n] = (store_cell){(done + n) / 2, (done + n) % 2, STORE_DONE, 1, 0, 1, 1};
+            cells[n] = (store_cell){(done + n) / 2, (done + n) % 2, STORE_DONE, 1, 0, 1, 1, 0};
         int rc = doubles ? store_commit_batch(s, cells, (const double *const *)blocks, n, &err)
                          : store_commit_packed(s, cells, (const unsigned char *const *)packed, n, &err);
         if (rc) {
