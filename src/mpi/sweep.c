@@ -815,6 +815,9 @@ int sweep_run(MPI_Comm comm, const sweep_opts *opts, sweep_summary *sum, as_err 
         stats.abandoned += ms.abandoned, stats.undispatched += ms.undispatched;
         stats.elapsed_s += ms.elapsed_s, stats.compute_s += ms.compute_s;
         stats.master_cpu_s += ms.master_cpu_s;
+        stats.threaded_commit |= ms.threaded_commit;
+        stats.commit_batches += ms.commit_batches, stats.commit_s += ms.commit_s;
+        if (ms.largest_batch > stats.largest_batch) stats.largest_batch = ms.largest_batch;
         if (ms.signo) stats.signo = ms.signo;
     }
     st.timing[TM_SCHED] = as_monotonic_s() - t_sched;

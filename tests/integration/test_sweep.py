@@ -6,6 +6,7 @@ against an independent numpy evaluation of docs/metrics.md from a `dump`.
 usage: test_sweep.py ATTNSWEEP MODEL_DIR SCRATCH [case ...]
 """
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -36,18 +37,24 @@ runtime = {{ commit_every = 2; }};
 """)
 
 
-def run(args, ranks=1, **kw):
+def run(args, ranks=1, env=None, **kw):
     cmd = [BIN, "run"] + args
     if ranks > 1:
         cmd = ["mpirun", "-np", str(ranks), "--oversubscribe"] + cmd
-    return subprocess.run(cmd, env=ENV, cwd=SCRATCH, capture_output=True, text=True, **kw)
+    return subprocess.run(cmd, env=env or ENV, cwd=SCRATCH, capture_output=True, text=True, **kw)
 
 
 def case_ranks():
     for n in (1, 2, 4):
         write_config(f"{SCRATCH}/r{n}.cfg", f"r{n}.h5")
-        p = run([f"r{n}.cfg"], ranks=n)
+        p = run([f"r{n}.cfg"], ranks=n, env=dict(ENV, ATTNSWEEP_TIMINGS="1"))
         check(p.returncode == 0, f"{n} ranks: exit {p.returncode}: {p.stderr[-500:]}")
+        # the master's line says which commit path ran: with workers, the writer thread
+        # (src/mpi/writer.c), in at least one batch; alone, the rank commits itself
+        line = [l for l in p.stderr.splitlines() if l.startswith("timings: master:")]
+        want = r"on the writer thread in [1-9]" if n > 1 else r"synchronous in [1-9]"
+        check(len(line) == 1 and re.search(want, line[0]) is not None,
+              f"{n} ranks: the master's timings line {line!r} should match {want!r}")
     for n in (2, 4):
         same_values(f"{SCRATCH}/r1.h5", f"{SCRATCH}/r{n}.h5", f"1 vs {n} ranks")
     with h5py.File(f"{SCRATCH}/r1.h5", "r") as f:
