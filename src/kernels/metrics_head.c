@@ -288,17 +288,24 @@ int met_head(double *out, void *workspace, size_t workspace_bytes, const float *
     /* XTf [dim][L]: the vectors transposed, zero past Lmax (c_update reads whole 16-column blocks) */
     w.Xf = vectors;
     memset(w.XTf, 0, dim * L * sizeof *w.XTf);
-    for (size_t i = 0; i < Lmax; i++)
-        for (size_t k = 0; k < dim; k++) w.XTf[k * L + i] = vectors[i * dim + k];
+    /* in blocks of 16 vectors: each k then writes one whole 64-byte line of XTf (the
+     * stride of L floats, 4 KB at L = 1024, maps every k to the same cache set, so a
+     * vector-at-a-time walk evicted each line after one store) */
+    for (size_t i0 = 0; i0 < Lmax; i0 += 16) {
+        size_t i1 = i0 + 16 < Lmax ? i0 + 16 : Lmax;
+        for (size_t k = 0; k < dim; k++)
+            for (size_t i = i0; i < i1; i++) w.XTf[k * L + i] = vectors[i * dim + k];
+    }
     for (size_t i = 0; i < (L > dim ? L : dim); i++) w.iota[i] = (uint32_t)i;
     cblas_dsyrk(CblasRowMajor, CblasLower, CblasNoTrans, (int)Lmax, (int)dim, 1.0, w.X, (int)dim,
                 0.0, w.G, (int)L);
-    /* the upper triangle from the lower in 32 x 32 tiles (a column walk over the whole
-     * matrix missed the cache at every element) */
-    for (size_t i0 = 0; i0 < Lmax; i0 += 32)
-        for (size_t j0 = i0; j0 < Lmax; j0 += 32)
-            for (size_t i = i0; i < i0 + 32 && i < Lmax; i++)
-                for (size_t j = j0 > i + 1 ? j0 : i + 1; j < j0 + 32 && j < Lmax; j++)
+    /* the upper triangle from the lower in 8 x 8 tiles (a column walk over the whole
+     * matrix missed the cache at every element; 32 x 32 tiles read 32 rows whose stride,
+     * 8 KB at L = 1024, puts them all in one cache set: more lines than its ways) */
+    for (size_t i0 = 0; i0 < Lmax; i0 += 8)
+        for (size_t j0 = i0; j0 < Lmax; j0 += 8)
+            for (size_t i = i0; i < i0 + 8 && i < Lmax; i++)
+                for (size_t j = j0 > i + 1 ? j0 : i + 1; j < j0 + 8 && j < Lmax; j++)
                     w.G[i * L + j] = w.G[j * L + i];
     for (size_t i = 0; i < Lmax; i++) {
         /* |x_i|^2 summed from X itself, not G_ii: dsyrk may round the diagonal of two
