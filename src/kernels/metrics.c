@@ -454,9 +454,7 @@ static void start_walk(met_ws *w, size_t n, size_t n16, double *d1_sq_run) {
             w->rank[i] = UINT32_MAX;
             d1_sq_run[i] = 0;
         }
-        double mx = 0;
-        for (size_t i = 0; i < n; i++) mx = w->x_sq[i] > mx ? w->x_sq[i] : mx;
-        w->x_sq_max = mx;
+        w->x_sq_max = w->x_sq_pmax[n - 1]; /* max_{i < n} |x_i|^2, no O(n) chain per row */
     }
     for (size_t i = 0; i < n; i++) {
         w->is_unsel[i] = 1.0;

@@ -139,6 +139,7 @@ static size_t carve(met_ws *w, char *base, size_t L, size_t dim, const met_axes 
     TAKE(w->G, L * L, double);
     TAKE(w->x_sq, L, double);
     TAKE(w->x_norm, L, double);
+    TAKE(w->x_sq_pmax, L, double);
     TAKE(w->x_inv, L, double);
     TAKE(w->y_sq, L, double);
     TAKE(w->delta_run, L, double);
@@ -317,6 +318,10 @@ int met_head(double *out, void *workspace, size_t workspace_bytes, const float *
         w.x_norm[i] = sqrt(w.x_sq[i]);
         w.x_inv[i] = w.x_norm[i] > 0 ? 1.0 / w.x_norm[i] : 0.0;
         w.y_sq[i] = w.x_norm[i] > 0 ? 1.0 : 0.0;
+        /* prefix maximum (NaN skipped: never > anything), so that a row of n entries finds
+         * max_j |x_j|^2 in x_sq_pmax[n - 1] instead of a serial O(n) max chain */
+        double pm = i ? w.x_sq_pmax[i - 1] : 0;
+        w.x_sq_pmax[i] = w.x_sq[i] > pm ? w.x_sq[i] : pm;
     }
     /* delta (section 6): running minimum over t of |y_i - y_t|, i < t */
     double run = INFINITY;
