@@ -710,9 +710,24 @@ void met_process_row(met_ws *w, size_t t, size_t n, double delta) {
         met_direction(uu, nv,
                       met_direction_key(ax->seed, ax->window, ax->layer, ax->head, (int64_t)t,
                                         (int64_t)iE));
-        for (size_t j = 0; j < nv; j++) {
-            lo = uu[j] < lo ? uu[j] : lo;
-            hi = uu[j] > hi ? uu[j] : hi;
+        /* min and max in 8 lanes (a single chain of dependent min/max was latency-bound);
+         * exact in any order (only the sign of a zero extremum could differ, and u has no
+         * exact zeros in practice) */
+        double lol[LANES], hil[LANES];
+        for (int q = 0; q < LANES; q++) lol[q] = INFINITY, hil[q] = -INFINITY;
+        size_t j = 0;
+        for (; j + LANES <= nv; j += LANES)
+            for (int q = 0; q < LANES; q++) {
+                lol[q] = uu[j + q] < lol[q] ? uu[j + q] : lol[q];
+                hil[q] = uu[j + q] > hil[q] ? uu[j + q] : hil[q];
+            }
+        for (; j < nv; j++) {
+            lol[0] = uu[j] < lol[0] ? uu[j] : lol[0];
+            hil[0] = uu[j] > hil[0] ? uu[j] : hil[0];
+        }
+        for (int q = 0; q < LANES; q++) {
+            lo = lol[q] < lo ? lol[q] : lo;
+            hi = hil[q] > hi ? hil[q] : hi;
         }
         w->u_range[2 * iE] = lo, w->u_range[2 * iE + 1] = hi;
     }
