@@ -286,26 +286,43 @@ jacobian_norm_rest(const double *rest, size_t m, double a1, double a2, size_t cn
     for (int it = 0; it < 100; it++) {
         /* rest R = sum over 0 < a_j < a2 of a_j/(a_j - lambda), and its lambda-slope */
         double Rl[LANES] = {0}, dRl[LANES] = {0};
+        /* |a_j - lambda| >= lambda - a2 for every kept j: where that is at least 2^-1000,
+         * no 1/den can overflow and one division per entry serves both terms (q = x (1/den),
+         * q / den = q (1/den): one more rounding each, ~1 ulp; every term of R has the sign of
+         * -1 and every term of dR the sign of +1, so no cancellation amplifies it, see
+         * docs/metrics.md section 7). Divisions were the Jacobian's throughput limit. */
+        const int recip = (sg > 0 ? v : g - v) >= 0x1p-1000;
+#define MET_JAC_TERM(l, x_, RECIP)                                                  \
+    do {                                                                            \
+        double x = (x_);                                                            \
+        int keep = !masked || (x > 0 && x < a2);                                    \
+        double den = (x - o) - sg * v; /* a_j - lambda, never 0 for the kept j */   \
+        den = keep ? den : 1.0;                                                     \
+        double xk = keep ? x : 0.0, q;                                              \
+        if (RECIP) {                                                                \
+            double rd = 1.0 / den;                                                  \
+            q = xk * rd;                                                            \
+            dRl[l] += q * rd;                                                       \
+        } else {                                                                    \
+            q = xk / den;                                                           \
+            dRl[l] += q / den;                                                      \
+        }                                                                           \
+        Rl[l] += q;                                                                 \
+    } while (0)
         size_t j = 0;
-        for (; j + LANES <= m; j += LANES)
-            for (int l = 0; l < LANES; l++) {
-                double x = rest[j + l];
-                int keep = !masked || (x > 0 && x < a2);
-                double den = (x - o) - sg * v; /* a_j - lambda, never 0 for the kept j */
-                den = keep ? den : 1.0;
-                double q = (keep ? x : 0.0) / den;
-                Rl[l] += q;
-                dRl[l] += q / den;
-            }
+        if (recip)
+            for (; j + LANES <= m; j += LANES)
+                for (int l = 0; l < LANES; l++) MET_JAC_TERM(l, rest[j + l], 1);
+        else
+            for (; j + LANES <= m; j += LANES)
+                for (int l = 0; l < LANES; l++) MET_JAC_TERM(l, rest[j + l], 0);
         for (; j < m; j++) {
-            double x = rest[j];
-            int keep = !masked || (x > 0 && x < a2);
-            double den = (x - o) - sg * v;
-            den = keep ? den : 1.0;
-            double q = (keep ? x : 0.0) / den;
-            Rl[0] += q;
-            dRl[0] += q / den;
+            if (recip)
+                MET_JAC_TERM(0, rest[j], 1);
+            else
+                MET_JAC_TERM(0, rest[j], 0);
         }
+#undef MET_JAC_TERM
         double R = 0, dR = 0;
         for (int l = 0; l < LANES; l++) R += Rl[l], dR += dRl[l];
         double x = sg > 0 ? v : g - v; /* lambda - a2 */
