@@ -219,6 +219,11 @@ void met_topk_order(uint32_t *order, uint32_t *scratch, const double *l, size_t 
 uint64_t met_direction_key(uint64_t seed, int64_t window, int64_t layer, int64_t head, int64_t t,
                            int64_t eps_index);
 void met_direction(double *u, size_t n, uint64_t key);
+/* The same u with the key-independent inner hashes of the counters taken from ctr [m],
+ * m >= n + 1, filled once by met_direction_counters (the same bits: half of the hashing of
+ * every row and eps is the same for all of them). */
+void met_direction_counters(uint64_t *ctr, size_t m);
+void met_direction_ctr(double *u, size_t n, uint64_t key, const uint64_t *ctr);
 /* The j-th standard normal of the stream (what met_direction normalizes). */
 double met_normal(uint64_t key, uint64_t j);
 

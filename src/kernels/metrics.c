@@ -707,9 +707,10 @@ void met_process_row(met_ws *w, size_t t, size_t n, double delta) {
 
     for (size_t iE = 0; iE < ax->n_eps; iE++) {
         double *uu = w->u + iE * L, lo = INFINITY, hi = -INFINITY;
-        met_direction(uu, nv,
-                      met_direction_key(ax->seed, ax->window, ax->layer, ax->head, (int64_t)t,
-                                        (int64_t)iE));
+        met_direction_ctr(uu, nv,
+                          met_direction_key(ax->seed, ax->window, ax->layer, ax->head,
+                                            (int64_t)t, (int64_t)iE),
+                          w->dir_ctr);
         /* min and max in 8 lanes (a single chain of dependent min/max was latency-bound);
          * exact in any order (only the sign of a zero extremum could differ, and u has no
          * exact zeros in practice) */

@@ -94,15 +94,23 @@ static inline void sincos_turn(double *sn, double *cs, double v) {
     *cs = q == 0.0 ? c1 : q == 1.0 ? -s1 : q == 2.0 ? -c1 : s1;
 }
 
-/* Box-Muller on the pair p = j/2: two hashed counters give two uniforms */
-static inline void normal_pair(double *z0, double *z1, uint64_t key, uint64_t p) {
-    uint64_t r1 = mix64(key ^ mix64(2 * p)), r2 = mix64(key ^ mix64(2 * p + 1));
+/* Box-Muller on the pair p = j/2: two hashed counters h1 = mix64(2p), h2 = mix64(2p + 1)
+ * give two uniforms */
+static inline void normal_pair_h(double *z0, double *z1, uint64_t key, uint64_t h1, uint64_t h2) {
+    uint64_t r1 = mix64(key ^ h1), r2 = mix64(key ^ h2);
     double u1 = ((double)(int64_t)(r1 >> 11) + 0.5) * 0x1p-53; /* (0, 1): log is finite */
     double u2 = (double)(int64_t)(r2 >> 11) * 0x1p-53;
     double rad = sqrt(-2.0 * log_unit(u1)), sn, cs;
     sincos_turn(&sn, &cs, u2);
     *z0 = rad * cs;
     *z1 = rad * sn;
+}
+static inline void normal_pair(double *z0, double *z1, uint64_t key, uint64_t p) {
+    normal_pair_h(z0, z1, key, mix64(2 * p), mix64(2 * p + 1));
+}
+
+void met_direction_counters(uint64_t *ctr, size_t m) {
+    for (size_t c = 0; c < m; c++) ctr[c] = mix64(c);
 }
 
 double met_normal(uint64_t key, uint64_t j) {
@@ -113,23 +121,33 @@ double met_normal(uint64_t key, uint64_t j) {
 
 /* pairs p0 .. p0 + m - 1 into z0 [m], z1 [m] (the loop that vectorizes) */
 static void normal_pairs(double *restrict z0, double *restrict z1, uint64_t key, uint64_t p0,
-                         size_t m) {
-    for (size_t q = 0; q < m; q++) {
-        double a, b;
-        normal_pair(&a, &b, key, p0 + q);
-        z0[q] = a;
-        z1[q] = b;
-    }
+                         size_t m, const uint64_t *ctr) {
+    if (ctr)
+        for (size_t q = 0; q < m; q++) {
+            double a, b;
+            normal_pair_h(&a, &b, key, ctr[2 * (p0 + q)], ctr[2 * (p0 + q) + 1]);
+            z0[q] = a;
+            z1[q] = b;
+        }
+    else
+        for (size_t q = 0; q < m; q++) {
+            double a, b;
+            normal_pair(&a, &b, key, p0 + q);
+            z0[q] = a;
+            z1[q] = b;
+        }
 }
 
 /* pairs in chunks: normal_pairs into z0, z1, then u takes them interleaved */
 #define DIR_CHUNK 64
-void met_direction(double *u, size_t n, uint64_t key) {
+void met_direction(double *u, size_t n, uint64_t key) { met_direction_ctr(u, n, key, NULL); }
+
+void met_direction_ctr(double *u, size_t n, uint64_t key, const uint64_t *ctr) {
     double z0[DIR_CHUNK], z1[DIR_CHUNK], acc[8] = {0};
     size_t np = (n + 1) / 2;
     for (size_t p0 = 0; p0 < np; p0 += DIR_CHUNK) {
         size_t m = np - p0 < DIR_CHUNK ? np - p0 : DIR_CHUNK;
-        normal_pairs(z0, z1, key, p0, m);
+        normal_pairs(z0, z1, key, p0, m, ctr);
         for (size_t q = 0; q < m; q++) {
             size_t j = 2 * (p0 + q);
             u[j] = z0[q];

@@ -140,6 +140,7 @@ static size_t carve(met_ws *w, char *base, size_t L, size_t dim, const met_axes 
     TAKE(w->x_sq, L, double);
     TAKE(w->x_norm, L, double);
     TAKE(w->x_sq_pmax, L, double);
+    TAKE(w->dir_ctr, L + 2, uint64_t);
     TAKE(w->x_inv, L, double);
     TAKE(w->y_sq, L, double);
     TAKE(w->delta_run, L, double);
@@ -298,6 +299,7 @@ int met_head(double *out, void *workspace, size_t workspace_bytes, const float *
             for (size_t i = i0; i < i1; i++) w.XTf[k * L + i] = vectors[i * dim + k];
     }
     for (size_t i = 0; i < (L > dim ? L : dim); i++) w.iota[i] = (uint32_t)i;
+    if (ax->n_eps) met_direction_counters(w.dir_ctr, Lmax + 2);
     cblas_dsyrk(CblasRowMajor, CblasLower, CblasNoTrans, (int)Lmax, (int)dim, 1.0, w.X, (int)dim,
                 0.0, w.G, (int)L);
     /* the upper triangle from the lower in 8 x 8 tiles (a column walk over the whole

@@ -166,6 +166,7 @@ typedef struct {
     double *x_sq;      /* [L] |x_j|^2 = G_jj */
     double *x_norm;    /* [L] |x_j| */
     double *x_sq_pmax; /* [L] max_{i <= j} |x_i|^2 (NaN skipped; 0 for all-zero) */
+    uint64_t *dir_ctr; /* [L + 2] the directions' counter hashes (met_direction_counters) */
     double *x_inv;     /* [L] 1 / |x_j|, 0 for a zero vector */
     double *y_sq;      /* [L] |y_j|^2: 1, or 0 for a zero vector */
     double *delta_run; /* [L] delta of row t: min_{i < j <= t} |y_i - y_j| (section 6) */
