@@ -85,9 +85,34 @@ static void topk_insert(uint32_t *order, const double *l, size_t n, size_t K) {
     }
 }
 
+/* K = 1: the first index of the largest logit (NaN ranking as -inf), in two vectorizable
+ * passes: the maximum in 8 lanes (exact in any order), then its first occurrence. */
+static uint32_t top1(const double *l, size_t n) {
+    double ml[8];
+    for (int q = 0; q < 8; q++) ml[q] = -INFINITY;
+    size_t j = 0;
+    for (; j + 8 <= n; j += 8)
+        for (int q = 0; q < 8; q++) {
+            double v = l[j + q];
+            ml[q] = v > ml[q] ? v : ml[q]; /* NaN is never >: it stays -inf */
+        }
+    for (; j < n; j++) ml[0] = l[j] > ml[0] ? l[j] : ml[0];
+    double m = -INFINITY;
+    for (int q = 0; q < 8; q++) m = ml[q] > m ? ml[q] : m;
+    for (j = 0; j < n; j++) {
+        double v = isnan(l[j]) ? -INFINITY : l[j];
+        if (v == m) break;
+    }
+    return (uint32_t)j;
+}
+
 void met_topk_order(uint32_t *order, uint32_t *scratch, const double *l, size_t n, size_t K) {
     if (K > n) K = n;
     if (K == 0) return;
+    if (K == 1) {
+        order[0] = top1(l, n);
+        return;
+    }
     if (K <= TOPK_INSERT_MAX) {
         topk_insert(order, l, n, K);
         return;

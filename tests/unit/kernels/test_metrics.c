@@ -243,6 +243,28 @@ static void test_topk_and_sparsemax(void) {
         }
         CHECK(ok, "top-%d order of %d logits (ties to the lower index)", K, n);
     }
+    /* NaN (ranks as -inf), -inf, +-0 ties and all-NaN rows, K = 1..3 (K = 1 has its own
+     * argmax pass): the same stable selection with NaN mapped to -inf */
+    for (int rep = 0; rep < 300; rep++) {
+        int n = 1 + rep % 37, K = 1 + rep % 3;
+        if (K > n) K = n;
+        static const double sp[6] = {NAN, -INFINITY, 0.0, -0.0, 1.0, INFINITY};
+        for (int j = 0; j < n; j++)
+            l[j] = rep % 11 == 0 ? NAN : urand() < 0.6 ? sp[(int)(urand() * 6)] : round(2 * gauss());
+        met_topk_order(order, scratch, l, n, K);
+        int used[50] = {0}, ok = 1;
+        for (int k = 0; k < K; k++) {
+            int best = -1;
+            for (int j = 0; j < n; j++) {
+                double v = isnan(l[j]) ? -INFINITY : l[j];
+                double b = best < 0 ? 0 : isnan(l[best]) ? -INFINITY : l[best];
+                if (!used[j] && (best < 0 || v > b)) best = j;
+            }
+            used[best] = 1;
+            ok &= (int)order[k] == best;
+        }
+        CHECK(ok, "top-%d order of %d logits with NaN, +-inf and +-0", K, n);
+    }
     double z[60], a[60], r[60];
     for (int rep = 0; rep < 300; rep++) {
         int n = 1 + rep % 60;
