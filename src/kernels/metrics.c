@@ -694,6 +694,10 @@ void met_process_row(met_ws *w, size_t t, size_t n, double delta) {
     if (n < 2) return; /* no metric is defined on a one-key row (section 9) */
     const float *srow = w->scores + t * w->ld;
     for (size_t j = 0; j < nv; j++) w->l[j] = (double)srow[j];
+    /* the next row's scores come from memory (a head's L x L floats outgrow the caches)
+     * and are read as a row after the whole of this one's work: ask for them now */
+    if (t + 1 < w->L)
+        for (size_t j = 0; j < nv + 1; j += 16) __builtin_prefetch(srow + w->ld + j, 0, 1);
 
     /* T-independent: the top-K order (section 3) */
     size_t K = w->Kmax < n - 1 ? w->Kmax : n - 1;
