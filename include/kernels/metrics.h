@@ -112,7 +112,12 @@
  *  gathers ~20 %; the per-row preparation ~12 %. Outside the walk the per-(row, T) work
  *  (grad_exact's secular equation, grad_fd, the weights) is ~20 % of a head. A head's fixed
  *  cost (grid N = [1], T = [8], eps = [0.1]: Gram, delta, top-K, one weight vector and
- *  direction per row) is bench_metrics' "fixed cost" line.
+ *  direction per row) is bench_metrics' "fixed cost" line. Its parts (perf, L = 1024, AMD
+ *  EPYC with AVX-512, after issue 14 item 2): dist_expect's S and e ~23 % (2 n d multiply-adds
+ *  per row at the FMA rate: only fewer or float products would cut it), grad_exact ~17 %
+ *  (one division per weight and pass), the Gram dsyrk ~11 % (at the FMA rate), the per-row
+ *  O(n) passes of the N = 1 walk ~10 %, the directions ~8 %, met_head's own loops (widening,
+ *  transposes, mirror, delta) ~7 %, the weights (exp, log) ~9 %, grad_fd ~4 %, top-1 ~3 %.
  */
 #ifndef ATTNSWEEP_METRICS_H
 #define ATTNSWEEP_METRICS_H
