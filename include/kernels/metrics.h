@@ -113,11 +113,13 @@
  *  (grad_exact's secular equation, grad_fd, the weights) is ~20 % of a head. A head's fixed
  *  cost (grid N = [1], T = [8], eps = [0.1]: Gram, delta, top-K, one weight vector and
  *  direction per row) is bench_metrics' "fixed cost" line. Its parts (perf, L = 1024, AMD
- *  EPYC with AVX-512, after issue 14 item 2): dist_expect's S and e ~23 % (2 n d multiply-adds
- *  per row at the FMA rate: only fewer or float products would cut it), grad_exact ~17 %
- *  (one division per weight and pass), the Gram dsyrk ~11 % (at the FMA rate), the per-row
- *  O(n) passes of the N = 1 walk ~10 %, the directions ~8 %, met_head's own loops (widening,
- *  transposes, mirror, delta) ~7 %, the weights (exp, log) ~9 %, grad_fd ~4 %, top-1 ~3 %.
+ *  EPYC with AVX-512, after issue 14 item 2): dist_expect's S and e ~24 % (2 n d multiply-adds
+ *  per row, at ~40 % of the bench's FMA rate: every product widens a float; reading a double
+ *  copy instead was slower, the copies crowd L2; several rows per pass would share the
+ *  widening and the loads, a restructuring of the row loop not done yet), grad_exact ~18 %
+ *  (one division per weight and pass), the Gram dsyrk ~11 %, the per-row O(n) passes of the
+ *  N = 1 walk ~10 %, the directions ~8 %, met_head's own loops (widening, transposes, mirror,
+ *  delta) ~8 %, the weights ~7 %, grad_fd ~4 %, top-1 ~3 %.
  */
 #ifndef ATTNSWEEP_METRICS_H
 #define ATTNSWEEP_METRICS_H
