@@ -39,15 +39,16 @@ HEAD_DIMS = ("layer", "head")
 
 # The model axis (docs/results.md): per-model auxiliary coordinates, and which (layer, head)
 # each model has (head_valid: 1 present, 0 masked -- the union of the models' heads is stored)
-MODEL_COORDS = ("model_path", "model_sha256", "model_n_layer", "model_n_head", "model_n_embd",
-                "training_step")
+MODEL_COORDS = ("model_path", "model_sha256", "model_kind", "model_n_layer", "model_n_head",
+                "model_n_embd", "training_step")
 HEAD_PRESENT = 1
 
 # What the file's model_kind attribute says, in words (figure titles, summary.csv): a
 # synthetic or trained model is never called GPT-2
 MODEL_KINDS = {"synthetic-random": "SYNTHETIC model with random weights (not GPT-2)",
                "gpt2": "GPT-2",
-               "other": "a trained model, not GPT-2"}
+               "other": "a trained model, not GPT-2",
+               "mixed": "models of different kinds (each model's kind is in its figures)"}
 
 
 def _open(path):

@@ -104,6 +104,7 @@ typedef struct {
     const char *const *model_sha256;  /* [n_model] of model.safetensors; "" = unknown */
     const int32_t *model_n_layer, *model_n_head, *model_n_embd; /* [n_model] */
     const int64_t *training_step;     /* [n_model] -1 = not given */
+    const char *const *model_kind;    /* [n_model] model_kind() of each; NULL = the provenance's */
     const uint8_t *head_valid;        /* [n_model][n_layer][n_head] 1 present, 0 masked; NULL = all 1 */
 } store_axes;
 

@@ -299,17 +299,18 @@ static int open_store(sweep_state *st, MPI_Comm comm, const sweep_opts *opts, as
     /* the model axis: names, paths, sha256s, shapes; head_valid over the union axes */
     size_t nm = c->n_model;
     const char **mname = calloc(nm, sizeof *mname), **mpath = calloc(nm, sizeof *mpath);
-    const char **msha = calloc(nm, sizeof *msha);
+    const char **msha = calloc(nm, sizeof *msha), **mkind = calloc(nm, sizeof *mkind);
     int32_t *nl = calloc(nm, sizeof *nl), *nh = calloc(nm, sizeof *nh), *ne = calloc(nm, sizeof *ne);
     int64_t *step = calloc(nm, sizeof *step);
     uint8_t *hv = calloc(nm * a->n_layer * a->n_head + 1, 1);
-    if (!mname || !mpath || !msha || !nl || !nh || !ne || !step || !hv) {
-        free(mname), free(mpath), free(msha), free(nl), free(nh), free(ne), free(step), free(hv);
+    if (!mname || !mpath || !msha || !mkind || !nl || !nh || !ne || !step || !hv) {
+        free(mname), free(mpath), free(msha), free(mkind), free(nl), free(nh), free(ne), free(step), free(hv);
         return as_fail(err, "out of memory");
     }
     for (size_t m = 0; m < nm; m++) {
         const as_model_spec *ms = &c->models[m];
         mname[m] = ms->name, mpath[m] = ms->dir, msha[m] = st->model_sha[m];
+        mkind[m] = model_kind(ms->dir);
         nl[m] = (int32_t)ms->cfg.n_layer, nh[m] = (int32_t)ms->cfg.n_head, ne[m] = (int32_t)ms->cfg.n_embd;
         step[m] = ms->training_step;
         for (size_t il = 0; il < a->n_layer; il++)
@@ -317,7 +318,13 @@ static int open_store(sweep_state *st, MPI_Comm comm, const sweep_opts *opts, as
                 hv[(m * a->n_layer + il) * a->n_head + ih] =
                     (size_t)a->layer[il] < ms->cfg.n_layer && (size_t)a->head[ih] < ms->cfg.n_head;
     }
+    /* the root model_kind: the models' common kind, or "mixed" (then only the per-model
+     * model_kind coordinate says whose numbers each model's are) */
+    const char *root_kind = nm ? mkind[0] : "unknown";
+    for (size_t m = 1; m < nm; m++)
+        if (strcmp(mkind[m], root_kind)) root_kind = "mixed";
     store_axes ax = {.n_model = nm, .model_name = mname, .model_path = mpath, .model_sha256 = msha,
+                     .model_kind = mkind,
                      .model_n_layer = nl, .model_n_head = nh, .model_n_embd = ne,
                      .training_step = step, .head_valid = hv,
                      .n_window = st->grid.n_windows, .window_start = st->grid.window_start,
@@ -341,7 +348,7 @@ static int open_store(sweep_state *st, MPI_Comm comm, const sweep_opts *opts, as
         .text_sha256 = text_sha, .tokenizer_files = tok_files, .vectors = c->vectors,
         .rows = c->rows, .vectors_name = c->vectors == AS_VECTORS_RESID ? "resid" : "value",
         .rows_name = c->rows == AS_ROWS_FULL_ROW ? "full_row" : "visible",
-        .logits_name = config_logits_name(c->logits), .model_kind = model_kind(c->model_dir), .ks_alpha = c->ks_alpha, .seed = (uint64_t)c->seed,
+        .logits_name = config_logits_name(c->logits), .model_kind = root_kind, .ks_alpha = c->ks_alpha, .seed = (uint64_t)c->seed,
         .distance_name = c->distance == AS_DISTANCE_AGGREGATE ? "aggregate" : "per_token",
         .mpi_library = mpi_lib, .openblas_config = openblas_get_config(), .hosts = hosts,
         .mpi_size = st->size, .slurm_job_id = getenv("SLURM_JOB_ID")};
@@ -353,7 +360,7 @@ static int open_store(sweep_state *st, MPI_Comm comm, const sweep_opts *opts, as
     if (c->compress) flags |= STORE_COMPRESSED;
     if (!rc)
         st->out = store_open(st->out_path, &ax, &prov, opts->fresh ? STORE_NEW : STORE_RESUME, flags, err);
-    free(mname), free(mpath), free(msha), free(nl), free(nh), free(ne), free(step), free(hv);
+    free(mname), free(mpath), free(msha), free(mkind), free(nl), free(nh), free(ne), free(step), free(hv);
     if (rc) return -1;
     /* Damage in the middle of the journal is not an error (its cells are computed
      * again) but must not pass unnoticed: one line, also kept in /provenance. */

@@ -109,8 +109,9 @@ static void store_free(store *s) {
         if (s->model_name) free(s->model_name[m]);
         if (s->model_path) free(s->model_path[m]);
         if (s->model_sha) free(s->model_sha[m]);
+        if (s->model_kind) free(s->model_kind[m]);
     }
-    free(s->model_name), free(s->model_path), free(s->model_sha);
+    free(s->model_name), free(s->model_path), free(s->model_sha), free(s->model_kind);
     free(s->model_n_layer), free(s->model_n_head), free(s->model_n_embd), free(s->training_step);
     free(s->head_valid);
     free(s->window_start);
@@ -146,13 +147,14 @@ static int copy_models(store *s, const store_axes *a, as_err *err) {
     s->model_name = calloc(n, sizeof *s->model_name);
     s->model_path = calloc(n, sizeof *s->model_path);
     s->model_sha = calloc(n, sizeof *s->model_sha);
+    s->model_kind = calloc(n, sizeof *s->model_kind);
     s->model_n_layer = malloc(n * sizeof *s->model_n_layer);
     s->model_n_head = malloc(n * sizeof *s->model_n_head);
     s->model_n_embd = malloc(n * sizeof *s->model_n_embd);
     s->training_step = malloc(n * sizeof *s->training_step);
     size_t hv = n * a->n_layer * a->n_head;
     s->head_valid = malloc(hv ? hv : 1);
-    if (!s->model_name || !s->model_path || !s->model_sha || !s->model_n_layer || !s->model_n_head ||
+    if (!s->model_name || !s->model_path || !s->model_sha || !s->model_kind || !s->model_n_layer || !s->model_n_head ||
         !s->model_n_embd || !s->training_step || !s->head_valid)
         return as_fail(err, "%s: out of memory", s->path);
     for (size_t m = 0; m < n; m++) {
@@ -160,7 +162,9 @@ static int copy_models(store *s, const store_axes *a, as_err *err) {
         s->model_name[m] = st_dupstr(given && a->model_name ? a->model_name[m] : "model");
         s->model_path[m] = st_dupstr(given && a->model_path ? a->model_path[m] : s->prov.model_dir);
         s->model_sha[m] = st_dupstr(given && a->model_sha256 ? a->model_sha256[m] : s->prov.weights_sha256);
-        if (!s->model_name[m] || !s->model_path[m] || !s->model_sha[m])
+        const char *kind = given && a->model_kind ? a->model_kind[m] : s->prov.model_kind;
+        s->model_kind[m] = st_dupstr(kind ? kind : "unknown");
+        if (!s->model_name[m] || !s->model_path[m] || !s->model_sha[m] || !s->model_kind[m])
             return as_fail(err, "%s: out of memory", s->path);
         s->model_n_layer[m] = given && a->model_n_layer ? a->model_n_layer[m] : -1;
         s->model_n_head[m] = given && a->model_n_head ? a->model_n_head[m] : -1;
@@ -177,6 +181,7 @@ static int copy_models(store *s, const store_axes *a, as_err *err) {
     s->ax.model_name = (const char *const *)s->model_name;
     s->ax.model_path = (const char *const *)s->model_path;
     s->ax.model_sha256 = (const char *const *)s->model_sha;
+    s->ax.model_kind = (const char *const *)s->model_kind;
     s->ax.model_n_layer = s->model_n_layer, s->ax.model_n_head = s->model_n_head;
     s->ax.model_n_embd = s->model_n_embd, s->ax.training_step = s->training_step;
     s->ax.head_valid = s->head_valid;

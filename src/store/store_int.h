@@ -55,7 +55,7 @@ struct store {
     char reserve_path[4200]; /* OUT.h5.reserve: disk space kept for a full disk (st_reserve_*) */
     int have_reserve;
     store_axes ax;      /* deep copies below; ax.n_model >= 1 */
-    char **model_name, **model_path, **model_sha;
+    char **model_name, **model_path, **model_sha, **model_kind;
     int32_t *model_n_layer, *model_n_head, *model_n_embd;
     int64_t *training_step;
     uint8_t *head_valid;   /* [n_model][n_layer][n_head] */
@@ -139,7 +139,7 @@ int st_attr_str(hid_t loc, const char *name, const char *value);
 
 /* The model axis' auxiliary coordinates, named in every data variable's CF
  * `coordinates` attribute so xarray decodes them as coordinates. */
-#define ST_MODEL_COORDS "model_path model_sha256 model_n_layer model_n_head model_n_embd training_step"
+#define ST_MODEL_COORDS "model_path model_sha256 model_kind model_n_layer model_n_head model_n_embd training_step"
 int st_create_model_coords(hid_t file, const store *s); /* after the `model` scale exists */
 int st_create_head_valid(hid_t file, const store *s);   /* after model, layer, head exist */
 /* 1 when the view's model names or sha256s are not this store's (a rebuild then writes

@@ -244,6 +244,13 @@ def case_mixed():
         check(list(f["model_n_layer"][()]) == [4, 2] and list(f["model_n_head"][()]) == [3, 4],
               "model shapes")
         check(list(f["training_step"][()]) == [700, -1], f"training_step {f['training_step'][()]}")
+        kinds = [k.decode() if isinstance(k, bytes) else k for k in f["model_kind"][()]]
+        check(kinds == ["other", "synthetic-random"], f"model_kind per model {kinds}")
+        check(f.attrs["model_kind"] == "mixed", f"root model_kind {f.attrs['model_kind']!r}")
+        check("model_kind" in f["dist_true"].attrs["coordinates"].split(), "model_kind is a coordinate")
+    for name, want in (("mix_a", "other"), ("mix_b", "synthetic-random")):
+        with h5py.File(f"{SCRATCH}/{name}.h5", "r") as f:
+            check(f.attrs["model_kind"] == want, f"{name}: root model_kind {f.attrs['model_kind']!r}")
 
 
 def case_sizes():
