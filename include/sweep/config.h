@@ -218,6 +218,11 @@ int config_diff(as_config_diff *out, const char *old_canonical, const char *new_
 /* "grid.L (extension: stored [64], now [64, 128]); metrics.seed (refused: stored 1, now 2)" into buf. */
 void config_diff_describe(const as_config_diff *d, char *buf, size_t size);
 
+/* 1 when the diff stops a resume (a refused key or a moved path), with what blocks it
+ * described into buf (harmless keys such as output and runtime.* left out: they would only
+ * crowd the one-line error); 0 when the output may go on (buf empty). */
+int config_diff_blocks(const as_config_diff *d, char *buf, size_t size);
+
 const char *config_diff_kind_name(as_diff_kind k);
 
 #endif

@@ -209,14 +209,9 @@ static int check_inputs(const as_config *cfg, as_err *err) {
     if (found < 0) return -1;
     if (found && strcmp(old_sha, cfg->sha256)) {
         as_config_diff d;
+        char what[800];
         rc = config_diff(&d, old_text, cfg->canonical, err);
-        if (rc == 0 && (d.verdict == AS_DIFF_REFUSED || d.verdict == AS_DIFF_PATH)) {
-            as_config_diff shown = d;
-            shown.n = 0;
-            for (size_t i = 0; i < d.n; i++)
-                if (d.item[i].kind != AS_DIFF_HARMLESS) shown.item[shown.n++] = d.item[i];
-            char what[800];
-            config_diff_describe(&shown, what, sizeof what);
+        if (rc == 0 && config_diff_blocks(&d, what, sizeof what)) {
             rc = as_fail(err, "%s was made with another config (%s); only added windows, L "
                               "values or models appended to the model list can extend it",
                          cfg->output, what);

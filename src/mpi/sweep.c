@@ -166,7 +166,7 @@ int sweep_shard_path(char *out, size_t size, const char *output, int shard_index
     return w < 0 || (size_t)w >= size ? -1 : 0;
 }
 
-/* A changed config may resume only when it adds windows or L values. */
+/* A changed config may resume only when it adds windows, L values or models (config_diff). */
 static int check_config_change(const as_config *cfg, const char *path, int *flags, as_err *err) {
     char *old_text = NULL, *old_sha = NULL;
     int found = store_peek_config(path, &old_text, &old_sha, err);
@@ -174,17 +174,10 @@ static int check_config_change(const as_config *cfg, const char *path, int *flag
     int rc = 0;
     if (found && strcmp(old_sha, cfg->sha256)) {
         as_config_diff d;
+        char what[800];
         if (config_diff(&d, old_text, cfg->canonical, err)) {
             rc = -1;
-        } else if (d.verdict == AS_DIFF_REFUSED || d.verdict == AS_DIFF_PATH) {
-            /* name what blocks the resume, with both values; harmless keys (output,
-             * runtime.*) would only crowd the one line */
-            as_config_diff shown = d;
-            shown.n = 0;
-            for (size_t i = 0; i < d.n; i++)
-                if (d.item[i].kind != AS_DIFF_HARMLESS) shown.item[shown.n++] = d.item[i];
-            char what[800];
-            config_diff_describe(&shown, what, sizeof what);
+        } else if (config_diff_blocks(&d, what, sizeof what)) {
             rc = as_fail(err,
                          "%s was made with another config (%s); only added windows, L values or "
                          "models appended to the model list can extend it: restore the config, "

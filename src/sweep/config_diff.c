@@ -231,3 +231,14 @@ void config_diff_describe(const as_config_diff *d, char *buf, size_t size) {
         at += (size_t)w;
     }
 }
+
+int config_diff_blocks(const as_config_diff *d, char *buf, size_t size) {
+    buf[0] = 0;
+    if (d->verdict != AS_DIFF_REFUSED && d->verdict != AS_DIFF_PATH) return 0;
+    as_config_diff shown = *d;
+    shown.n = 0;
+    for (size_t i = 0; i < d->n; i++)
+        if (d->item[i].kind != AS_DIFF_HARMLESS) shown.item[shown.n++] = d->item[i];
+    config_diff_describe(&shown, buf, size);
+    return 1;
+}
