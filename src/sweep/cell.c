@@ -164,12 +164,11 @@ static int lane_heads(cell_lane *ln) {
         ln->axes.window = w->window;
         ln->axes.layer = (int64_t)view->layer;
         ln->axes.head = (int64_t)h;
-        /* met_head's values were found to depend on what its workspace held
-         * from the previous call (sep_ratio, metrics.c of 05:30): cleared, a
-         * head's result cannot depend on which head this lane did before --
-         * or on which window this rank did before. 9 MB per head for the
-         * paper's grid at L = 1024: about 0.1% of the head's time. */
-        memset(ln->met_ws, 0, w->met_ws_bytes);
+        /* The workspace is reused as it is: met_head writes everything it reads
+         * (ctest test_metrics_ws reruns heads in zeroed, NaN-filled, random and
+         * used workspaces and asserts the same bits), so a head's result does not
+         * depend on which head or window this lane did before. Clearing it was
+         * 8 MB per head at L = 1024: ~7% of a minimal grid's metrics. */
         if (met_head(ln->head_out, ln->met_ws, w->met_ws_bytes, scores, L, vectors, L, dim, w->cuts,
                      w->ncuts, &ln->axes, &ln->err)) {
             ln->cpu_s += thread_cpu_s() - c0;
