@@ -133,6 +133,19 @@ grep -E '^timings:|^attnsweep run:' "$log" || true
 [ $rc = 0 ] || [ "$stop_after" != 0 ] || { echo "bench_paper.sh: attnsweep run failed (exit $rc), see $log" >&2; tail -5 "$log" >&2; exit 1; }
 awk -v s="$start" -v e="$end" -v w="$windows" -v p="$ranks" \
     'BEGIN {printf "bench_paper: %d ranks, %d windows: mpirun wall %.1f s, %.1f s per window\n", p, w, e - s, (e - s) / w}'
+# The paper grid's target (issue 14): 15 s of wall time per window on 2 cores (a master and 2
+# workers). Judged only for the unmodified grid; the reason is the workers' metrics CPU time.
+if [ -z "$grid_L" ] && [ -z "$sets" ] && [ "$stop_after" = 0 ] && [ "$preset" = gpt2 ]; then
+    awk -v s="$start" -v e="$end" -v w="$windows" -v p="$ranks" -v ncpu="$(nproc)" '
+        /^timings: per window/ { for (i = 1; i <= NF; i++) if ($i == "metrics" && $(i - 1) ~ /,$/) m = $(i + 1) + 0 }
+        END {
+            per = (e - s) / w
+            if (per <= 15) { printf "bench_paper: target 15 s per window: met (%.1f s)\n", per; exit }
+            printf "bench_paper: target 15 s per window: missed by %.2fx (%.1f s); a window takes %.1f CPU s " \
+                   "of the metrics kernel (%d workers, %d cores): README, Performance, says why\n",
+                   per / 15, per, m, p - 1, ncpu
+        }' "$log"
+fi
 if [ -n "$peak" ]; then
     awk -v p="$ranks" '{printf "bench_paper: memory of %d ranks: peak RSS sum %.0f MB, PSS sum %.0f MB; " \
         "last sample RSS sum %.0f MB, PSS sum %.0f MB (PSS per rank, pid:MB: ", p, $1 / 1024, $2 / 1024, $3 / 1024, $4 / 1024;
