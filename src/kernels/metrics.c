@@ -370,9 +370,10 @@ static void list_nonzero_weights(met_ws *w, size_t n, size_t K) {
  * the rows of X, e = S X^T over the rows of XT [dim][L], both read as the captured floats
  * (X = (double) Xf exactly: the same products); both shapes are short-and-wide,
  * where dgemm's packing does not pay); sparse T the same sums in the same order over their
- * nonzero weights. */
-static void expect_sums(met_ws *w, size_t n, size_t nv, size_t n16) {
-    const size_t L = w->L, n_T = w->ax->n_T, dim = w->dim;
+ * nonzero weights. n_T rows of weights: the grid's T, or those of every row of a block
+ * (met_process_rows: its slots are back to back, so the rows of all of them are one matrix). */
+static void expect_sums(met_ws *w, size_t n_T, size_t n, size_t nv, size_t n16) {
+    const size_t L = w->L, dim = w->dim;
     for (size_t iT = 0; iT < n_T; iT++) {
         if (!w->sparse_T[iT]) continue;
         const double *a = w->a_T + iT * L;
@@ -619,16 +620,30 @@ static void aggregate_distance(double *val, const unsel_in *in, size_t n, const 
  * accumulates c_j and |x_j| c^y_j of every T (grow_selection: one kernel call per stretch
  * between consecutive grid N, so each G row is read once per row instead of once per T); each
  * (grid N, T) then costs O(n) (unselected_terms) plus O(N) (separability). */
-static void row_per_n(met_ws *w, size_t n, size_t nv, size_t K, double delta, size_t iZ) {
-    const met_axes *ax = w->ax;
-    const size_t L = w->L, n_T = ax->n_T;
+/* the 16-column end of a row of n entries (n itself where 16 columns past n leave the rows) */
+static size_t row_n16(const met_ws *w, size_t n) {
     size_t n16 = (n + 15) / 16 * 16;
-    if (n16 > L) n16 = n; /* c_update then finishes the last columns one by one */
+    return n16 > w->L ? n : n16; /* c_update then finishes the last columns one by one */
+}
 
+/* Before dist_expect's sums of a row: which T are sparse, and U_K (list_nonzero_weights). */
+static void expect_prep(met_ws *w, size_t n, size_t K) {
     for (size_t j = 0; j < n; j++) w->not_topK[j] = 1.0;
     for (size_t k = 0; k < K; k++) w->not_topK[w->order[k]] = 0.0;
     list_nonzero_weights(w, n, K);
-    expect_sums(w, n, nv, n16);
+}
+
+/* sums_done: S, e and |S|^2 of the row are in place already (met_process_rows) */
+static void row_per_n(met_ws *w, size_t n, size_t nv, size_t K, double delta, size_t iZ,
+                      int sums_done) {
+    const met_axes *ax = w->ax;
+    const size_t L = w->L, n_T = ax->n_T;
+    size_t n16 = row_n16(w, n);
+
+    if (!sums_done) {
+        expect_prep(w, n, K);
+        expect_sums(w, n_T, n, nv, n16);
+    }
     selection_weights(w, K);
     gather_rows(w, K);
     double *d1_sq_run = iZ == 0 ? w->d1_sq_run : NULL; /* d1, m: T- and normalizer-free */
@@ -686,12 +701,12 @@ static void row_per_n(met_ws *w, size_t n, size_t nv, size_t K, double delta, si
     }
 }
 
-/* One row t: n entries (n = nv = t+1 for visible rows, n = Lc for full_row). */
-void met_process_row(met_ws *w, size_t t, size_t n, double delta) {
+/* The T-independent start of row t (n >= 2 entries): its logits, the top-K order, the row
+ * counts and the grad_fd directions. Returns K. */
+static size_t row_start(met_ws *w, size_t t, size_t n) {
     const met_axes *ax = w->ax;
     const size_t L = w->L;
     size_t nv = t + 1;
-    if (n < 2) return; /* no metric is defined on a one-key row (section 9) */
     const float *srow = w->scores + t * w->ld;
     for (size_t j = 0; j < nv; j++) w->l[j] = (double)srow[j];
     /* the next row's scores come from memory (a head's L x L floats outgrow the caches)
@@ -737,8 +752,17 @@ void met_process_row(met_ws *w, size_t t, size_t n, double delta) {
         w->u_range[2 * iE] = lo, w->u_range[2 * iE + 1] = hi;
     }
 
+    return K;
+}
+
+/* Row t's weights a_T of every T at normalizer iZ, and the metrics that need only them:
+ * entropy (section 8), grad_exact and grad_fd (section 7). */
+static void row_weights(met_ws *w, size_t t, size_t n, size_t iZ) {
+    const met_axes *ax = w->ax;
+    const size_t L = w->L;
+    size_t nv = t + 1;
     double lnn = log((double)n);
-    for (size_t iZ = 0; iZ < ax->n_norm; iZ++) {
+    {
         met_normalizer zn = ax->norm[iZ];
         for (size_t iT = 0; iT < ax->n_T; iT++) {
             double T = ax->T[iT];
@@ -783,6 +807,64 @@ void met_process_row(met_ws *w, size_t t, size_t n, double delta) {
                 acc[met_at_grad_fd(ax, iT, iE, iZ)] += dn / eps;
             }
         }
-        row_per_n(w, n, nv, K, delta, iZ);
     }
+}
+
+/* One row t: n entries (n = nv = t+1 for visible rows, n = Lc for full_row). */
+void met_process_row(met_ws *w, size_t t, size_t n, double delta) {
+    if (n < 2) return; /* no metric is defined on a one-key row (section 9) */
+    size_t K = row_start(w, t, n);
+    for (size_t iZ = 0; iZ < w->ax->n_norm; iZ++) {
+        row_weights(w, t, n, iZ);
+        row_per_n(w, n, t + 1, K, delta, iZ, 0);
+    }
+}
+
+/* Point the per-row arrays at slot b of a block (metrics_int.h, rows_per_block). */
+static void select_slot(met_ws *w, size_t b) {
+    const size_t L = w->L, n_T = w->ax->n_T;
+    w->order = w->order0 + b * L;
+    w->a_T = w->a_T0 + b * n_T * L;
+    w->S_T = w->S_T0 + b * n_T * w->dim;
+    w->e_T = w->e_T0 + b * n_T * L;
+    w->S_sq_T = w->S_sq_T0 + b * n_T;
+    w->sparse_T = w->sparse_T0 + b * n_T;
+    w->nz_idx_T = w->nz_idx_T0 + b * n_T * L;
+    w->nnz_T = w->nnz_T0 + b * n_T;
+    w->U_T = w->U_T0 + b * n_T * w->U_ld;
+}
+
+/* The visible rows t0 .. t0 + nrows - 1 as one block (one normalizer, finite vectors): each
+ * row's start and weights in its slot, then dist_expect's S and e of all of them in one
+ * expect_sums call (the weights of row b are 0 past its own t + 1, and 0 * x adds nothing
+ * to a finite sum: every S and e has the same bits as row by row), then each row's walk, in
+ * row order. */
+void met_process_rows(met_ws *w, size_t t0, size_t nrows) {
+    size_t K[8], nmax = 0, b0 = 0;
+    const size_t L = w->L, n_T = w->ax->n_T;
+    if (nrows > w->rows_per_block || nrows > 8) nrows = w->rows_per_block < 8 ? w->rows_per_block : 8;
+    if (t0 == 0) b0 = 1; /* row 0 has one key: no metric (section 9) */
+    for (size_t b = b0; b < nrows; b++) {
+        size_t t = t0 + b, n = t + 1;
+        select_slot(w, b);
+        K[b] = row_start(w, t, n);
+        row_weights(w, t, n, 0);
+        expect_prep(w, n, K[b]);
+        nmax = n;
+    }
+    if (nmax == 0) return;
+    /* the block's rows read columns up to the last row's: zero each row's weights there */
+    for (size_t b = b0; b < nrows; b++)
+        for (size_t iT = 0; iT < n_T; iT++) {
+            double *a = w->a_T0 + (b * n_T + iT) * L;
+            for (size_t j = t0 + b + 1; j < nmax; j++) a[j] = 0.0;
+        }
+    select_slot(w, b0);
+    expect_sums(w, (nrows - b0) * n_T, nmax, nmax, row_n16(w, nmax));
+    for (size_t b = b0; b < nrows; b++) {
+        size_t t = t0 + b;
+        select_slot(w, b);
+        row_per_n(w, t + 1, t + 1, K[b], w->delta_run[t], 0, 1);
+    }
+    select_slot(w, 0);
 }

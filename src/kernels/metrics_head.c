@@ -174,15 +174,17 @@ static size_t carve(met_ws *w, char *base, size_t L, size_t dim, const met_axes 
     TAKE(w->ap, L, double);
     TAKE(w->u, (ax->n_eps ? ax->n_eps : 1) * L, double);
     TAKE(w->u_range, 2 * (ax->n_eps ? ax->n_eps : 1), double);
-    TAKE(w->a_T, n_T * L, double);
-    TAKE(w->order, L, uint32_t);
+    size_t B = met_rows_per_block(ax);
+    w->rows_per_block = B;
+    TAKE(w->a_T, B * n_T * L, double);
+    TAKE(w->order, B * L, uint32_t);
     TAKE(w->scratch, L, uint32_t);
-    TAKE(w->S_T, n_T * dim, double);
-    TAKE(w->e_T, n_T * L, double);
-    TAKE(w->S_sq_T, n_T, double);
-    TAKE(w->sparse_T, n_T, uint32_t);
-    TAKE(w->nz_idx_T, n_T * L, uint32_t);
-    TAKE(w->nnz_T, n_T, uint32_t);
+    TAKE(w->S_T, B * n_T * dim, double);
+    TAKE(w->e_T, B * n_T * L, double);
+    TAKE(w->S_sq_T, B * n_T, double);
+    TAKE(w->sparse_T, B * n_T, uint32_t);
+    TAKE(w->nz_idx_T, B * n_T * L, uint32_t);
+    TAKE(w->nnz_T, B * n_T, uint32_t);
     TAKE(w->sel_w, 2 * n_T * Kmax, double);
     TAKE(w->sel_w_end, 2 * n_T, uint32_t);
     TAKE(w->c_T, 2 * n_T * L, double);
@@ -195,7 +197,7 @@ static size_t carve(met_ws *w, char *base, size_t L, size_t dim, const met_axes 
     TAKE(w->d1_sq_run, L, double);
     TAKE(w->d1_N, n_N, double);
     TAKE(w->not_topK, L, double);
-    TAKE(w->U_T, n_T * (Kmax + 1), double);
+    TAKE(w->U_T, B * n_T * (Kmax + 1), double);
     TAKE(w->s_vec, dim, double);
     TAKE(w->m_N, n_N, double);
     TAKE(w->sel_gather, 5 * Kmax, double);
@@ -207,6 +209,9 @@ static size_t carve(met_ws *w, char *base, size_t L, size_t dim, const met_axes 
     TAKE(w->uStart, n_N + 1, uint32_t);
     TAKE(w->uIdx, n_N, uint32_t);
 #undef TAKE
+    w->order0 = w->order, w->sparse_T0 = w->sparse_T, w->nz_idx_T0 = w->nz_idx_T;
+    w->nnz_T0 = w->nnz_T, w->a_T0 = w->a_T, w->S_T0 = w->S_T, w->e_T0 = w->e_T;
+    w->S_sq_T0 = w->S_sq_T, w->U_T0 = w->U_T;
     return at;
 }
 
@@ -398,9 +403,17 @@ int met_head(double *out, void *workspace, size_t workspace_bytes, const float *
     if (!ax->full_row) {
         reset_acc(&w);
         size_t c = 0;
-        for (size_t t = 0; t < Lmax; t++) {
-            met_process_row(&w, t, t + 1, w.delta_run[t]);
-            while (c < ncuts && cuts[c] == t + 1) finish_cut(out + nout * c++, &w);
+        size_t B = w.finite ? w.rows_per_block : 1; /* a block adds 0 * x terms: finite x */
+        for (size_t t = 0; t < Lmax;) {
+            /* a block ends at the next cut: the cut's means take exactly its rows */
+            size_t end = t + B < Lmax ? t + B : Lmax;
+            if (c < ncuts && cuts[c] < end) end = cuts[c];
+            if (end - t > 1)
+                met_process_rows(&w, t, end - t);
+            else
+                met_process_row(&w, t, t + 1, w.delta_run[t]);
+            t = end;
+            while (c < ncuts && cuts[c] == t) finish_cut(out + nout * c++, &w);
         }
     } else {
         for (size_t c = 0; c < ncuts; c++) {

@@ -206,6 +206,13 @@ typedef struct {
                         * directly (U_N = U_{N+1} + a_{order[N]}), not as 1 - A */
     double *s_vec;     /* [dim] s or s^y formed explicitly (cancellation fallbacks) */
     double *sel_gather; /* [5][K] per selected q: 1/|x|, c, c^y, |y|^2, the sep_upper exponent */
+    /* row blocks (met_rows_per_block): order, a_T, S_T, e_T, S_sq_T, sparse_T, nz_idx_T, nnz_T
+     * and U_T hold rows_per_block slots, one per row of a block, back to back, so that the
+     * block's dist_expect sums are one kernel call; the pointers above address the current
+     * slot (met_select_slot) */
+    size_t rows_per_block;
+    uint32_t *order0, *sparse_T0, *nz_idx_T0, *nnz_T0;
+    double *a_T0, *S_T0, *e_T0, *S_sq_T0, *U_T0;
     /* grid bookkeeping and accumulators */
     double *acc, *cntN;
     double cntT;
@@ -224,7 +231,17 @@ double met_softmax_change_norm(const double *a, size_t p, const double *l, const
                                double u_lo, double u_hi, double f, double eps, size_t n, double *ap,
                                double *z);
 double met_jacobian_norm(const double *a, size_t n, double *rest);
-/* metrics.c: one row of the head job (called once per row by met_head in metrics_head.c) */
+/* Rows per block of visible rows: dist_expect's S = a X and e = X S of a grid with few T read
+ * each float vector once for the whole block instead of once per row (the kernel keeps up to
+ * 6 rows in registers). One normalizer and fewer than 6 T only (d1 of a row is shared by its
+ * normalizers, and a grid with 6 T or more fills the kernel's rows by itself); 1 otherwise. */
+static inline size_t met_rows_per_block(const met_axes *ax) {
+    if (ax->full_row || ax->n_norm != 1 || ax->n_T >= 6) return 1;
+    return 6 / ax->n_T;
+}
+/* metrics.c: one row of the head job (called once per row by met_head in metrics_head.c), or
+ * the visible rows t0 .. t0 + nrows - 1 (nrows <= rows_per_block, finite vectors) as a block */
 void met_process_row(met_ws *w, size_t t, size_t n, double delta);
+void met_process_rows(met_ws *w, size_t t0, size_t nrows);
 
 #endif

@@ -5,7 +5,8 @@
  * must be the same, bit for bit. This is what lets the cell reuse a workspace without
  * clearing 8 MB before each head. Grids: visible and full_row rows, per_token and
  * aggregate distances, the three normalizers, ties, exact twins, zero vectors, one non-finite
- * vector, lengths that are and are not multiples of the 16-column blocks. */
+ * vector, lengths that are and are not multiples of the 16-column blocks. Then the row
+ * blocks of grids with few T against the same T computed row by row. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,6 +109,72 @@ int main(void) {
     }
     CHECK(mismatches == 0, "%ld of %ld reruns gave different bits: met_head read workspace it "
           "had not written", mismatches, cases);
+
+    /* Row blocks (met_rows_per_block): with one normalizer and fewer than 6 T, visible rows go
+     * through met_head several at a time. A T of a one- or two-T grid (blocks of 6 or 3 rows)
+     * must have the bits it has in a six-T grid (row by row), with cuts that end blocks early,
+     * in a workspace that held other heads before. */
+    static const double T6[] = {1e-3, 0.05, 1, 8, 100, 3};
+    static const met_normalizer soft[] = {MET_SOFTMAX};
+    long block_cases = 0, block_diffs = 0;
+    for (int s = 0; s < 3; s++) {
+        size_t L = Ls[s], dim = dims[s];
+        size_t cuts[4] = {5, L / 3, L - 2, L}, ncuts = 4;
+        met_axes a6 = {.N = Ns, .n_N = 7, .T = T6, .n_T = 6, .eps = eps, .n_eps = 3,
+                       .norm = soft, .n_norm = 1, .seed = 9};
+        size_t wsb = met_workspace_bytes(L, dim, &a6), n6 = met_out_count(&a6);
+        double *ref = malloc(n6 * ncuts * sizeof *ref);
+        for (int k = 0; k < 4; k++) {
+            head_in h = make_head(L, dim, k);
+            unsigned char *ws = malloc(wsb);
+            fill(ws, wsb, 3);
+            a6.head = k;
+            CHECK(met_head(ref, ws, wsb, h.scores, L, h.vec, L, dim, cuts, ncuts, &a6, NULL) == 0,
+                  "met_head (6 T)");
+            free(ws);
+            for (int pick = 0; pick < 9; pick++) { /* 6 single T, then 3 pairs */
+                double Tsub[2];
+                size_t iT6[2], nT = pick < 6 ? 1 : 2;
+                iT6[0] = pick < 6 ? (size_t)pick : (size_t)(2 * (pick - 6));
+                iT6[1] = iT6[0] + 1;
+                for (size_t i = 0; i < nT; i++) Tsub[i] = T6[iT6[i]];
+                met_axes a1 = a6;
+                a1.T = Tsub, a1.n_T = nT;
+                size_t wsb1 = met_workspace_bytes(L, dim, &a1), n1 = met_out_count(&a1);
+                unsigned char *ws1 = malloc(wsb1);
+                double *got = malloc(n1 * ncuts * sizeof *got);
+                fill(ws1, wsb1, 1);
+                CHECK(met_head(got, ws1, wsb1, h.scores, L, h.vec, L, dim, cuts, ncuts, &a1,
+                               NULL) == 0, "met_head (few T)");
+                for (size_t c = 0; c < ncuts; c++)
+                    for (size_t i = 0; i < nT; i++) {
+                        const double *o6 = ref + c * n6, *o1 = got + c * n1;
+                        int same = 1;
+                        for (int v = 0; v < MET_NPERN; v++)
+                            for (size_t iN = 0; iN < a6.n_N; iN++)
+                                same &= !memcmp(o6 + met_at_per_n(&a6, v, iN, iT6[i], 0),
+                                                o1 + met_at_per_n(&a1, v, iN, i, 0), sizeof(double));
+                        for (int v = 0; v < MET_NPERT; v++)
+                            same &= !memcmp(o6 + met_at_per_t(&a6, v, iT6[i], 0),
+                                            o1 + met_at_per_t(&a1, v, i, 0), sizeof(double));
+                        for (size_t iE = 0; iE < a6.n_eps; iE++)
+                            same &= !memcmp(o6 + met_at_grad_fd(&a6, iT6[i], iE, 0),
+                                            o1 + met_at_grad_fd(&a1, i, iE, 0), sizeof(double));
+                        block_cases++;
+                        if (!same && block_diffs++ < 5)
+                            fprintf(stderr, "  row blocks differ: L=%zu head kind %d, T=%g of a %zu-T grid, cut %zu\n",
+                                    L, k, Tsub[i], nT, cuts[c]);
+                    }
+                free(ws1), free(got);
+            }
+            free(h.scores), free(h.vec);
+        }
+        free(ref);
+    }
+    CHECK(block_diffs == 0, "%ld of %ld (T, cut) results of few-T grids differ from the same T "
+          "in a 6-T grid", block_diffs, block_cases);
+    printf("test_metrics_ws: %ld (T, cut) results of 1- and 2-T grids (row blocks) against a 6-T "
+           "grid, %ld differed\n", block_cases, block_diffs);
     printf("test_metrics_ws: %ld reruns in dirty workspaces, %ld differed\n", cases, mismatches);
     return check_summary("test_metrics_ws");
 }
