@@ -30,7 +30,12 @@
  * The header is the journal's identity: a header that fails its checksum is
  * refused, and nothing is changed.
  *
- * Versions. 3 (this program writes it) adds the model axis: a JR_DISPATCH or
+ * Versions. 4 (this program writes it) adds compressed payloads: a JR_COMMIT with flag
+ * JF_DEFLATE holds the cell in the deflated form (store.h, deflate.c: the chunks HDF5's
+ * shuffle + deflate stores), its CRC over those bytes; compacted, it keeps JF_DEFLATE and
+ * its digest is the CRC and length of the deflated form. Version 3 journals are read as
+ * they are (no such flag) and appended to with plain payloads; a store that is to append
+ * deflated ones rewrites the journal as version 4 first (a compaction, store.c). 3 added the model axis: a JR_DISPATCH or
  * JR_COMMIT names its cell as (model index, window index, L value), the model index in
  * the upper 16 bits of the 4-byte flags word (JF_* use the lower 16), so the record
  * keeps its 80 bytes. Version 1 and 2 journals (no model: those bits are always 0) are
@@ -98,7 +103,7 @@
 
 #define JOURNAL_HEADER_BYTES 256
 #define JOURNAL_RECORD_BYTES 80
-#define JOURNAL_VERSION 3
+#define JOURNAL_VERSION 4
 /* The most models a journal can name (16 bits of the flags word, version 3). */
 #define JOURNAL_MAX_MODELS 65535
 
@@ -106,8 +111,9 @@ enum { JR_CONFIG = 1, JR_DISPATCH = 2, JR_COMMIT = 3, JR_SEG_BEGIN = 4, JR_SEG_E
 
 /* Record flags. JF_COMPACT on a JR_COMMIT: the cell's values are no longer in the
  * journal but only in the HDF5 view; the payload is a JOURNAL_COMPACT_BYTES
- * digest (see "Compaction" above). */
-enum { JF_COMPACT = 1 };
+ * digest (see "Compaction" above). JF_DEFLATE (version 4): the values (or the digest's
+ * CRC and length) are of the cell's deflated form. */
+enum { JF_COMPACT = 1, JF_DEFLATE = 2 };
 #define JOURNAL_COMPACT_BYTES 16
 
 typedef struct {

@@ -139,9 +139,9 @@ typedef enum {
 /* Flags for store_open. */
 enum {
     STORE_ALLOW_CONFIG_CHANGE = 1, /* caller compared configs and accepts the new one */
-    STORE_COMPRESSED = 2,          /* per-cell chunks with shuffle + deflate level 1 (applies
-                                    * to a view created or rebuilt now; off by default: it
-                                    * costs the master ~5x the commit time, README) */
+    STORE_COMPRESSED = 2,          /* per-cell chunks with shuffle + deflate level 1 for a view
+                                    * created now (an existing view keeps its own filters:
+                                    * store_compressed); the workers compress (store_commit_deflated) */
     STORE_KEEP_JOURNAL = 4,        /* never compact: the journal keeps every value (2x the
                                     * disk) and can rebuild a lost view alone */
 };
@@ -196,6 +196,21 @@ size_t store_block_doubles(const store *s);
 size_t store_pack_bytes(const cr_layout *lay);
 void store_pack_cell(const cr_layout *lay, const double *block, unsigned char *out);
 
+/* Compressed cells (deflate.c). With runtime.compress every metric variable's chunk (one
+ * cell) is stored through HDF5's shuffle + deflate level 1 filters. store_deflate_cell
+ * computes those filters' output outside HDF5 -- on the workers -- in a self-describing
+ * form (deflate.c: "ASZ1", the chunk lengths, the chunks), which store_commit_deflated
+ * writes to the view with H5Dwrite_chunk and to the journal as it is. out must hold
+ * store_deflate_bound() bytes, scratch store_pack_bytes(); *len gets the bytes used. */
+size_t store_deflate_bound(const cr_layout *lay);
+int store_deflate_cell(const cr_layout *lay, const unsigned char *packed, unsigned char *out,
+                       size_t cap, size_t *len, unsigned char *scratch, as_err *err);
+/* Bytes of the deflated cell at in (at most avail), 0 when it is not one of this layout. */
+size_t store_deflated_size(const cr_layout *lay, const unsigned char *in, size_t avail);
+/* Back to the packed form (store_pack_bytes() bytes); scratch as for store_deflate_cell. */
+int store_inflate_cell(const cr_layout *lay, const unsigned char *in, size_t len, unsigned char *packed,
+                       unsigned char *scratch, as_err *err);
+
 /* Records that a cell was handed to a worker (attempts + 1, journaled; made
  * durable with the next commit batch). */
 int store_mark_dispatched(store *s, size_t model, size_t window, size_t l_index, int rank,
@@ -215,6 +230,20 @@ int store_commit_batch(store *s, const store_cell *cells, const double *const *b
  * checksummed once and written to the view and the journal as given. */
 int store_commit_packed(store *s, const store_cell *cells, const unsigned char *const *packed,
                         size_t n, as_err *err);
+
+/* 1 when this output's view stores compressed chunks. The view's own datasets decide
+ * (an output resumed keeps the form it was created with, whatever STORE_COMPRESSED says);
+ * a view created or rebuilt without an older one to follow takes STORE_COMPRESSED.
+ * `attnsweep run` tells the workers to deflate their cells when it is 1. */
+int store_compressed(const store *s);
+
+/* store_commit_packed for cells in the deflated form (store_deflate_cell; NULL for a failed
+ * cell). Into a compressed view the chunks go as they are (H5Dwrite_chunk) and the journal
+ * record holds the same bytes (flag JF_DEFLATE, its CRC over them); into a plain view they
+ * are inflated first and committed as packed cells. A payload that is not a deflated cell
+ * of this layout is refused before anything is written. */
+int store_commit_deflated(store *s, const store_cell *cells, const unsigned char *const *payload,
+                          size_t n, as_err *err);
 
 /* Rewrites OUT.h5.status (atomic rename). in_flight: cells now at workers;
  * state: "running", "finished", "interrupted", "failed". */

@@ -37,7 +37,8 @@ typedef struct {
 
 /* Seconds and counts for ATTNSWEEP_TIMINGS (one row per rank). */
 enum { TM_RUN, TM_LOAD, TM_SCHED, TM_COMPUTE, TM_FORWARD, TM_METRICS, TM_KS, TM_CPU, TM_COMMIT,
-       TM_COMMIT_CELLS, TM_UNITS, TM_FORWARD_CPU, TM_METRICS_CPU, TM_COMMIT_CPU, TM_N };
+       TM_COMMIT_CELLS, TM_UNITS, TM_FORWARD_CPU, TM_METRICS_CPU, TM_COMMIT_CPU, TM_DEFLATE,
+       TM_DEFLATE_IN, TM_DEFLATE_OUT, TM_N };
 
 typedef struct {
     as_config cfg;
@@ -58,6 +59,9 @@ typedef struct {
     size_t *model_units;         /* [n_model + 1]: model m's units are [model_units[m], model_units[m + 1]) */
     size_t slot_doubles;         /* one cell in a unit's message (see compute_unit) */
     double *scratch;             /* worker: the unit's blocks of doubles before packing */
+    int deflate;                 /* the output stores compressed chunks: workers deflate their
+                                  * cells (store_deflate_cell), the master stores them as sent */
+    unsigned char *pack_buf, *dz_scratch; /* worker, deflating: one cell packed; shuffle buffer */
     size_t cells_done, cells_failed; /* committed, counted in cells (rank 0) */
     /* rank 0: sha256 of the inputs as read (the text's bytes, its tokenizer files) */
     char text_sha[65], vocab_sha[65], merges_sha[65];
@@ -378,11 +382,16 @@ static size_t unit_cuts(const sweep_state *st, const sweep_unit *u, size_t *cuts
 
 /* A unit's message holds one slot per cell: wall_time and rank as doubles, then the
  * cell packed as the file stores it (store_pack_cell: float32 means, int32 counts,
- * float64 KS), padded to a double. The metrics are accumulated in double and narrowed
+ * float64 KS), padded to a double. When the output is compressed the packed cell is then
+ * deflated (store_deflate_cell: the chunk bytes HDF5's shuffle + deflate stores), so the
+ * master writes it with no filter work of its own (README, Performance); the slot is
+ * then sized for the worst case and zero past the payload. The metrics are accumulated in double and narrowed
  * here once, by the same code the master used before, so the file's bytes are the same;
  * the master receives half the bytes and writes them without converting. */
-static size_t slot_doubles(const cr_layout *lay) {
-    return 2 + (store_pack_bytes(lay) + sizeof(double) - 1) / sizeof(double);
+static size_t slot_doubles(const cr_layout *lay, int deflate) {
+    size_t bytes = store_pack_bytes(lay), dz = store_deflate_bound(lay);
+    if (deflate && dz > bytes) bytes = dz;
+    return 2 + (bytes + sizeof(double) - 1) / sizeof(double);
 }
 
 static int compute_unit(void *ctx, int64_t unit, double *block_out, as_err *err) {
@@ -397,12 +406,27 @@ static int compute_unit(void *ctx, int64_t unit, double *block_out, as_err *err)
     double t0 = as_monotonic_s();
     int rc = cell_compute(&st->worker, u->window, st->tokens + st->grid.window_start[u->window], cuts,
                           n, blocks, err);
+    size_t pb = store_pack_bytes(&st->worker.layout), room = (st->slot_doubles - 2) * sizeof(double);
+    if (rc == 0 && st->deflate && !st->pack_buf &&
+        (!(st->pack_buf = malloc(pb ? pb : 1)) || !(st->dz_scratch = malloc(pb ? pb : 1))))
+        rc = as_fail(err, "out of memory for deflating a cell (%zu bytes)", pb);
     for (size_t k = 0; k < n && rc == 0; k++) {
         double *slot = block_out + k * st->slot_doubles;
         slot[0] = blocks[k][st->worker.layout.offset[CR_WALL_TIME]];
         slot[1] = blocks[k][st->worker.layout.offset[CR_RANK]];
         slot[st->slot_doubles - 1] = 0; /* the padding, so a message is deterministic */
-        store_pack_cell(&st->worker.layout, blocks[k], (unsigned char *)(slot + 2));
+        unsigned char *out = (unsigned char *)(slot + 2);
+        if (!st->deflate) {
+            store_pack_cell(&st->worker.layout, blocks[k], out);
+            continue;
+        }
+        double tz = as_monotonic_s();
+        size_t len = 0;
+        store_pack_cell(&st->worker.layout, blocks[k], st->pack_buf);
+        rc = store_deflate_cell(&st->worker.layout, st->pack_buf, out, room, &len, st->dz_scratch, err);
+        if (rc == 0) memset(out + len, 0, room - len);
+        st->timing[TM_DEFLATE] += as_monotonic_s() - tz;
+        st->timing[TM_DEFLATE_IN] += (double)pb, st->timing[TM_DEFLATE_OUT] += (double)len;
     }
     st->timing[TM_COMPUTE] += as_monotonic_s() - t0;
     st->timing[TM_UNITS] += 1;
@@ -413,6 +437,12 @@ static int compute_unit(void *ctx, int64_t unit, double *block_out, as_err *err)
  * fsync and one HDF5 flush), so a commit costs about its bytes, not its
  * count; a unit's cells stay together in one call. */
 enum { STORE_BATCH = 64 };
+
+static int commit_held(sweep_state *st, const store_cell *sc, const unsigned char *const *pk, size_t n,
+                       as_err *err) {
+    return st->deflate ? store_commit_deflated(st->out, sc, pk, n, err)
+                       : store_commit_packed(st->out, sc, pk, n, err);
+}
 
 static int commit_units(void *ctx, const int64_t *units, double *const *blocks, const int *status,
                         size_t n, as_err *err) {
@@ -426,7 +456,7 @@ static int commit_units(void *ctx, const int64_t *units, double *const *blocks, 
         size_t cuts[UNIT_MAX_CUTS], lis[UNIT_MAX_CUTS];
         size_t k = unit_cuts(st, u, cuts, lis);
         if (held + k > STORE_BATCH) {
-            if (store_commit_packed(st->out, sc, pk, held, err)) return -1;
+            if (commit_held(st, sc, pk, held, err)) return -1;
             held = 0;
         }
         int ok = status[i] == SCHED_CELL_DONE;
@@ -445,7 +475,7 @@ static int commit_units(void *ctx, const int64_t *units, double *const *blocks, 
         else st->cells_failed += k, st->units_failed++;
         st->timing[TM_COMMIT_CELLS] += (double)k;
     }
-    if (held && store_commit_packed(st->out, sc, pk, held, err)) return -1;
+    if (held && commit_held(st, sc, pk, held, err)) return -1;
     st->timing[TM_COMMIT] += as_monotonic_s() - t0;
     st->timing[TM_COMMIT_CPU] += thread_cpu_now() - c0;
     return 0;
@@ -545,16 +575,17 @@ static void print_timings(sweep_state *st, MPI_Comm comm, const sched_stats *sta
     double *all = st->rank == 0 ? malloc((size_t)st->size * TM_N * sizeof(double)) : NULL;
     MPI_Gather(st->timing, TM_N, MPI_DOUBLE, all, TM_N, MPI_DOUBLE, 0, comm);
     if (st->rank != 0 || !all) return;
-    double fw = 0, me = 0, ks = 0, co = 0, fwc = 0, mec = 0;
+    double fw = 0, me = 0, ks = 0, co = 0, fwc = 0, mec = 0, dz = 0, dz_in = 0, dz_out = 0;
     for (int r = 0; r < st->size; r++) {
         const double *t = all + (size_t)r * TM_N;
         fprintf(stderr,
                 "timings: rank %d: run %.2f s (model load %.2f), in scheduler %.2f: compute %.2f "
-                "[forward %.2f, metrics %.2f, ks %.2f] in %.0f units, waiting/transfer %.2f; "
+                "[forward %.2f, metrics %.2f, ks %.2f, deflate %.3f] in %.0f units, waiting/transfer %.2f; "
                 "cpu %.2f s [forward %.2f, metrics %.2f]\n",
                 r, t[TM_RUN], t[TM_LOAD], t[TM_SCHED], t[TM_COMPUTE], t[TM_FORWARD], t[TM_METRICS],
-                t[TM_KS], t[TM_UNITS], t[TM_SCHED] - t[TM_COMPUTE], t[TM_CPU], t[TM_FORWARD_CPU],
+                t[TM_KS], t[TM_DEFLATE], t[TM_UNITS], t[TM_SCHED] - t[TM_COMPUTE], t[TM_CPU], t[TM_FORWARD_CPU],
                 t[TM_METRICS_CPU]);
+        dz += t[TM_DEFLATE], dz_in += t[TM_DEFLATE_IN], dz_out += t[TM_DEFLATE_OUT];
         fw += t[TM_FORWARD], me += t[TM_METRICS], ks += t[TM_KS], co += t[TM_COMPUTE];
         fwc += t[TM_FORWARD_CPU], mec += t[TM_METRICS_CPU];
     }
@@ -573,6 +604,10 @@ static void print_timings(sweep_state *st, MPI_Comm comm, const sched_stats *sta
             "= forward %.2f + metrics %.2f + ks %.2f; commit %.3f s; cpu: forward %.2f, metrics %.2f\n",
             windows, m[TM_COMMIT_CELLS], stats->elapsed_s / windows, co / windows, fw / windows,
             me / windows, ks / windows, m[TM_COMMIT] / windows, fwc / windows, mec / windows);
+    if (st->deflate)
+        fprintf(stderr, "timings: deflate on the workers: %.3f s per window, %.1f MB -> %.1f MB per "
+                "window (%.2fx)\n", dz / windows, dz_in / windows / 1e6, dz_out / windows / 1e6,
+                dz_out > 0 ? dz_in / dz_out : 0.0);
     free(all);
 }
 
@@ -639,6 +674,7 @@ static void state_free(sweep_state *st) {
     free(st->model_units);
     free(st->model_sha);
     free(st->scratch);
+    free(st->pack_buf), free(st->dz_scratch);
     free(st->tokens);
     if (st->grid_ok) grid_free(&st->grid);
     if (st->cfg_ok) config_free(&st->cfg);
@@ -736,6 +772,9 @@ int sweep_run(MPI_Comm comm, const sweep_opts *opts, sweep_summary *sum, as_err 
         free(seen);
     }
     free(todo);
+    /* how the output stores cells (its own datasets decide, store_compressed) */
+    if (st.rank == 0 && st.out) st.deflate = store_compressed(st.out);
+    MPI_Bcast(&st.deflate, 1, MPI_INT, 0, comm);
     if (!all_ok(comm, ok) || share_units(&st, comm, e)) {
         if (st.out) store_close(st.out, "failed", &local), st.out = NULL;
         free(model_windows_before);
@@ -746,7 +785,7 @@ int sweep_run(MPI_Comm comm, const sweep_opts *opts, sweep_summary *sum, as_err 
     /* the master's block layout: the union axes, the same for every model */
     cr_layout_init(&st.worker.layout, st.cfg.axes.n_N, st.cfg.axes.n_T, st.cfg.axes.n_eps,
                    st.cfg.axes.n_norm, st.cfg.axes.n_layer, st.cfg.axes.n_head);
-    st.slot_doubles = slot_doubles(&st.worker.layout);
+    st.slot_doubles = slot_doubles(&st.worker.layout, st.deflate);
     /* commit_every counts cells; the scheduler counts units. */
     size_t units_per_commit = (size_t)st.cfg.commit_every / st.unit_cells;
     int64_t *unit_ids = malloc((st.n_units ? st.n_units : 1) * sizeof *unit_ids);

@@ -64,8 +64,12 @@ int st_compact(store *s, as_err *err) {
             if (s->status[c] != STORE_DONE || s->compacted[c]) continue;
             size_t m, w, l;
             cell_of(s, c, &m, &w, &l);
-            if (st_read_cell_values(s, s->file, m, w, l, s->packed) == 0 &&
-                journal_crc32(0, s->packed, s->payload_bytes) == s->values_crc[c])
+            /* a deflated cell is compared as the chunks the view stores (H5Dread_chunk):
+             * exactly the bytes a later rebuild would salvage, with no inflate */
+            const unsigned char *vals;
+            size_t len;
+            if (st_read_cell_as(s, s->file, m, w, l, s->deflated[c], &vals, &len) == 0 &&
+                journal_crc32(0, vals, len) == s->values_crc[c])
                 ok[c] = 1, to_compact++;
             else
                 mismatched++;
@@ -167,14 +171,8 @@ int st_compact(store *s, as_err *err) {
 
 int store_read_cell(const char *path, const store_axes *axes, journal *j, const journal_record *r,
                     unsigned char *out, as_err *err) {
-    if (!(r->flags & JF_COMPACT)) return journal_read_payload(j, r, out, err);
-    unsigned char d[JOURNAL_COMPACT_BYTES];
-    if (r->payload_len != JOURNAL_COMPACT_BYTES || journal_read_payload(j, r, d, err))
-        return as_fail(err, "%s: bad compacted record of cell (model %u, window %d, L %d)",
-                       journal_path(j), r->model, r->window, r->L);
-    uint32_t crc;
-    memcpy(&crc, d, 4);
-    /* a store that only knows the layout, for st_read_cell_values */
+    int dz = (r->flags & JF_DEFLATE) != 0;
+    /* a store that only knows the layout, for st_read_cell_as */
     store s;
     memset(&s, 0, sizeof s);
     s.ax = *axes;
@@ -186,22 +184,54 @@ int store_read_cell(const char *path, const store_axes *axes, journal *j, const 
         at += s.lay.count[v] * vtype_size(st_metric_defs[v].type);
     }
     s.payload_bytes = at;
+    s.file = -1;
+    if (!(r->flags & JF_COMPACT) && !dz) return journal_read_payload(j, r, out, err);
+    int rc = -1;
+    if (dz && st_dz_buffers(&s)) return as_fail(err, "%s: out of memory", path);
+    if (!(r->flags & JF_COMPACT)) {
+        /* whole in the journal, deflated: inflated for the caller */
+        if (r->payload_len > s.dz_cap)
+            rc = as_fail(err, "%s: compressed cell (model %u, window %d, L %d) of %llu bytes, more "
+                         "than its layout allows", journal_path(j), r->model, r->window, r->L,
+                         (unsigned long long)r->payload_len);
+        else if (!journal_read_payload(j, r, s.dz_buf, err))
+            rc = store_inflate_cell(&s.lay, s.dz_buf, (size_t)r->payload_len, out, s.dz_scratch, err);
+        free(s.dz_buf), free(s.dz_scratch);
+        return rc ? as_wrap(err, "%s: cell (model %u, window %d, L %d)", journal_path(j), r->model,
+                            r->window, r->L) : 0;
+    }
+    unsigned char d[JOURNAL_COMPACT_BYTES];
+    if (r->payload_len != JOURNAL_COMPACT_BYTES || journal_read_payload(j, r, d, err)) {
+        free(s.dz_buf), free(s.dz_scratch);
+        return as_fail(err, "%s: bad compacted record of cell (model %u, window %d, L %d)",
+                       journal_path(j), r->model, r->window, r->L);
+    }
+    uint32_t crc;
+    memcpy(&crc, d, 4);
     int li = -1;
     for (size_t i = 0; i < axes->n_L && li < 0; i++)
         if (axes->L[i] == r->L) li = (int)i;
     size_t n_model = axes->n_model ? axes->n_model : 1;
-    if (li < 0 || r->window < 0 || (size_t)r->window >= axes->n_window || r->model >= n_model)
+    if (li < 0 || r->window < 0 || (size_t)r->window >= axes->n_window || r->model >= n_model) {
+        free(s.dz_buf), free(s.dz_scratch);
         return as_fail(err, "%s: cell (model %u, window %d, L %d) is not on its axes", path, r->model,
                        r->window, r->L);
+    }
+    s.packed = out;
     hid_t fapl = st_file_access(), f;
-    int rc = -1;
+    const unsigned char *vals = NULL;
+    size_t len = 0;
     H5E_BEGIN_TRY {
         f = H5Fopen(path, H5F_ACC_RDONLY, fapl);
-        if (f >= 0) rc = st_read_cell_values(&s, f, r->model, (size_t)r->window, (size_t)li, out);
+        if (f >= 0) rc = st_read_cell_as(&s, f, r->model, (size_t)r->window, (size_t)li, dz, &vals, &len);
         if (f >= 0) H5Fclose(f);
     } H5E_END_TRY;
     H5Pclose(fapl);
-    if (rc || journal_crc32(0, out, s.payload_bytes) != crc)
+    if (rc || journal_crc32(0, vals, len) != crc) rc = -1;
+    /* the caller wants the values: a deflated cell checked as stored, then inflated */
+    else if (dz) rc = store_inflate_cell(&s.lay, vals, len, out, s.dz_scratch, err) ? -1 : 0;
+    free(s.dz_buf), free(s.dz_scratch);
+    if (rc)
         return as_fail(err, "%s: cell (model %u, window %d, L %d) is compacted in its journal and "
                        "the file does not hold it intact (run the shard once: it is computed again)",
                        path, r->model, r->window, r->L);

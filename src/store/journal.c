@@ -347,6 +347,8 @@ int journal_append_crc(journal *j, const journal_record *rec, const void *payloa
     if (!j->writable) return as_fail(err, "%s: journal opened read-only", j->path);
     if (rec->flags && j->version < 2)
         return as_fail(err, "%s: a version 1 journal cannot hold compacted records", j->path);
+    if ((rec->flags & JF_DEFLATE) && j->version < 4)
+        return as_fail(err, "%s: a version %u journal cannot hold compressed cells", j->path, j->version);
     if (rec->model && j->version < 3)
         return as_fail(err, "%s: written by an older attnsweep (journal version %u, one model): it "
                        "cannot hold the cells of a second model; sweep the models into a new output",

@@ -301,7 +301,8 @@ static int read_shard(merge_state *m, size_t s, int32_t *attempts, uint8_t *in_f
                 if (!in_flight[c]) attempts[c]++;
                 in_flight[c] = 0;
                 if ((int32_t)r.attempt > attempts[c]) attempts[c] = (int32_t)r.attempt;
-                if (r.status == STORE_DONE &&
+                /* a deflated payload (JF_DEFLATE) has its own size: store_read_cell checks it */
+                if (r.status == STORE_DONE && !(r.flags & JF_DEFLATE && !(r.flags & JF_COMPACT)) &&
                     r.payload_len != ((r.flags & JF_COMPACT) ? JOURNAL_COMPACT_BYTES : m->payload_bytes))
                     rc = as_fail(err, "%s: cell (window %d, L %d) has %llu payload bytes, "
                                  "expected %zu", sh->journal_path, r.window, r.L,

@@ -119,22 +119,30 @@ int st_replay_journal(store *s, as_err *err) {
             if (!s->in_flight[c]) s->attempts[c]++; /* committed without a dispatch record */
             s->in_flight[c] = 0;
             if ((int32_t)r.attempt > s->attempts[c]) s->attempts[c] = (int32_t)r.attempt;
-            int compact = (r.flags & JF_COMPACT) != 0;
-            if (r.status == STORE_DONE && r.payload_len != (compact ? JOURNAL_COMPACT_BYTES : s->payload_bytes))
-                return as_fail(err, "%s: cell (window %d, L %d) has %llu payload bytes, expected %zu",
+            int compact = (r.flags & JF_COMPACT) != 0, dz = (r.flags & JF_DEFLATE) != 0;
+            /* a deflated cell's size varies: at most store_deflate_bound() (deflate.c) */
+            size_t dz_max = store_deflate_bound(&s->lay);
+            if (r.status == STORE_DONE &&
+                (compact ? r.payload_len != JOURNAL_COMPACT_BYTES
+                         : dz ? r.payload_len < st_deflated_header_bytes() || r.payload_len > dz_max
+                              : r.payload_len != s->payload_bytes))
+                return as_fail(err, "%s: cell (window %d, L %d) has %llu payload bytes, expected %s%zu",
                                s->journal_path, r.window, r.L, (unsigned long long)r.payload_len,
-                               compact ? (size_t)JOURNAL_COMPACT_BYTES : s->payload_bytes);
+                               dz && !compact ? "at most " : "",
+                               compact ? (size_t)JOURNAL_COMPACT_BYTES : dz ? dz_max : s->payload_bytes);
             s->compacted[c] = 0;
+            s->deflated[c] = (uint8_t)(r.status == STORE_DONE && dz);
             if (r.status == STORE_DONE && compact) {
                 unsigned char d[JOURNAL_COMPACT_BYTES];
                 uint64_t len;
                 if (journal_read_payload(s->jr, &r, d, err)) return -1;
                 memcpy(&s->values_crc[c], d, 4);
                 memcpy(&len, d + 8, 8);
-                if (len != s->payload_bytes)
+                if (dz ? len > dz_max : len != s->payload_bytes)
                     return as_fail(err, "%s: compacted cell (window %d, L %d) had %llu bytes of "
-                                   "values, expected %zu", s->journal_path, r.window, r.L,
-                                   (unsigned long long)len, s->payload_bytes);
+                                   "values, expected %s%zu", s->journal_path, r.window, r.L,
+                                   (unsigned long long)len, dz ? "at most " : "",
+                                   dz ? dz_max : s->payload_bytes);
                 s->compacted[c] = 1;
             } else if (r.status == STORE_DONE) {
                 s->values_crc[c] = r.payload_crc;
@@ -224,9 +232,12 @@ static void open_old_view(store *s, old_view *ov) {
     if (!ov->window_start || !ov->L) close_old_view(ov);
 }
 
-/* A compacted cell's values from the old view, checked against the journal: 0, or -1
- * when the old view is gone, does not hold the cell, or holds other bytes. */
-static int salvage(store *s, const old_view *ov, size_t m, size_t w, size_t l, unsigned char *out) {
+/* A compacted cell's values from the old view, checked against the journal, in the form
+ * they were journaled (*out, *len: s->packed or s->dz_buf): 0, or -1 when the old view is
+ * gone, does not hold the cell, or holds other bytes. A deflated cell is compared as the
+ * chunks the old view stores (H5Dread_chunk), so nothing is inflated to check it. */
+static int salvage(store *s, const old_view *ov, size_t m, size_t w, size_t l,
+                   const unsigned char **out, size_t *len) {
     if (ov->file < 0 || w >= ov->n_window || ov->window_start[w] != s->window_start[w]) return -1;
     /* the old view's model of the same name (a file from before the model axis: model 0) */
     if (m >= ov->n_model || (ov->model && (!ov->model[m] || strcmp(ov->model[m], s->model_name[m]))))
@@ -235,8 +246,9 @@ static int salvage(store *s, const old_view *ov, size_t m, size_t w, size_t l, u
     while (lo < ov->n_L && ov->L[lo] != s->Lv[l]) lo++;
     if (lo == ov->n_L) return -1;
     int rc;
-    H5E_BEGIN_TRY { rc = st_read_cell_values(s, ov->file, m, w, lo, out); } H5E_END_TRY;
-    if (rc || journal_crc32(0, out, s->payload_bytes) != s->values_crc[cell_at(s, m, w, l)]) return -1;
+    size_t c = cell_at(s, m, w, l);
+    H5E_BEGIN_TRY { rc = st_read_cell_as(s, ov->file, m, w, lo, s->deflated[c], out, len); } H5E_END_TRY;
+    if (rc || journal_crc32(0, *out, *len) != s->values_crc[c]) return -1;
     return 0;
 }
 
@@ -262,18 +274,31 @@ int st_rebuild_view(store *s, as_err *err) {
                 size_t m, w, l;
                 cell_of(s, c, &m, &w, &l);
                 if (s->status[c] != STORE_DONE) continue;
+                const unsigned char *vals = s->packed;
+                size_t len = s->payload_bytes;
                 if (s->compacted[c]) {
-                    if (salvage(s, &ov, m, w, l, s->packed)) {
+                    if (salvage(s, &ov, m, w, l, &vals, &len)) {
                         s->status[c] = STORE_PENDING; /* recomputed; store_open journals it */
                         s->compacted[c] = 0;
                         s->lost++;
                         continue;
                     }
-                } else if (journal_read_payload(s->jr, &s->last_commit[c], s->packed, err)) {
-                    rc = -1;
-                    break;
+                } else {
+                    /* a deflated payload is read into s->dz_buf (its size varies) */
+                    if (s->deflated[c]) {
+                        if (st_dz_buffers(s)) {
+                            rc = as_fail(err, "%s: out of memory", tmp);
+                            break;
+                        }
+                        vals = s->dz_buf, len = (size_t)s->last_commit[c].payload_len;
+                    }
+                    if (journal_read_payload(s->jr, &s->last_commit[c], (unsigned char *)vals, err)) {
+                        rc = -1;
+                        break;
+                    }
                 }
-                if (st_write_cell_values(s, m, w, l, s->packed)) rc = as_fail(err, "%s: cannot write cell", tmp);
+                if (st_write_cell_any(s, m, w, l, vals, len, s->deflated[c]))
+                    rc = as_fail(err, "%s: cannot write cell", tmp);
         }
         if (!rc && st_write_bookkeeping_all(s)) rc = as_fail(err, "%s: cannot write status", tmp);
         if (!rc && H5Fflush(s->file, H5F_SCOPE_GLOBAL) < 0)

@@ -66,6 +66,11 @@ static int var_dims(cr_var v, int dims[9]) {
     return n;
 }
 
+int st_var_rank(cr_var v) {
+    int dims[9];
+    return var_dims(v, dims);
+}
+
 size_t store_pack_bytes(const cr_layout *lay) {
     size_t at = 0;
     for (int v = 0; v < N_METRICS; v++) at += lay->count[v] * vtype_size(st_metric_defs[v].type);

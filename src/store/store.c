@@ -51,6 +51,7 @@ char *st_dupstr(const char *s) {
 size_t store_total(const store *s) { return s->ax.n_model * s->ax.n_window * s->ax.n_L; }
 size_t store_block_doubles(const store *s) { return s->lay.total; }
 int store_was_rebuilt(const store *s) { return s->rebuilt; }
+int store_compressed(const store *s) { return s->compress; }
 long long store_torn_bytes(const store *s) { return s->torn; }
 const char *store_journal_damage(const store *s) { return s->damage_note ? s->damage_note : ""; }
 int store_cell_status(const store *s, size_t m, size_t w, size_t l) { return s->status[cell_at(s, m, w, l)]; }
@@ -123,6 +124,7 @@ static void store_free(store *s) {
     free(s->status), free(s->attempts), free(s->rank), free(s->wall_time), free(s->in_flight);
     free(s->last_commit);
     free(s->values_crc), free(s->compacted), free(s->batch), free(s->batch_crc);
+    free(s->deflated), free(s->dz_buf), free(s->dz_scratch);
     for (size_t i = 0; i < s->n_segs; i++)
         free(s->segs[i].hosts), free(s->segs[i].job), free(s->segs[i].note);
     free(s->damage_note);
@@ -235,8 +237,9 @@ static int copy_axes(store *s, const store_axes *a, as_err *err) {
     s->last_commit = calloc(n, sizeof *s->last_commit);
     s->values_crc = calloc(n, sizeof *s->values_crc);
     s->compacted = calloc(n, 1);
+    s->deflated = calloc(n, 1);
     if (!s->packed || !s->status || !s->attempts || !s->rank || !s->wall_time || !s->in_flight ||
-        !s->last_commit || !s->values_crc || !s->compacted)
+        !s->last_commit || !s->values_crc || !s->compacted || !s->deflated)
         return as_fail(err, "%s: out of memory for %zu cells", s->path, n);
     for (size_t i = 0; i < n; i++) s->rank[i] = -1, s->wall_time[i] = NAN;
     return 0;
@@ -346,6 +349,21 @@ static int note_lost(store *s, as_err *err) {
     return rc ? as_fail(err, "%s: cannot update provenance", s->path) : 0;
 }
 
+/* st_view_filters of the file at path (read-only, not locked: ours, under our lock). */
+static int view_file_filters(const char *path) {
+    hid_t fapl = st_file_access(), f;
+    int rc = -1;
+    H5E_BEGIN_TRY {
+        f = H5Fopen(path, H5F_ACC_RDONLY, fapl);
+        if (f >= 0) {
+            rc = st_view_filters(f);
+            H5Fclose(f);
+        }
+    } H5E_END_TRY;
+    H5Pclose(fapl);
+    return rc;
+}
+
 static int exists(const char *path) {
     struct stat st;
     return stat(path, &st) == 0;
@@ -389,6 +407,13 @@ store *store_open(const char *path, const store_axes *axes, const store_provenan
     remove_stale_temps(s);
     st_reserve_create(s);
     int have_journal = exists(s->journal_path), have_file = exists(s->path);
+    /* An existing view's own filters decide how cells are stored, not the flag: an
+     * output created plain stays plain, a compressed one stays compressed (and a
+     * rebuild follows the view it replaces). */
+    if (have_file && have_journal) {
+        int f = view_file_filters(s->path);
+        if (f >= 0) s->compress = f;
+    }
     journal_header want;
     memset(&want, 0, sizeof want);
     snprintf(want.config_sha256, sizeof want.config_sha256, "%s", s->prov.config_sha256);
@@ -497,6 +522,9 @@ store *store_open(const char *path, const store_axes *axes, const store_provenan
      * copies every record (journal.h); the old journal stays until the rename. */
     if (have_journal && journal_version(s->jr) < 3 && s->ax.n_model > 1 && st_compact(s, err))
         goto fail;
+    /* Likewise a journal from before compressed payloads (version < 4) that is to hold
+     * deflated cells. */
+    if (have_journal && journal_version(s->jr) < 4 && s->compress && st_compact(s, err)) goto fail;
     /* Journal this segment (and a changed config) only once the view is
      * usable, so a failed open leaves the journal as it was. */
     if (have_journal) {
@@ -532,133 +560,6 @@ int store_mark_dispatched(store *s, size_t m, size_t w, size_t l, int rank, doub
     s->in_flight[c] = 1;
     st_test_phase("dispatch_written");
     return 0;
-}
-
-/* An HDF5 write of a commit failed (in practice: the disk is full). The view
- * is then inconsistent and, worse, HDF5 1.10 crashes at exit on a file whose
- * close fails (see st_discard_view). The journal holds every finished cell and
- * the provenance, so the view is given up (truncated: the next run rebuilds
- * it from the journal) and the writer stops with one line. */
-static int commit_view_failed(store *s, const char *what, as_err *err) {
-    int saved = errno;
-    st_discard_view_keep_name(s);
-    return as_fail(err, "%s: cannot write %s (HDF5 error%s); finished cells are safe in the journal "
-                   "and the file is rebuilt from it by the next run", s->path, what,
-                   saved == ENOSPC || saved == EDQUOT || saved == EFBIG ? ": disk full" : "");
-}
-
-/* Room for n packed cells in s->batch. */
-static int batch_room(store *s, size_t n, as_err *err) {
-    if (n <= s->batch_cap) return 0;
-    unsigned char *b = realloc(s->batch, n * (s->payload_bytes ? s->payload_bytes : 1));
-    if (!b) return as_fail(err, "%s: out of memory for a batch of %zu cells", s->path, n);
-    s->batch = b;
-    uint32_t *c = realloc(s->batch_crc, n * sizeof *c);
-    if (!c) return as_fail(err, "%s: out of memory for a batch of %zu cells", s->path, n);
-    s->batch_crc = c;
-    s->batch_cap = n;
-    return 0;
-}
-
-int store_commit_batch(store *s, const store_cell *cells, const double *const *blocks, size_t n,
-                       as_err *err) {
-    enum { CHUNK = 64 };
-    store_cell sc[CHUNK];
-    const unsigned char *pk[CHUNK];
-    for (size_t at = 0; at < n; at += CHUNK) {
-        size_t k = n - at < CHUNK ? n - at : CHUNK;
-        if (batch_room(s, k, err)) return -1;
-        for (size_t i = 0; i < k; i++) {
-            const double *b = blocks[at + i];
-            sc[i] = cells[at + i];
-            pk[i] = NULL;
-            if (sc[i].status == STORE_DONE && !b)
-                return as_fail(err, "%s: bad commit of cell (%zu, %zu, %zu): no block", s->path,
-                               sc[i].model, sc[i].window, sc[i].l_index);
-            /* The block's own bookkeeping wins; a failed cell's block may be all NaN. */
-            double wt = b ? b[s->lay.offset[CR_WALL_TIME]] : NAN;
-            double rk = b ? b[s->lay.offset[CR_RANK]] : NAN;
-            if (!isnan(wt)) sc[i].wall_time = wt;
-            if (!(isnan(rk) || rk < 0 || rk > 2147483647.0)) sc[i].rank = (int)rk;
-            if (b && sc[i].status == STORE_DONE) {
-                unsigned char *dst = s->batch + i * s->payload_bytes;
-                st_pack_block(s, b, dst);
-                pk[i] = dst;
-            }
-        }
-        if (store_commit_packed(s, sc, pk, k, err)) return -1;
-    }
-    return 0;
-}
-
-int store_commit_packed(store *s, const store_cell *cells, const unsigned char *const *packed,
-                        size_t n, as_err *err) {
-    for (size_t i = 0; i < n; i++)
-        if (cells[i].model >= s->ax.n_model || cells[i].window >= s->ax.n_window ||
-            cells[i].l_index >= s->ax.n_L ||
-            (cells[i].status != STORE_DONE && cells[i].status != STORE_FAILED) ||
-            (cells[i].status == STORE_DONE && !packed[i]))
-            return as_fail(err, "%s: bad commit of cell (%zu, %zu, %zu) status %d", s->path,
-                           cells[i].model, cells[i].window, cells[i].l_index, cells[i].status);
-    if (batch_room(s, n, err)) return -1;
-    int rc = 0;
-    /* 1. data, flush; each cell's checksum once, for the journal and compaction */
-    H5E_BEGIN_TRY {
-        for (size_t i = 0; i < n && !rc; i++) {
-            s->batch_crc[i] = 0;
-            if (cells[i].status != STORE_DONE) continue;
-            s->batch_crc[i] = journal_crc32(0, packed[i], s->payload_bytes);
-            if (st_write_cell_values(s, cells[i].model, cells[i].window, cells[i].l_index, packed[i])) rc = -1;
-        }
-        if (!rc && H5Fflush(s->file, H5F_SCOPE_GLOBAL) < 0) rc = -1;
-    } H5E_END_TRY;
-    if (rc) return commit_view_failed(s, "cell results", err);
-    st_test_phase("data_flushed");
-    /* 2. status and bookkeeping, flush */
-    for (size_t i = 0; i < n; i++) {
-        size_t c = cell_at(s, cells[i].model, cells[i].window, cells[i].l_index);
-        if (!s->in_flight[c]) s->attempts[c]++;
-        s->in_flight[c] = 0;
-        s->status[c] = (uint8_t)cells[i].status;
-        s->wall_time[c] = cells[i].wall_time;
-        s->rank[c] = cells[i].rank;
-    }
-    H5E_BEGIN_TRY {
-        for (size_t i = 0; i < n && !rc; i++)
-            rc = st_write_bookkeeping_cell(s, cells[i].model, cells[i].window, cells[i].l_index);
-        if (!rc && H5Fflush(s->file, H5F_SCOPE_GLOBAL) < 0) rc = -1;
-    } H5E_END_TRY;
-    if (rc) return commit_view_failed(s, "cell status", err);
-    st_test_phase("status_flushed");
-    /* 3. journal, fsync: from here the cells are done. */
-    for (size_t i = 0; i < n; i++) {
-        size_t m = cells[i].model, w = cells[i].window, l = cells[i].l_index, c = cell_at(s, m, w, l);
-        int with_data = cells[i].status == STORE_DONE;
-        journal_record r = {.type = JR_COMMIT, .model = (uint32_t)m, .window = (int32_t)w, .L = s->Lv[l],
-                            .window_start = s->window_start[w], .status = (uint32_t)cells[i].status,
-                            .attempt = (uint32_t)s->attempts[c], .rank = s->rank[c],
-                            .t_start = cells[i].t_start, .t_end = cells[i].t_end,
-                            .wall_time = s->wall_time[c],
-                            .payload_len = with_data ? s->payload_bytes : 0};
-        if (journal_append_crc(s->jr, &r, with_data ? packed[i] : NULL, s->batch_crc[i], err))
-            return -1;
-        r.payload_offset = journal_size(s->jr) - (off_t)r.payload_len;
-        r.payload_crc = s->batch_crc[i];
-        s->last_commit[c] = r;
-        s->values_crc[c] = s->batch_crc[i];
-        s->compacted[c] = 0;
-        s->full_bytes += r.payload_len;
-        s->committed_this_segment++;
-    }
-    st_test_phase("journal_written");
-    if (journal_sync(s->jr, err)) return -1;
-    st_test_phase("journal_synced");
-    /* The journal's second copy of the values is dropped once it has grown past
-     * the limit (store.h, "Compaction"). */
-    if (s->full_bytes >= s->compact_bytes && st_compact(s, err)) return -1;
-    size_t in_flight = 0;
-    for (size_t c = 0; c < store_total(s); c++) in_flight += s->in_flight[c];
-    return store_write_status(s, in_flight, "running", err);
 }
 
 int store_close(store *s, const char *state, as_err *err) {

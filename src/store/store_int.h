@@ -66,7 +66,10 @@ struct store {
     cr_layout lay;
     size_t payload_bytes, var_offset[N_METRICS];
     unsigned char *packed; /* one cell's packed payload */
-    int compress;          /* per-cell chunks get shuffle + deflate (STORE_COMPRESSED) */
+    int compress;          /* the view's chunks have shuffle + deflate (store_compressed) */
+    unsigned char *dz_scratch; /* payload_bytes: shuffle buffer for deflate.c */
+    unsigned char *dz_buf;     /* store_deflate_bound(): one cell deflated (salvage, compaction) */
+    size_t dz_cap;
 
     /* per cell, [model][window][l_index] */
     uint8_t *status;
@@ -74,7 +77,9 @@ struct store {
     double *wall_time;
     unsigned char *in_flight;
     journal_record *last_commit; /* the record to rebuild a cell from */
-    uint32_t *values_crc;        /* CRC-32 of each done cell's packed values */
+    uint32_t *values_crc;        /* CRC-32 of each done cell's values as journaled: packed, or
+                                  * deflated when deflated[c] */
+    uint8_t *deflated;           /* 1: the cell was journaled deflated (JF_DEFLATE) */
     uint8_t *compacted;          /* 1: the values are only in the view (journal.h "Compaction") */
     uint64_t full_bytes;         /* payload bytes of full (uncompacted) commits in the journal */
     uint64_t compact_bytes;      /* compact once full_bytes reaches this */
@@ -160,6 +165,34 @@ int st_write_cell_values(store *s, size_t m, size_t w, size_t l, const unsigned 
  * form; 0 or -1. A file written before the model axis (no model dimension) holds model 0
  * only. */
 int st_read_cell_values(const store *s, hid_t f, size_t m, size_t w, size_t l, unsigned char *packed);
+/* ---- compressed chunks (deflate.c, chunks.c) ---- */
+
+/* The rank of variable v in the view (model, window, L first). */
+int st_var_rank(cr_var v);
+/* The chunk of variable v in a deflated cell; returns its length. */
+size_t st_deflated_var(const unsigned char *in, int v, const unsigned char **chunk);
+void st_deflated_header(unsigned char *out, const uint64_t *len); /* len[N_METRICS] */
+size_t st_deflated_header_bytes(void);
+/* 1 when the view file f's metric datasets carry shuffle + deflate, 0 when not, -1 when
+ * it cannot tell (no dist_true). */
+int st_view_filters(hid_t f);
+/* Writes a deflated cell's chunks into the open view as they are (H5Dwrite_chunk). */
+int st_write_cell_chunks(store *s, size_t m, size_t w, size_t l, const unsigned char *dz);
+/* Reads a cell's stored chunks from view f (H5Dread_chunk) into the deflated form at out
+ * (cap bytes); *len gets its size. -1 when a chunk is missing, was stored with a filter
+ * skipped, or does not fit. A file from before the model axis holds model 0 only. */
+int st_read_cell_chunks(const store *s, hid_t f, size_t m, size_t w, size_t l, unsigned char *out,
+                        size_t cap, size_t *len);
+/* s->dz_buf (dz_cap bytes) and s->dz_scratch, made on first use; 0 or -1. */
+int st_dz_buffers(store *s);
+/* A cell's values as journaled (packed, or deflated when deflated is 1) read back from
+ * view f into s->packed or s->dz_buf; *out points at them, *len their size. 0 or -1. */
+int st_read_cell_as(store *s, hid_t f, size_t m, size_t w, size_t l, int deflated,
+                    const unsigned char **out, size_t *len);
+/* Writes a cell's values held in either form into the open view in its form. */
+int st_write_cell_any(store *s, size_t m, size_t w, size_t l, const unsigned char *data, size_t len,
+                      int deflated);
+
 int st_write_bookkeeping_cell(store *s, size_t m, size_t w, size_t l);
 int st_write_bookkeeping_all(store *s);
 

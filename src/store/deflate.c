@@ -1,0 +1,147 @@
+/* deflate.c -- a cell's values as the bytes HDF5 stores for shuffle + deflate chunks.
+ *
+ * Every metric variable's cell block is exactly one HDF5 chunk (schema.c: chunks are one
+ * cell). With runtime.compress the datasets carry HDF5's shuffle filter and its deflate
+ * filter at level 1; this file computes, outside HDF5, the bytes that pipeline produces
+ * for a chunk, so the workers can compress and the master store them as they come
+ * (H5Dwrite_chunk, chunks.c). The two steps, as HDF5 1.10 defines them:
+ *   shuffle  the chunk's n elements of size k bytes are transposed byte-wise: byte j of
+ *            element i goes to j * n + i (all first bytes, then all second bytes, ...);
+ *            elements of one byte, or a chunk of one element, are left as they are;
+ *   deflate  one zlib stream (RFC 1950: header, deflate data, Adler-32) of the shuffled
+ *            bytes, as zlib's compress2 at the filter's level writes it.
+ * zlib is deterministic for a given version, level and input, and the master's HDF5
+ * links the same libz as the workers, so the bytes are HDF5's own: tests/unit/store/
+ * test_deflate.c checks them against H5Dread_chunk of a file HDF5 wrote itself.
+ *
+ * The deflated form of a cell (what the workers send, the journal holds with JF_DEFLATE
+ * and the view's chunks hold piece by piece), little-endian:
+ *   "ASZ1"  uint32 n_vars (N_METRICS)  uint64 len[n_vars]  then the n_vars chunks in
+ *   cr_var order, len[v] bytes each.
+ * It is self-describing, so the store checks a payload before writing it. */
+#include "store_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <zlib.h>
+
+#define DZ_MAGIC "ASZ1"
+#define DZ_HEADER_BYTES (8 + 8 * (size_t)N_METRICS)
+/* HDF5's deflate level for runtime.compress (schema.c create_var). */
+#define DZ_LEVEL 1
+
+size_t store_deflate_bound(const cr_layout *lay) {
+    size_t at = DZ_HEADER_BYTES;
+    for (int v = 0; v < N_METRICS; v++)
+        at += (size_t)compressBound((uLong)(lay->count[v] * vtype_size(st_metric_defs[v].type)));
+    return at;
+}
+
+/* HDF5's shuffle of n elements of k bytes: out[j * n + i] = in[i * k + j]. */
+static void shuffle(unsigned char *out, const unsigned char *in, size_t n, size_t k) {
+    if (k == 1 || n <= 1) {
+        memcpy(out, in, n * k);
+        return;
+    }
+    if (k == 4) {
+        unsigned char *o0 = out, *o1 = out + n, *o2 = out + 2 * n, *o3 = out + 3 * n;
+        for (size_t i = 0; i < n; i++, in += 4) o0[i] = in[0], o1[i] = in[1], o2[i] = in[2], o3[i] = in[3];
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < k; j++) out[j * n + i] = in[i * k + j];
+}
+
+/* The inverse: out[i * k + j] = in[j * n + i]. */
+static void unshuffle(unsigned char *out, const unsigned char *in, size_t n, size_t k) {
+    if (k == 1 || n <= 1) {
+        memcpy(out, in, n * k);
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < k; j++) out[i * k + j] = in[j * n + i];
+}
+
+static void put64(unsigned char *p, uint64_t x) {
+    for (int i = 0; i < 8; i++) p[i] = (unsigned char)(x >> (8 * i));
+}
+static uint64_t get64(const unsigned char *p) {
+    uint64_t x = 0;
+    for (int i = 7; i >= 0; i--) x = x << 8 | p[i];
+    return x;
+}
+
+int store_deflate_cell(const cr_layout *lay, const unsigned char *packed, unsigned char *out,
+                       size_t cap, size_t *len, unsigned char *scratch, as_err *err) {
+    if (cap < DZ_HEADER_BYTES) return as_fail(err, "deflate: %zu-byte buffer below the header", cap);
+    memcpy(out, DZ_MAGIC, 4);
+    uint32_t nv = N_METRICS;
+    for (int i = 0; i < 4; i++) out[4 + i] = (unsigned char)(nv >> (8 * i));
+    size_t at = DZ_HEADER_BYTES;
+    for (int v = 0; v < N_METRICS; v++) {
+        size_t k = vtype_size(st_metric_defs[v].type), n = lay->count[v];
+        shuffle(scratch, packed, n, k);
+        packed += n * k;
+        uLongf got = (uLongf)(cap - at);
+        int zr = compress2(out + at, &got, scratch, (uLong)(n * k), DZ_LEVEL);
+        if (zr != Z_OK)
+            return as_fail(err, "deflate: variable %s: zlib error %d (%zu bytes of room)",
+                           cr_var_name((cr_var)v), zr, cap - at);
+        put64(out + 8 + 8 * (size_t)v, (uint64_t)got);
+        at += got;
+    }
+    *len = at;
+    return 0;
+}
+
+size_t store_deflated_size(const cr_layout *lay, const unsigned char *in, size_t avail) {
+    if (avail < DZ_HEADER_BYTES || memcmp(in, DZ_MAGIC, 4)) return 0;
+    uint32_t nv = (uint32_t)in[4] | (uint32_t)in[5] << 8 | (uint32_t)in[6] << 16 | (uint32_t)in[7] << 24;
+    if (nv != N_METRICS) return 0;
+    size_t at = DZ_HEADER_BYTES;
+    for (int v = 0; v < N_METRICS; v++) {
+        uint64_t l = get64(in + 8 + 8 * (size_t)v);
+        /* a zlib stream is at least 8 bytes (header + Adler-32) and never far above
+         * compressBound of what it holds */
+        size_t raw = lay->count[v] * vtype_size(st_metric_defs[v].type);
+        if (l < 8 || l > (uint64_t)compressBound((uLong)raw) || l > avail - at) return 0;
+        at += (size_t)l;
+    }
+    return at;
+}
+
+size_t st_deflated_var(const unsigned char *in, int v, const unsigned char **chunk) {
+    size_t at = DZ_HEADER_BYTES;
+    for (int u = 0; u < v; u++) at += (size_t)get64(in + 8 + 8 * (size_t)u);
+    *chunk = in + at;
+    return (size_t)get64(in + 8 + 8 * (size_t)v);
+}
+
+void st_deflated_header(unsigned char *out, const uint64_t *len) {
+    memcpy(out, DZ_MAGIC, 4);
+    uint32_t nv = N_METRICS;
+    for (int i = 0; i < 4; i++) out[4 + i] = (unsigned char)(nv >> (8 * i));
+    for (int v = 0; v < N_METRICS; v++) put64(out + 8 + 8 * (size_t)v, len[v]);
+}
+
+size_t st_deflated_header_bytes(void) { return DZ_HEADER_BYTES; }
+
+int store_inflate_cell(const cr_layout *lay, const unsigned char *in, size_t len, unsigned char *packed,
+                       unsigned char *scratch, as_err *err) {
+    if (store_deflated_size(lay, in, len) != len)
+        return as_fail(err, "inflate: %zu bytes are not a deflated cell of this layout", len);
+    for (int v = 0; v < N_METRICS; v++) {
+        size_t k = vtype_size(st_metric_defs[v].type), n = lay->count[v];
+        const unsigned char *chunk;
+        size_t cl = st_deflated_var(in, v, &chunk);
+        uLongf got = (uLongf)(n * k);
+        int zr = uncompress(scratch, &got, chunk, (uLong)cl);
+        if (zr != Z_OK || got != n * k)
+            return as_fail(err, "inflate: variable %s: zlib error %d or %lu bytes instead of %zu",
+                           cr_var_name((cr_var)v), zr, (unsigned long)got, n * k);
+        unshuffle(packed, scratch, n, k);
+        packed += n * k;
+    }
+    return 0;
+}
