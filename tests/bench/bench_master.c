@@ -17,8 +17,21 @@
  * bench_paper.sh, i.e. 48.3 s per window on 2 cores; the default 48.3 is the stricter
  * reading; `attnsweep plan` estimates 72 s for GPT-2 small with the current kernels),
  * and the ratio thread / sync pair by pair. DIR on tmpfs takes the disk out.
+ *
+ * --forms LIST compares how the cells are stored instead (on the path MODE names; "both"
+ * means the writer thread here), alternating the forms run by run, ratios pair by pair
+ * against the first form:
+ *   plain     float32 chunks, no filter (STORE_COMPRESSED off)
+ *   hdf5      shuffle + deflate 1 through HDF5's filter pipeline on the master (packed
+ *             cells, STORE_COMPRESSED: runtime.compress before the workers deflated)
+ *   deflated  the workers deflate (store_deflate_cell, timed here once per window as the
+ *             worker's cost), the master writes the chunks as sent (store_commit_deflated)
+ * --cells FILE takes the 6 cells of one window from FILE (6 x 2,937,176 bytes: the packed
+ * cells of a paper window, cr_var order, file types; tests/bench/paper_cells.py writes it
+ * from a results file) instead of the synthetic sine values, which compress differently.
  * usage: bench_master DIR [WINDOWS] [WORKERS] [WINDOW_S] [COMMIT_EVERY] [RUNS] [sync|thread|both]
- *                     [BATCH_MAX]   (windows; default 2 x commit_every's, as the scheduler) */
+ *                     [BATCH_MAX] [--forms plain,deflated] [--cells FILE]
+ *                     (BATCH_MAX: windows; default 2 x commit_every's, as the scheduler) */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,9 +63,13 @@ static long long size_of(const char *p) {
     return stat(p, &st) ? -1 : (long long)st.st_size;
 }
 
+enum { F_PLAIN, F_HDF5, F_DEFLATED, F_COUNT };
+static const char *const form_names[F_COUNT] = {"plain", "hdf5", "deflated"};
+
 typedef struct {
     store *s;
-    size_t pb; /* packed bytes per cell */
+    size_t pb;     /* bytes per cell in a message: packed, or the deflated bound */
+    int deflated;  /* cells arrive deflated (store_commit_deflated) */
 } bench_ctx;
 
 /* As sweep.c's commit_units: each unit (window) is 6 cells; up to 64 cells per store call. */
@@ -76,6 +93,26 @@ static int commit_windows(void *vctx, const int64_t *units, double *const *block
     return held ? store_commit_packed(b->s, sc, pk, held, err) : 0;
 }
 
+static int commit_deflated_windows(void *vctx, const int64_t *units, double *const *blocks,
+                                   const int *status, size_t n, as_err *err) {
+    bench_ctx *b = vctx;
+    store_cell sc[64];
+    const unsigned char *pk[64];
+    size_t held = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (held + CELLS > 64) {
+            if (store_commit_deflated(b->s, sc, pk, held, err)) return -1;
+            held = 0;
+        }
+        for (int c = 0; c < CELLS; c++) {
+            sc[held] = (store_cell){(size_t)units[i], (size_t)c, status[i] == 1 ? STORE_DONE : STORE_FAILED,
+                                    1, 0, 1, 1, 0};
+            pk[held++] = (const unsigned char *)blocks[i] + (size_t)c * b->pb;
+        }
+    }
+    return held ? store_commit_deflated(b->s, sc, pk, held, err) : 0;
+}
+
 typedef struct {
     double wall, commits, close, cpu, windows_per_s;
     size_t batches, largest;
@@ -91,7 +128,7 @@ static void clean(const char *out) {
 
 static size_t batch_max_units; /* writer thread: most windows per batch */
 
-static int run_once(const char *dir, int threaded, size_t nw, size_t units_per_commit,
+static int run_once(const char *dir, int threaded, int form, size_t nw, size_t units_per_commit,
                     const unsigned char *sent, size_t pb, run_result *res) {
     char out[4096], side[4200];
     snprintf(out, sizeof out, "%s/bench_master.h5", dir);
@@ -112,13 +149,15 @@ static int run_once(const char *dir, int threaded, size_t nw, size_t units_per_c
     store_provenance prov = {.config_text = "bench", .config_sha256 = "bench", .hosts = "localhost",
                              .mpi_size = 1};
     as_err err = {{0}};
-    bench_ctx b = {store_open(out, &ax, &prov, STORE_NEW, 0, &err), pb};
+    bench_ctx b = {store_open(out, &ax, &prov, STORE_NEW, form == F_PLAIN ? 0 : STORE_COMPRESSED, &err), pb,
+                   form == F_DEFLATED};
     if (!b.s) goto fail;
     /* the scheduler's sizes (scheduler.c master_init) */
     writer_opts wo = {.slot_bytes = (CELLS * pb + 7) / 8 * 8, .block_offset = 0,
                       .commit_every = units_per_commit,
                       .batch_max = threaded ? batch_max_units : units_per_commit,
-                      .max_dispatches = 16, .threaded = threaded, .commit = commit_windows, .ctx = &b};
+                      .max_dispatches = 16, .threaded = threaded,
+                      .commit = b.deflated ? commit_deflated_windows : commit_windows, .ctx = &b};
     wo.nslots = threaded ? writer_slots_for(wo.commit_every, wo.batch_max) : units_per_commit + 1;
     as_writer *w = writer_create(&wo, &err);
     if (!w) goto fail;
@@ -163,7 +202,109 @@ static double median(double *v, int n) {
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+static double deflate_window(const cr_layout *lay, const unsigned char *sent, size_t pb, unsigned char *out,
+                             size_t dzb, double *bytes);
+
+/* --forms: the store's forms side by side, alternating (see the top of the file). */
+static int run_forms(const char *dir, const int *forms, int nforms, int threaded, size_t nw, size_t every,
+                     int runs, double workers, double window_s, const cr_layout *lay, const unsigned char *sent,
+                     size_t pb, const char *source) {
+    size_t upc = every / CELLS ? every / CELLS : 1;
+    if (batch_max_units < upc) batch_max_units = 2 * upc;
+    size_t dzb = (store_deflate_bound(lay) + 7) / 8 * 8;
+    unsigned char *dz = malloc(CELLS * dzb);
+    double dz_bytes = 0, dz_s = deflate_window(lay, sent, pb, dz, dzb, &dz_bytes);
+    double raw = CELLS * (double)pb;
+    printf("paper grid: %zu windows x %d cells of %.2f MB (%s); commit_every %zu cells = %zu window(s) per "
+           "batch; %s path\n", nw, CELLS, pb / 1e6, source, every, upc, threaded ? "writer thread" : "sync");
+    printf("worker: deflating one window (6 cells, %.1f MB) takes %.3f s of one core and gives %.1f MB "
+           "(%.2fx)\n", raw / 1e6, dz_s, dz_bytes / 1e6, raw / dz_bytes);
+    double r67 = workers / 67.0, r30 = workers / 30.0;
+    printf("required for %.0f workers: %.1f windows/s at 67 s per window, %.1f at 30 s, %.1f at %.1f s\n",
+           workers, r67, r30, workers / window_s, window_s);
+    double w[F_COUNT][50], ratio[F_COUNT][50], mbw[F_COUNT] = {0};
+    int nr = 0;
+    for (int r = 0; r < runs; r++) {
+        double got[F_COUNT];
+        for (int k = 0; k < nforms; k++) {
+            int f = forms[(k + r) % nforms]; /* rotate which goes first */
+            run_result x;
+            const unsigned char *msg = f == F_DEFLATED ? dz : sent;
+            if (run_once(dir, threaded, f, nw, upc, msg, f == F_DEFLATED ? dzb : pb, &x)) return 1;
+            printf("  %-8s %.2f s (%.2f s commits + %.2f s close), %.2f s cpu; HDF5 %.0f MB (%.2f MB per "
+                   "window): %.1f windows/s\n", form_names[f], x.wall, x.commits, x.close, x.cpu, x.h5 / 1e6,
+                   x.h5 / 1e6 / (double)nw, x.windows_per_s);
+            fflush(stdout);
+            got[f] = x.windows_per_s;
+            mbw[f] = x.h5 / 1e6 / (double)nw;
+        }
+        for (int k = 0; k < nforms; k++) {
+            w[forms[k]][nr] = got[forms[k]];
+            ratio[forms[k]][nr] = got[forms[k]] / got[forms[0]];
+        }
+        nr++;
+    }
+    for (int k = 0; k < nforms; k++) {
+        int f = forms[k];
+        double m = median(w[f], nr), q = median(ratio[f], nr);
+        printf("%-8s sustained %.1f windows/s (median of %d; %.2fx %s pair by pair); stores %.2f MB per "
+               "window, writes ~%.2f MB per window (view + journal until compaction): %.2fx the 67 s rate "
+               "(%.1f/s), %.2fx the 30 s rate (%.1f/s)\n",
+               form_names[f], m, nr, q, form_names[forms[0]], mbw[f], 2 * mbw[f], m / r67, r67, m / r30, r30);
+    }
+    free(dz);
+    return 0;
+}
+
+/* The 6 cells of a window deflated as the workers send them, each in a slot of dzb bytes;
+ * returns the seconds one worker spends (median of 3) and the deflated bytes in *bytes. */
+static double deflate_window(const cr_layout *lay, const unsigned char *sent, size_t pb, unsigned char *out,
+                             size_t dzb, double *bytes) {
+    unsigned char *scratch = malloc(pb);
+    double t[3];
+    for (int r = 0; r < 3; r++) {
+        double t0 = now();
+        *bytes = 0;
+        for (int c = 0; c < CELLS; c++) {
+            size_t len = 0;
+            as_err err;
+            if (store_deflate_cell(lay, sent + (size_t)c * pb, out + (size_t)c * dzb, dzb, &len, scratch, &err))
+                fprintf(stderr, "bench_master: %s\n", err.msg);
+            memset(out + (size_t)c * dzb + len, 0, dzb - len);
+            *bytes += (double)len;
+        }
+        t[r] = now() - t0;
+    }
+    free(scratch);
+    return median(t, 3);
+}
+
 int main(int argc, char **argv) {
+    /* --forms and --cells anywhere; the rest is positional */
+    int forms[F_COUNT], nforms = 0;
+    const char *cells_file = NULL;
+    int pos = 1;
+    for (int a = 1; a < argc; a++) {
+        if (!strcmp(argv[a], "--cells") && a + 1 < argc) {
+            cells_file = argv[++a];
+        } else if (!strcmp(argv[a], "--forms") && a + 1 < argc) {
+            char list[256];
+            snprintf(list, sizeof list, "%s", argv[++a]);
+            for (char *tok = strtok(list, ","); tok && nforms < F_COUNT; tok = strtok(NULL, ",")) {
+                int f = -1;
+                for (int k = 0; k < F_COUNT; k++)
+                    if (!strcmp(tok, form_names[k])) f = k;
+                if (f < 0) {
+                    fprintf(stderr, "bench_master: unknown form '%s' (plain, hdf5, deflated)\n", tok);
+                    return 2;
+                }
+                forms[nforms++] = f;
+            }
+        } else {
+            argv[pos++] = argv[a];
+        }
+    }
+    argc = pos;
     if (argc < 2) {
         fprintf(stderr, "usage: bench_master DIR [WINDOWS] [WORKERS] [WINDOW_S] [COMMIT_EVERY] [RUNS] "
                         "[sync|thread|both] [BATCH_MAX]\n");
@@ -188,6 +329,21 @@ int main(int argc, char **argv) {
         store_pack_cell(&lay, block, sent + c * pb);
     }
     free(block);
+    if (cells_file) {
+        FILE *cf = fopen(cells_file, "rb");
+        size_t got = cf ? fread(sent, 1, CELLS * pb, cf) : 0;
+        if (cf) fclose(cf);
+        if (got != CELLS * pb) {
+            fprintf(stderr, "bench_master: %s: want %zu bytes (6 packed paper cells), got %zu\n", cells_file,
+                    CELLS * pb, got);
+            return 2;
+        }
+    }
+    if (nforms) {
+        size_t nw2 = nw;
+        return run_forms(argv[1], forms, nforms, strcmp(mode, "sync") != 0, nw2, every, runs, workers,
+                         window_s, &lay, sent, pb, cells_file ? cells_file : "synthetic sine values");
+    }
     /* as attnsweep run: commit_every cells -> commit_every / 6 windows per batch (at least one) */
     size_t upc = every / CELLS ? every / CELLS : 1;
     if (batch_max_units < upc) batch_max_units = 2 * upc; /* the scheduler's default */
@@ -204,7 +360,7 @@ int main(int argc, char **argv) {
             int threaded = (k + r) % 2; /* alternate which goes first */
             if (threaded ? !do_thread : !do_sync) continue;
             run_result x;
-            if (run_once(argv[1], threaded, nw, upc, sent, pb, &x)) return 1;
+            if (run_once(argv[1], threaded, F_PLAIN, nw, upc, sent, pb, &x)) return 1;
             printf("  %-6s %.2f s (%.2f s commits + %.2f s close with the last compaction), %.2f s cpu = %.2f ms "
                    "wall, %.2f ms cpu per MB; %zu batches (largest %zu windows); HDF5 %.0f MB, journal %.2f MB: "
                    "%.1f windows/s\n",

@@ -22,7 +22,7 @@ several models in one sweep, each model's cells bit for bit those of a single-mo
            model dimension; made here from a current one-model output: the journal header
            set back to version 2, the view rewritten without the model dimension) resumes
            as a one-model sweep (extended by a window), and a second model appended to it
-           rewrites its journal as version 3: equal to the same sweep run fresh
+           rewrites its journal in the current version: equal to the same sweep run fresh
 The trained assets may be absent (a clone without shared/): those cases print SKIPPED and
 exit 77 (ctest: Skipped).
 
@@ -355,7 +355,7 @@ def case_oldfile():
         out = r.stdout + r.stderr
         check("3 this run" in out, f"only the new model's windows computed: {out}")
     with open(f"{SCRATCH}/old.h5.journal", "rb") as f:
-        check(int.from_bytes(f.read(12)[8:12], "little") == 3, "the journal was rewritten as version 3")
+        check(int.from_bytes(f.read(12)[8:12], "little") == 4, "the journal was rewritten in the current version (4)")
     write_config("fresh2.cfg", [tiny, tiny2], "fresh2.h5", text=text, windows=3)
     ok(run(["fresh2.cfg"]), "fresh two-model run")
     same_values(f"{SCRATCH}/old.h5", f"{SCRATCH}/fresh2.h5", "old output + a model vs fresh")
