@@ -124,7 +124,7 @@ typedef struct {
 
     int blas_threads;             /* per rank */
     int commit_every;             /* cells per commit batch */
-    int compress;                 /* shuffle + deflate the results' chunks (default 0) */
+    int compress;                 /* shuffle + deflate the results' chunks (default 1) */
     double stop_grace;            /* runtime.stop_grace: seconds a SIGUSR1 stop waits for the
                                      running windows before abandoning them (not in canonical) */
 

@@ -545,7 +545,8 @@ static int load_values(ctx *c, as_config *cfg, const char *const *sets, size_t n
     if (ce < 1 || ce > 4096)
         return cfg_fail_key(c, cfg_get(c, "runtime.commit_every"), "runtime.commit_every", "must be in 1..4096");
     cfg->blas_threads = (int)bt, cfg->commit_every = (int)ce;
-    if (get_bool(c, "runtime.compress", 0, &cfg->compress)) return -1;
+    /* on by default: the workers deflate, the master stores the bytes (README, Performance) */
+    if (get_bool(c, "runtime.compress", 1, &cfg->compress)) return -1;
     /* Not part of the canonical text: how long a stop waits changes no result, and the job
      * script passes a different value whenever the warning time differs. */
     if (cfg_get_double(c, "runtime.stop_grace", AS_STOP_GRACE_DEFAULT_S, &cfg->stop_grace)) return -1;

@@ -135,9 +135,11 @@ char *cfg_canonical_text(const as_config *cfg) {
     }
     sb_printf(&b, ";\noutput = ");
     sb_string(&b, cfg->output);
-    /* compress only when on, so that files written before the key existed keep their sha256 */
+    /* compress only when off (it is on by default), so that configs without the key keep
+     * the sha256 they had before it existed. Harmless to change either way (a runtime key):
+     * an existing output keeps the form its datasets have. */
     sb_printf(&b, ";\nruntime = {\n  blas_threads = %d;\n  commit_every = %d;\n%s};\n",
-              cfg->blas_threads, cfg->commit_every, cfg->compress ? "  compress = true;\n" : "");
+              cfg->blas_threads, cfg->commit_every, cfg->compress ? "" : "  compress = false;\n");
     sb_printf(&b, "text = {\n  format = \"%s\";\n  path = ",
               cfg->text_format == AS_TEXT_PLAIN ? "text" : "tokens");
     sb_string(&b, cfg->text_path);

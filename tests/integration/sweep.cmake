@@ -1,12 +1,14 @@
 # sweep.cmake -- end-to-end tests of `attnsweep run` on the tiny model (issue 5):
 # 1/2/4 ranks give identical files, SIGTERM + resume equals an uninterrupted
-# run (kill -9 + resume: hardening.cmake's torture test), SIGUSR1 waits runtime.stop_grace for the
+# run (kill -9 + resume: hardening.cmake's torture test; inside a compressed commit:
+# compress_kill), SIGUSR1 waits runtime.stop_grace for the
 # running window, a changed config is refused, windows/L extend a file,
 # and the file's metrics equal numpy's evaluation of docs/metrics.md on a dump.
-foreach(case ranks changed_config extend dump_crosscheck sigterm compress stop_grace)
+foreach(case ranks changed_config extend dump_crosscheck sigterm compress compress_resume compress_kill
+             stop_grace)
   # sigterm and stop_grace hold the writer through the store's test hook, which only
   # attnsweep_test has
-  if(case STREQUAL "sigterm" OR case STREQUAL "stop_grace")
+  if(case STREQUAL "sigterm" OR case STREQUAL "stop_grace" OR case STREQUAL "compress_kill")
     set(bin $<TARGET_FILE:attnsweep_test>)
   else()
     set(bin $<TARGET_FILE:attnsweep>)

@@ -67,20 +67,137 @@ def case_ranks():
         check(f.attrs.get("logits") == "raw", f"logits attribute: {f.attrs.get('logits')!r}")
 
 
+def journal_commits(path):
+    """(header version, [(flags, payload_len)] of every JR_COMMIT) of a journal, read from
+    its layout (include/store/journal.h): a 256-byte header, then records of 80 bytes of
+    fields (type at 4, the flags word at 28, payload_len at 64) each followed by its payload."""
+    with open(path, "rb") as f:
+        data = f.read()
+    version = int.from_bytes(data[8:12], "little")
+    out, pos = [], 256
+    while pos + 80 <= len(data):
+        typ = int.from_bytes(data[pos + 4:pos + 8], "little")
+        flags = int.from_bytes(data[pos + 28:pos + 32], "little") & 0xffff
+        plen = int.from_bytes(data[pos + 64:pos + 72], "little")
+        if typ == 3:
+            out.append((flags, plen))
+        pos += 80 + plen
+    return version, out
+
+
+JF_COMPACT, JF_DEFLATE = 1, 2
+
+
+def same_chunks_as_hdf5(z_path, plain_path, what):
+    """Every chunk the workers deflated (z_path) equals the chunk HDF5's own shuffle +
+    deflate(1) pipeline stores for the same values (written here through h5py into a new
+    file), compared raw with read_direct_chunk."""
+    ref = f"{SCRATCH}/hdf5_ref.h5"
+    with h5py.File(z_path, "r") as z, h5py.File(plain_path, "r") as p, h5py.File(ref, "w") as r:
+        n = 0
+        for v in ("dist_true", "rows_used", "grad_fd", "ks_pvalue", "crit_N"):
+            d = r.create_dataset(v, data=p[v][()], chunks=z[v].chunks, shuffle=True, compression="gzip",
+                                 compression_opts=1)
+            st = p["status"][()]
+            for idx in zip(*np.nonzero(st == 1)):
+                off = tuple(int(i) for i in idx) + (0,) * (z[v].ndim - 3)
+                fz, bz = z[v].id.read_direct_chunk(off)
+                fr, br = d.id.read_direct_chunk(off)
+                check(fz == 0 and fz == fr and bz == br,
+                      f"{what}: {v} chunk {off}: {len(bz)} bytes as stored, HDF5's own {len(br)}")
+                n += 1
+    os.unlink(ref)
+    print(f"{what}: {n} chunks equal to HDF5's own filter output", flush=True)
+
+
+def filters(path, v="dist_true"):
+    with h5py.File(path, "r") as f:
+        return f[v].compression, f[v].shuffle
+
+
 def case_compress():
-    """Chunks are plain by default and shuffle + deflate with runtime.compress = true; the
-    values are the same bit for bit, and the compressed file is smaller."""
+    """Chunks are shuffle + deflate by default (the workers compress, the master stores the
+    bytes) and plain with runtime.compress = false; the values are the same bit for bit,
+    the chunks are HDF5's own filter output, the journal holds the deflated payloads."""
     write_config(f"{SCRATCH}/cz.cfg", "cz.h5")
-    for name, extra in (("cp", []), ("cz", ["--set", "runtime.compress=true"])):
-        p = run(["cz.cfg", "--set", f'output="{name}.h5"'] + extra)
+    for name, extra, ranks in (("cp", ["--set", "runtime.compress=false"], 1), ("cz", [], 2),
+                               ("cz1", [], 1)):
+        p = run(["cz.cfg", "--set", f'output="{name}.h5"'] + extra, ranks=ranks,
+                env=dict(ENV, ATTNSWEEP_TIMINGS="1"))
         check(p.returncode == 0, f"{name}: exit {p.returncode}: {p.stderr[-500:]}")
-    same_values(f"{SCRATCH}/cz.h5", f"{SCRATCH}/cp.h5", "compressed vs plain chunks")
+        line = [l for l in p.stderr.splitlines() if l.startswith("timings: deflate on the workers")]
+        check(bool(line) == (name != "cp"), f"{name}: deflate timings line {line!r}")
+        if line:
+            print(f"{name}: {line[0]}", flush=True)
+    same_values(f"{SCRATCH}/cz.h5", f"{SCRATCH}/cp.h5", "compressed (2 ranks) vs plain chunks")
+    same_values(f"{SCRATCH}/cz1.h5", f"{SCRATCH}/cp.h5", "compressed (1 rank) vs plain chunks")
     with h5py.File(f"{SCRATCH}/cz.h5", "r") as z, h5py.File(f"{SCRATCH}/cp.h5", "r") as plain:
         for v in ("dist_true", "sep_ratio", "grad_fd", "ks_pvalue"):
-            check(z[v].compression == "gzip" and z[v].shuffle, f"{v}: compress = true chunks not shuffle + deflate")
-            check(plain[v].compression is None and not plain[v].shuffle, f"{v}: default chunks are filtered")
+            check(z[v].compression == "gzip" and z[v].compression_opts == 1 and z[v].shuffle,
+                  f"{v}: default chunks not shuffle + deflate 1")
+            check(plain[v].compression is None and not plain[v].shuffle, f"{v}: compress = false chunks are filtered")
+    same_chunks_as_hdf5(f"{SCRATCH}/cz.h5", f"{SCRATCH}/cp.h5", "worker-deflated chunks")
     size_z, size_p = os.path.getsize(f"{SCRATCH}/cz.h5"), os.path.getsize(f"{SCRATCH}/cp.h5")
     check(size_z < size_p, f"compressed file {size_z} B is not smaller than the plain {size_p} B")
+    vz, cz = journal_commits(f"{SCRATCH}/cz.h5.journal")
+    vp, cpl = journal_commits(f"{SCRATCH}/cp.h5.journal")
+    check(vz == 4 and vp == 4, f"journal version {vz}, {vp}: want 4")
+    check(cz and all(f & JF_DEFLATE for f, _ in cz), f"compressed run's commits all JF_DEFLATE: {cz[:4]}")
+    check(cpl and not any(f & JF_DEFLATE for f, _ in cpl), "plain run's commits carry no JF_DEFLATE")
+
+
+def case_compress_resume():
+    """The dataset's own filters decide how a resumed output stores, never the config:
+    an output made plain (as every output before compression was the default) resumed and
+    extended with the default config stays plain, a compressed one resumed with
+    compress = false stays compressed; both equal a fresh run's values."""
+    for n in os.listdir(SCRATCH):
+        if n.startswith(("old", "new", "fresh")):
+            os.unlink(os.path.join(SCRATCH, n))
+    write_config(f"{SCRATCH}/old.cfg", "old.h5", windows=2)
+    check(run(["old.cfg", "--set", "runtime.compress=false"]).returncode == 0, "plain output")
+    write_config(f"{SCRATCH}/new.cfg", "new.h5", windows=2)
+    check(run(["new.cfg"]).returncode == 0, "compressed output")
+    write_config(f"{SCRATCH}/old3.cfg", "old.h5", windows=3)
+    r = run(["old3.cfg"], ranks=2)
+    check(r.returncode == 0, f"plain output resumed with the default config: {r.stderr[-400:]}")
+    check(filters(f"{SCRATCH}/old.h5") == (None, False), f"stays plain: {filters(f'{SCRATCH}/old.h5')}")
+    write_config(f"{SCRATCH}/new3.cfg", "new.h5", windows=3)
+    r = run(["new3.cfg", "--set", "runtime.compress=false"], ranks=2)
+    check(r.returncode == 0, f"compressed output resumed with compress = false: {r.stderr[-400:]}")
+    check(filters(f"{SCRATCH}/new.h5") == ("gzip", True), f"stays compressed: {filters(f'{SCRATCH}/new.h5')}")
+    write_config(f"{SCRATCH}/fresh.cfg", "fresh.h5", windows=3)
+    check(run(["fresh.cfg"]).returncode == 0, "fresh run")
+    same_values(f"{SCRATCH}/old.h5", f"{SCRATCH}/fresh.h5", "plain output extended vs fresh")
+    same_values(f"{SCRATCH}/new.h5", f"{SCRATCH}/fresh.h5", "compressed output extended vs fresh")
+    _, commits = journal_commits(f"{SCRATCH}/old.h5.journal")
+    check(not any(f & JF_DEFLATE for f, _ in commits), "the plain output's journal holds plain cells only")
+
+
+def case_compress_kill():
+    """kill -9 in the middle of a compressed commit -- the chunks written and flushed but
+    not journaled, or journaled but not fsynced -- then a resume: the same values as a
+    clean run (the torture test kills at random points, this one at the two inside)."""
+    write_config(f"{SCRATCH}/kref.cfg", "kref.h5", windows=4)
+    check(run(["kref.cfg"]).returncode == 0, "reference run")
+    for point in ("data_flushed", "journal_written"):
+        out = f"k_{point}"
+        for n in os.listdir(SCRATCH):
+            if n.startswith(out + "."):
+                os.unlink(os.path.join(SCRATCH, n))
+        write_config(f"{SCRATCH}/{out}.cfg", f"{out}.h5", windows=4)
+        phase, release = f"{SCRATCH}/{out}.phase", f"{SCRATCH}/{out}.release"
+        held = dict(ENV, ATTNSWEEP_TEST_PHASE_FILE=phase, ATTNSWEEP_TEST_HOLD=f"{point} 2",
+                    ATTNSWEEP_TEST_RELEASE=release)
+        p = subprocess.Popen([BIN, "run", f"{out}.cfg"], env=held, cwd=SCRATCH, stderr=subprocess.PIPE,
+                             text=True)
+        check(wait_for_phase(phase, point, 2, p), f"{point}: the run reached its second commit")
+        p.kill()
+        p.communicate(timeout=600)
+        r = run([f"{out}.cfg"])
+        check(r.returncode == 0, f"resume after kill -9 at {point}: {r.stderr[-400:]}")
+        same_values(f"{SCRATCH}/kref.h5", f"{SCRATCH}/{out}.h5", f"kill -9 at {point} + resume")
+        check(filters(f"{SCRATCH}/{out}.h5") == ("gzip", True), f"{point}: the resumed output is compressed")
 
 
 def case_sigterm():
@@ -243,7 +360,7 @@ def main():
     # kill -9 of the whole job at random moments and in every commit phase,
     # then resume: tests/test_torture.py.
     cases = [case_ranks, case_changed_config, case_extend, case_dump_crosscheck, case_sigterm,
-             case_compress, case_stop_grace]
+             case_compress, case_compress_resume, case_compress_kill, case_stop_grace]
     run_cases(cases, ONLY, label="case ")
     sys.exit(summary("test_sweep"))
 
