@@ -236,6 +236,9 @@ int store_commit_packed(store *s, const store_cell *cells, const unsigned char *
  * a view created or rebuilt without an older one to follow takes STORE_COMPRESSED.
  * `attnsweep run` tells the workers to deflate their cells when it is 1. */
 int store_compressed(const store *s);
+/* The same for the results file at path, opened read-only without a lock: 1 its chunks
+ * carry exactly shuffle + deflate 1, 0 not, -1 unreadable. */
+int store_file_compressed(const char *path);
 
 /* store_commit_packed for cells in the deflated form (store_deflate_cell; NULL for a failed
  * cell). Into a compressed view the chunks go as they are (H5Dwrite_chunk) and the journal
@@ -284,6 +287,12 @@ void store_description_free(store_description *d);
  * out holds store_payload_bytes(axes). 0, or -1 with one line. */
 int store_read_cell(const char *path, const store_axes *axes, journal *j, const journal_record *r,
                     unsigned char *out, as_err *err);
+/* store_read_cell in the form the journal holds the cell: deflated (JF_DEFLATE; up to
+ * store_deflate_bound() bytes) or packed, into out (cap bytes), its size in *len; a
+ * compacted deflated cell is read as the file's raw chunks and checked. merge copies
+ * compressed cells this way, never inflating them. */
+int store_read_cell_stored(const char *path, const store_axes *axes, journal *j, const journal_record *r,
+                           unsigned char *out, size_t cap, size_t *len, as_err *err);
 
 /* ---- how far a sweep got (attnsweep status), also while a run writes it ---- */
 

@@ -521,6 +521,19 @@ int cmd_plan(int argc, char **argv) {
     } else {
         printf("disk      %s with the journal; free space unknown (the output's folder cannot be asked)\n", b1);
     }
+    /* The write bandwidth the master needs (README, Performance): every byte goes to the
+     * view and, until compaction, the journal; compressed cells are ~2.4x smaller on the
+     * paper grid (measured, not a bound: values decide). */
+    if (window > 0 && g.n_windows) {
+        double per_window = 2.0 * out_bytes / (double)(g.n_windows * nm) / (cfg.compress ? 2.4 : 1.0);
+        size_t wk = ranks >= 2 ? (size_t)ranks - 1 : 2000;
+        human_bytes(b1, sizeof b1, per_window);
+        human_bytes(b2, sizeof b2, per_window * (double)wk / window);
+        human_seconds(b3, sizeof b3, window);
+        printf("bandwidth ~%s written per window (view + journal%s); %zu workers at %s per window "
+               "need ~%s/s of sustained writes\n", b1,
+               cfg.compress ? "; compressed ~2.4x, as paper cells" : "; plain chunks", wk, b3, b2);
+    }
     /* Warnings go to stderr, one line each; plan still exits 0 (it only describes). */
     if (avail >= 0 && disk > avail)
         fprintf(stderr, "attnsweep plan: warning: %s: the output and its journal (%s) will not fit in the "

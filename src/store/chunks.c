@@ -41,6 +41,20 @@ int st_view_filters(hid_t f) {
     return rc;
 }
 
+int store_file_compressed(const char *path) {
+    hid_t fapl = st_file_access(), f;
+    int rc = -1;
+    H5E_BEGIN_TRY {
+        f = H5Fopen(path, H5F_ACC_RDONLY, fapl);
+        if (f >= 0) {
+            rc = st_view_filters(f);
+            H5Fclose(f);
+        }
+    } H5E_END_TRY;
+    H5Pclose(fapl);
+    return rc;
+}
+
 /* The chunk offset of cell (m, w, l) in dataset ds, and whether the dataset is from
  * before the model axis (one dimension fewer: then only model 0 is there). */
 static int chunk_offset(hid_t ds, cr_var v, size_t m, size_t w, size_t l, hsize_t off[9]) {

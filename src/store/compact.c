@@ -169,71 +169,95 @@ int st_compact(store *s, as_err *err) {
     return 0;
 }
 
-int store_read_cell(const char *path, const store_axes *axes, journal *j, const journal_record *r,
-                    unsigned char *out, as_err *err) {
-    int dz = (r->flags & JF_DEFLATE) != 0;
-    /* a store that only knows the layout, for st_read_cell_as */
-    store s;
-    memset(&s, 0, sizeof s);
-    s.ax = *axes;
-    cr_layout_init(&s.lay, axes->n_N, axes->n_T, axes->n_eps, axes->n_norm, axes->n_layer,
+/* A store that only knows the layout of axes, for st_read_cell_as (reading an output
+ * without being its writer). */
+static void layout_store(store *s, const store_axes *axes) {
+    memset(s, 0, sizeof *s);
+    s->ax = *axes;
+    cr_layout_init(&s->lay, axes->n_N, axes->n_T, axes->n_eps, axes->n_norm, axes->n_layer,
                    axes->n_head);
     size_t at = 0;
     for (int v = 0; v < N_METRICS; v++) {
-        s.var_offset[v] = at;
-        at += s.lay.count[v] * vtype_size(st_metric_defs[v].type);
+        s->var_offset[v] = at;
+        at += s->lay.count[v] * vtype_size(st_metric_defs[v].type);
     }
-    s.payload_bytes = at;
-    s.file = -1;
-    if (!(r->flags & JF_COMPACT) && !dz) return journal_read_payload(j, r, out, err);
-    int rc = -1;
-    if (dz && st_dz_buffers(&s)) return as_fail(err, "%s: out of memory", path);
+    s->payload_bytes = at;
+    s->file = -1;
+}
+
+/* The values of done cell r as its journal holds them (JF_DEFLATE: deflated) into *out
+ * (s->packed for plain cells, s->dz_buf for deflated ones), *len their size: from the
+ * journal, or for a compacted cell from the file at path, checked against the digest. */
+static int read_stored(store *s, const char *path, journal *j, const journal_record *r,
+                       const unsigned char **out, size_t *len, as_err *err) {
+    int dz = (r->flags & JF_DEFLATE) != 0;
+    if (dz && st_dz_buffers(s)) return as_fail(err, "%s: out of memory", path);
     if (!(r->flags & JF_COMPACT)) {
-        /* whole in the journal, deflated: inflated for the caller */
-        if (r->payload_len > s.dz_cap)
-            rc = as_fail(err, "%s: compressed cell (model %u, window %d, L %d) of %llu bytes, more "
-                         "than its layout allows", journal_path(j), r->model, r->window, r->L,
-                         (unsigned long long)r->payload_len);
-        else if (!journal_read_payload(j, r, s.dz_buf, err))
-            rc = store_inflate_cell(&s.lay, s.dz_buf, (size_t)r->payload_len, out, s.dz_scratch, err);
-        free(s.dz_buf), free(s.dz_scratch);
-        return rc ? as_wrap(err, "%s: cell (model %u, window %d, L %d)", journal_path(j), r->model,
-                            r->window, r->L) : 0;
+        *out = dz ? s->dz_buf : s->packed;
+        *len = (size_t)r->payload_len;
+        if (r->payload_len > (dz ? s->dz_cap : s->payload_bytes))
+            return as_fail(err, "%s: cell (model %u, window %d, L %d) of %llu bytes, more than its "
+                           "layout allows", journal_path(j), r->model, r->window, r->L,
+                           (unsigned long long)r->payload_len);
+        return journal_read_payload(j, r, (unsigned char *)*out, err);
     }
     unsigned char d[JOURNAL_COMPACT_BYTES];
-    if (r->payload_len != JOURNAL_COMPACT_BYTES || journal_read_payload(j, r, d, err)) {
-        free(s.dz_buf), free(s.dz_scratch);
+    if (r->payload_len != JOURNAL_COMPACT_BYTES || journal_read_payload(j, r, d, err))
         return as_fail(err, "%s: bad compacted record of cell (model %u, window %d, L %d)",
                        journal_path(j), r->model, r->window, r->L);
-    }
     uint32_t crc;
     memcpy(&crc, d, 4);
+    const store_axes *axes = &s->ax;
     int li = -1;
     for (size_t i = 0; i < axes->n_L && li < 0; i++)
         if (axes->L[i] == r->L) li = (int)i;
     size_t n_model = axes->n_model ? axes->n_model : 1;
-    if (li < 0 || r->window < 0 || (size_t)r->window >= axes->n_window || r->model >= n_model) {
-        free(s.dz_buf), free(s.dz_scratch);
+    if (li < 0 || r->window < 0 || (size_t)r->window >= axes->n_window || r->model >= n_model)
         return as_fail(err, "%s: cell (model %u, window %d, L %d) is not on its axes", path, r->model,
                        r->window, r->L);
-    }
-    s.packed = out;
     hid_t fapl = st_file_access(), f;
-    const unsigned char *vals = NULL;
-    size_t len = 0;
+    int rc = -1;
     H5E_BEGIN_TRY {
         f = H5Fopen(path, H5F_ACC_RDONLY, fapl);
-        if (f >= 0) rc = st_read_cell_as(&s, f, r->model, (size_t)r->window, (size_t)li, dz, &vals, &len);
+        if (f >= 0) rc = st_read_cell_as(s, f, r->model, (size_t)r->window, (size_t)li, dz, out, len);
         if (f >= 0) H5Fclose(f);
     } H5E_END_TRY;
     H5Pclose(fapl);
-    if (rc || journal_crc32(0, vals, len) != crc) rc = -1;
-    /* the caller wants the values: a deflated cell checked as stored, then inflated */
-    else if (dz) rc = store_inflate_cell(&s.lay, vals, len, out, s.dz_scratch, err) ? -1 : 0;
-    free(s.dz_buf), free(s.dz_scratch);
-    if (rc)
+    if (rc || journal_crc32(0, *out, *len) != crc)
         return as_fail(err, "%s: cell (model %u, window %d, L %d) is compacted in its journal and "
                        "the file does not hold it intact (run the shard once: it is computed again)",
                        path, r->model, r->window, r->L);
     return 0;
+}
+
+int store_read_cell(const char *path, const store_axes *axes, journal *j, const journal_record *r,
+                    unsigned char *out, as_err *err) {
+    store s;
+    layout_store(&s, axes);
+    s.packed = out;
+    const unsigned char *vals;
+    size_t len;
+    int rc = read_stored(&s, path, j, r, &vals, &len, err);
+    /* the caller wants the packed values: a deflated cell checked as stored, then inflated */
+    if (!rc && (r->flags & JF_DEFLATE))
+        rc = store_inflate_cell(&s.lay, vals, len, out, s.dz_scratch, err)
+                 ? as_wrap(err, "%s: cell (model %u, window %d, L %d)", path, r->model, r->window, r->L)
+                 : 0;
+    free(s.dz_buf), free(s.dz_scratch);
+    return rc;
+}
+
+int store_read_cell_stored(const char *path, const store_axes *axes, journal *j, const journal_record *r,
+                           unsigned char *out, size_t cap, size_t *len, as_err *err) {
+    store s;
+    layout_store(&s, axes);
+    unsigned char *packed = malloc(s.payload_bytes ? s.payload_bytes : 1);
+    if (!packed) return as_fail(err, "%s: out of memory", path);
+    s.packed = packed;
+    const unsigned char *vals;
+    int rc = read_stored(&s, path, j, r, &vals, len, err);
+    if (!rc && *len > cap) rc = as_fail(err, "%s: cell of %zu bytes, %zu of room", path, *len, cap);
+    if (!rc) memcpy(out, vals, *len);
+    free(packed), free(s.dz_buf), free(s.dz_scratch);
+    return rc;
 }

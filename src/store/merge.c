@@ -71,6 +71,8 @@ typedef struct {
     size_t n_model, n_window, n_L;
     const store_axes *axes;
     size_t payload_bytes;
+    unsigned char *buf_dz; /* one compressed cell as stored (append_cells_of) */
+    size_t dz_cap;
     merged_cell *cells;
     merged_segment *segs;
     size_t n_segs;
@@ -341,12 +343,28 @@ static int append_cells_of(merge_state *m, journal *out, size_t s, as_err *err) 
             if (!j) return -1;
         }
         /* whole in the merged journal (read from the shard's file when compacted); the
-         * merged output compacts it when it closes */
-        if (with_data && store_read_cell(m->shards[s].path, m->axes, j, &mc->rec, m->buf_a, err)) rc = -1;
+         * merged output compacts it when it closes. A compressed cell is copied as stored
+         * (its raw chunks), never inflated, and the merged view writes the chunks as they are. */
+        int dz = with_data && (r.flags & JF_DEFLATE);
+        size_t len = m->payload_bytes;
+        if (dz) {
+            if (!m->buf_dz) {
+                store_axes a = *m->axes;
+                cr_layout lay;
+                cr_layout_init(&lay, a.n_N, a.n_T, a.n_eps, a.n_norm, a.n_layer, a.n_head);
+                m->dz_cap = store_deflate_bound(&lay);
+                if (!(m->buf_dz = malloc(m->dz_cap))) rc = as_fail(err, "%s: out of memory", m->shards[s].path);
+            }
+            if (!rc && store_read_cell_stored(m->shards[s].path, m->axes, j, &mc->rec, m->buf_dz, m->dz_cap,
+                                              &len, err))
+                rc = -1;
+        } else if (with_data && store_read_cell(m->shards[s].path, m->axes, j, &mc->rec, m->buf_a, err)) {
+            rc = -1;
+        }
         r.attempt = (uint32_t)mc->attempts;
-        r.flags = 0;
-        r.payload_len = with_data ? m->payload_bytes : 0;
-        if (!rc) rc = journal_append(out, &r, with_data ? m->buf_a : NULL, err);
+        r.flags = dz ? JF_DEFLATE : 0;
+        r.payload_len = with_data ? len : 0;
+        if (!rc) rc = journal_append(out, &r, with_data ? (dz ? m->buf_dz : m->buf_a) : NULL, err);
     }
     journal_close(j);
     return rc;
@@ -471,7 +489,9 @@ static int install(merge_state *m, merge_summary *sum, as_err *err) {
     prov.hosts = hosts;
     prov.mpi_size = 0;
     prov.slurm_job_id = getenv("SLURM_JOB_ID");
-    store *s = store_open(out, m->axes, &prov, STORE_RESUME, 0, err);
+    /* the merged view stores cells as the first shard's does (its datasets' filters) */
+    int flags = store_file_compressed(first->path) == 1 ? STORE_COMPRESSED : 0;
+    store *s = store_open(out, m->axes, &prov, STORE_RESUME, flags, err);
     if (!s) {
         unlink(jpath);
         return -1;
@@ -514,7 +534,7 @@ int merge_shards(const merge_opts *opts, merge_summary *sum, as_err *err) {
         sum->segments = m.n_segs;
         rc = install(&m, sum, err);
     }
-    free(attempts), free(in_flight), free(last), free(m.cells), free(m.buf_a), free(m.buf_b);
+    free(attempts), free(in_flight), free(last), free(m.cells), free(m.buf_a), free(m.buf_b), free(m.buf_dz);
     for (size_t k = 0; k < m.n_segs; k++) free(m.segs[k].payload);
     free(m.segs);
     for (size_t s = 0; s < m.n; s++) {

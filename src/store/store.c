@@ -349,21 +349,6 @@ static int note_lost(store *s, as_err *err) {
     return rc ? as_fail(err, "%s: cannot update provenance", s->path) : 0;
 }
 
-/* st_view_filters of the file at path (read-only, not locked: ours, under our lock). */
-static int view_file_filters(const char *path) {
-    hid_t fapl = st_file_access(), f;
-    int rc = -1;
-    H5E_BEGIN_TRY {
-        f = H5Fopen(path, H5F_ACC_RDONLY, fapl);
-        if (f >= 0) {
-            rc = st_view_filters(f);
-            H5Fclose(f);
-        }
-    } H5E_END_TRY;
-    H5Pclose(fapl);
-    return rc;
-}
-
 static int exists(const char *path) {
     struct stat st;
     return stat(path, &st) == 0;
@@ -411,7 +396,7 @@ store *store_open(const char *path, const store_axes *axes, const store_provenan
      * output created plain stays plain, a compressed one stays compressed (and a
      * rebuild follows the view it replaces). */
     if (have_file && have_journal) {
-        int f = view_file_filters(s->path);
+        int f = store_file_compressed(s->path);
         if (f >= 0) s->compress = f;
     }
     journal_header want;

@@ -127,6 +127,20 @@ def case_equal():
     check(not glob.glob(f"{d}/*.merge.*") and not glob.glob(f"{d}/m.h5.tmp.*") and
           not os.path.exists(out + ".lock"), "temporary files or lock left behind")
     same_values(out, f"{SCRATCH}/ref.h5", "merged vs single run")
+    # compressed shards (the default) merge into a compressed output whose chunks are the
+    # shards' own bytes: copied raw, never inflated and compressed again
+    with h5py.File(out, "r") as f:
+        check(f["dist_true"].compression == "gzip" and f["dist_true"].shuffle, "merged output not compressed")
+        n = 0
+        for i in range(K):
+            with h5py.File(f"{d}/{shard_name(i)}", "r") as s:
+                for idx in zip(*np.nonzero(s["status"][()] == 1)):
+                    for v in ("dist_true", "crit_N", "ks_pvalue"):
+                        off = tuple(int(x) for x in idx) + (0,) * (s[v].ndim - 3)
+                        n += 1
+                        check(f[v].id.read_direct_chunk(off) == s[v].id.read_direct_chunk(off),
+                              f"{v} chunk {off}: merged bytes differ from shard {i}'s")
+        check(n == 27, f"{n} chunks compared, want 27")
     with h5py.File(out, "r") as f:
         check(np.all(f["status"][()] == 1), "merged status not all 1")
         check(np.all(np.isfinite(f["wall_time"][()])) and np.all(f["rank"][()] >= 0) and
