@@ -20,6 +20,7 @@
 #include <hdf5.h>
 
 #include "check.h"
+#include "journal.h"
 #include "store.h"
 #include "store_fixture.h"
 
@@ -278,11 +279,55 @@ static void test_store(void) {
     remove_output();
 }
 
+/* A version 3 journal (before compressed payloads) of a compressed view, as attnsweep
+ * wrote it when runtime.compress made the master compress: plain payloads, never
+ * compacted. A store that is to append deflated cells rewrites it as version 4 first; its
+ * plain cells replay and read back unchanged. */
+static void test_old_journal(void) {
+    as_err err;
+    cr_layout lay;
+    cr_layout_init(&lay, 3, 2, 2, 2, 2, 3);
+    remove_output();
+    store *s = open_out(2, STORE_COMPRESSED | STORE_KEEP_JOURNAL, &err);
+    double *b = malloc(lay.total * sizeof *b);
+    for (size_t w = 0; s && w < 2; w++)
+        for (size_t l = 0; l < 3; l++) {
+            fx_fill_block(b, &lay, (int)w, fx_L[l]);
+            store_cell c = {.window = w, .l_index = l, .status = STORE_DONE, .rank = 1, .wall_time = 1};
+            const double *bp = b;
+            CHECK(store_commit_batch(s, &c, &bp, 1, &err) == 0, "plain commit: %s", err.msg);
+        }
+    free(b);
+    CHECK(s && store_close(s, "finished", &err) == 0, "close");
+    /* the header as version 3 wrote it: version at byte 8, its CRC-32 in the last 4 bytes */
+    char jp[256];
+    snprintf(jp, sizeof jp, "%s.journal", out);
+    FILE *f = fopen(jp, "r+b");
+    unsigned char h[256];
+    CHECK(f && fread(h, 1, 256, f) == 256, "read the header");
+    h[8] = 3;
+    uint32_t crc = journal_crc32(0, h, 252);
+    memcpy(h + 252, &crc, 4);
+    if (f) fseek(f, 0, SEEK_SET), fwrite(h, 1, 256, f), fclose(f);
+    s = open_out(3, 0, &err);
+    CHECK(s != NULL, "a version 3 journal opens: %s", s ? "" : err.msg);
+    CHECK(s && store_compressed(s) == 1 && store_count(s, STORE_DONE) == 6, "its 6 plain cells replayed");
+    CHECK(s && commit_deflated(s, &lay, 2, 3, 3) == 0, "deflated cells after them");
+    CHECK(s && store_close(s, "finished", &err) == 0, "close: %s", err.msg);
+    f = fopen(jp, "rb");
+    CHECK(f && fread(h, 1, 12, f) == 12 && h[8] == 4, "rewritten as version 4");
+    if (f) fclose(f);
+    int filtered;
+    CHECK(file_matches(&lay, 3, 3, &filtered) && filtered == 1, "old and new cells read back");
+    remove_output();
+}
+
 int main(void) {
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     test_equals_hdf5(3, 2, 2, 2, 3, 1);
     test_equals_hdf5(28, 22, 3, 4, 3, 2); /* the paper grid's N, T, eps; a small model */
     test_equals_hdf5(1, 1, 1, 1, 1, 3);   /* one element per chunk: shuffle is the identity */
     test_store();
+    test_old_journal();
     return check_summary("test_deflate");
 }
