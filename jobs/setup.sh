@@ -16,7 +16,7 @@ for a in "$@"; do
   esac
 done
 
-pkgs=(build-essential cmake pkg-config libopenmpi-dev openmpi-bin libhdf5-openmpi-dev hdf5-tools
+pkgs=(build-essential cmake pkg-config libopenmpi-dev openmpi-bin libhdf5-openmpi-dev hdf5-tools zlib1g-dev
       libopenblas-dev libconfig-dev python3-h5py python3-numpy python3-xarray python3-h5netcdf
       python3-netcdf4 python3-matplotlib python3-scipy)
 if [ "$want_tests" = 1 ]; then
