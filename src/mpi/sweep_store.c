@@ -1,0 +1,244 @@
+/* sweep_store.c -- step 4 of `attnsweep run`: the output. Rank 0 opens or creates the
+ * results store after checking what must not change under results already written (the
+ * config, the inputs' hashes) and that the disk can hold the sweep; see sweep.h. */
+#include "sweep_int.h"
+
+#include <cblas.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fileio.h"
+#include "model.h"
+#include "sha256.h"
+
+/* --- step 4: the store ----------------------------------------------------- */
+
+static void hosts_list(char *out, size_t size, MPI_Comm comm, int rank, int nranks) {
+    char name[MPI_MAX_PROCESSOR_NAME] = {0};
+    int len = 0;
+    MPI_Get_processor_name(name, &len);
+    char *all = rank == 0 ? calloc((size_t)nranks, MPI_MAX_PROCESSOR_NAME) : NULL;
+    MPI_Gather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, 0,
+               comm);
+    if (rank != 0) return;
+    out[0] = 0;
+    for (int r = 0; all && r < nranks; r++) {
+        const char *h = all + (size_t)r * MPI_MAX_PROCESSOR_NAME;
+        int seen = 0;
+        for (int q = 0; q < r && !seen; q++) seen = !strcmp(h, all + (size_t)q * MPI_MAX_PROCESSOR_NAME);
+        if (seen) continue;
+        if (out[0]) strncat(out, ",", size - strlen(out) - 1);
+        strncat(out, h, size - strlen(out) - 1);
+    }
+    free(all);
+}
+
+int sweep_shard_path(char *out, size_t size, const char *output, int shard_index, int shard_count) {
+    size_t n = strlen(output);
+    size_t stem = n;
+    if (n > 3 && !strcmp(output + n - 3, ".h5")) stem = n - 3;
+    else if (n > 3 && !strcmp(output + n - 3, ".nc")) stem = n - 3;
+    int w = snprintf(out, size, "%.*s.shard-%d-of-%d%s", (int)stem, output, shard_index,
+                     shard_count, output + stem);
+    return w < 0 || (size_t)w >= size ? -1 : 0;
+}
+
+/* A changed config may resume only when it adds windows, L values or models (config_diff). */
+static int check_config_change(const as_config *cfg, const char *path, int *flags, as_err *err) {
+    char *old_text = NULL, *old_sha = NULL;
+    int found = store_peek_config(path, &old_text, &old_sha, err);
+    if (found < 0) return -1;
+    int rc = 0;
+    if (found && strcmp(old_sha, cfg->sha256)) {
+        as_config_diff d;
+        char what[800];
+        if (config_diff(&d, old_text, cfg->canonical, err)) {
+            rc = -1;
+        } else if (config_diff_blocks(&d, what, sizeof what)) {
+            rc = as_fail(err,
+                         "%s was made with another config (%s); only added windows, L values or "
+                         "models appended to the model list can extend it: restore the config, "
+                         "resume with the one stored in the file (attnsweep run %s), or choose a "
+                         "new output",
+                         path, what, path);
+        } else {
+            *flags |= STORE_ALLOW_CONFIG_CHANGE;
+        }
+    }
+    free(old_text);
+    free(old_sha);
+    return rc;
+}
+
+/* The sha256 recorded as "NAME sha256=HEX" in a tokenizer_files attribute, or NULL. */
+static const char *recorded_sha(const char *files, const char *name, char hex[65]) {
+    char key[64];
+    snprintf(key, sizeof key, "%s sha256=", name);
+    const char *p = files ? strstr(files, key) : NULL;
+    if (!p) return NULL;
+    p += strlen(key);
+    size_t n = strspn(p, "0123456789abcdef");
+    if (n != 64) return NULL;
+    memcpy(hex, p, 64);
+    hex[64] = 0;
+    return hex;
+}
+
+static int input_changed(const char *out, const char *file, const char *now, const char *then, as_err *err) {
+    return as_fail(err, "%s: changed since %s was written (sha256 now %s, recorded %s); mixing its "
+                   "results with the old ones is refused: restore the file, or choose a new output",
+                   file, out, now, then);
+}
+
+/* Inputs rewritten in place: the weights, the text (and, for a text that is
+ * tokenized, vocab.json and merges.txt) must hash as the results file
+ * recorded them (its root attributes). A file whose view cannot be read is
+ * rebuilt by the store from the journal, which records no input hashes:
+ * then there is nothing to compare with. A file of an older version without
+ * a tokenizer hash is compared on the weights and the text only. */
+static int check_inputs_unchanged(const sweep_state *st, const char *tok_files, as_err *err) {
+    struct stat sb;
+    if (stat(st->out_path, &sb) != 0) return 0;
+    store_description d;
+    as_err ignored;
+    if (store_describe(st->out_path, &d, &ignored)) return 0;
+    const as_config *c = &st->cfg;
+    char path[AS_PATH_MAX + 32];
+    int rc = 0;
+    /* every model's weights (a file from before the model axis: model 0, in weights_sha256) */
+    size_t stored = d.axes.n_model ? d.axes.n_model : 1;
+    for (size_t m = 0; m < stored && m < c->n_model && rc == 0; m++) {
+        const char *w = d.axes.n_model ? d.axes.model_sha256[m] : d.prov.weights_sha256;
+        if (w && w[0] && strcmp(w, st->model_sha[m])) {
+            snprintf(path, sizeof path, "%s/model.safetensors", c->models[m].dir);
+            rc = input_changed(st->out_path, path, st->model_sha[m], w, err);
+        }
+    }
+    const char *t = d.prov.text_sha256;
+    if (rc == 0 && t && t[0] && strcmp(t, st->text_sha))
+        rc = input_changed(st->out_path, c->text_path, st->text_sha, t, err);
+    static const char *const names[] = {"vocab.json", "merges.txt"};
+    for (int k = 0; k < 2 && rc == 0; k++) {
+        char then[65], now[65];
+        if (!recorded_sha(d.prov.tokenizer_files, names[k], then)) continue;
+        if (!recorded_sha(tok_files, names[k], now)) {
+            rc = as_fail(err, "%s: the text was tokenized with %s/%s (sha256 %s) and is now "
+                         "pre-tokenized; choose a new output", st->out_path, c->model_dir, names[k], then);
+        } else if (strcmp(now, then)) {
+            snprintf(path, sizeof path, "%s/%s", c->model_dir, names[k]);
+            rc = input_changed(st->out_path, path, now, then, err);
+        }
+    }
+    store_description_free(&d);
+    return rc;
+}
+
+static double file_bytes(const char *path) {
+    struct stat sb;
+    return stat(path, &sb) == 0 ? (double)sb.st_size : 0.0;
+}
+
+/* Refuses, before anything is written, a run whose output cannot fit: the
+ * bytes of a complete file and journal (this shard's share) less what the
+ * existing ones already take, against the free space of the output's file
+ * system. */
+static int check_disk_space(const sweep_state *st, const sweep_opts *opts, as_err *err) {
+    double need = grid_disk_bytes(&st->grid);
+    if (opts->shard_count > 0) need /= opts->shard_count;
+    char jpath[4200];
+    snprintf(jpath, sizeof jpath, "%s.journal", st->out_path);
+    double have = file_bytes(st->out_path) + file_bytes(jpath);
+    double more = need - have, avail = fileio_free_bytes(st->out_path);
+    if (avail < 0 || more <= avail) return 0;
+    char a[32], b[32];
+    fileio_format_size(a, sizeof a, more);
+    fileio_format_size(b, sizeof b, avail);
+    return as_fail(err, "%s: the sweep needs about %s more disk space (results file + journal) but its "
+                   "file system has %s free; free some space, choose another output, shrink the grid, "
+                   "or run with --ignore-disk-space", st->out_path, a, b);
+}
+
+int sweep_open_store(sweep_state *st, MPI_Comm comm, const sweep_opts *opts, as_err *err) {
+    char hosts[4096];
+    hosts_list(hosts, sizeof hosts, comm, st->rank, st->size);
+    if (st->rank != 0) return 0;
+    const as_config *c = &st->cfg;
+    const as_axes *a = &c->axes;
+    const char *norm_names[8];
+    for (size_t z = 0; z < a->n_norm && z < 8; z++) norm_names[z] = met_normalizer_name(a->normalizer[z]);
+    /* the model axis: names, paths, sha256s, shapes; head_valid over the union axes */
+    size_t nm = c->n_model;
+    const char **mname = calloc(nm, sizeof *mname), **mpath = calloc(nm, sizeof *mpath);
+    const char **msha = calloc(nm, sizeof *msha), **mkind = calloc(nm, sizeof *mkind);
+    int32_t *nl = calloc(nm, sizeof *nl), *nh = calloc(nm, sizeof *nh), *ne = calloc(nm, sizeof *ne);
+    int64_t *step = calloc(nm, sizeof *step);
+    uint8_t *hv = calloc(nm * a->n_layer * a->n_head + 1, 1);
+    if (!mname || !mpath || !msha || !mkind || !nl || !nh || !ne || !step || !hv) {
+        free(mname), free(mpath), free(msha), free(mkind), free(nl), free(nh), free(ne), free(step), free(hv);
+        return as_fail(err, "out of memory");
+    }
+    for (size_t m = 0; m < nm; m++) {
+        const as_model_spec *ms = &c->models[m];
+        mname[m] = ms->name, mpath[m] = ms->dir, msha[m] = st->model_sha[m];
+        mkind[m] = model_kind(ms->dir);
+        nl[m] = (int32_t)ms->cfg.n_layer, nh[m] = (int32_t)ms->cfg.n_head, ne[m] = (int32_t)ms->cfg.n_embd;
+        step[m] = ms->training_step;
+        for (size_t il = 0; il < a->n_layer; il++)
+            for (size_t ih = 0; ih < a->n_head; ih++)
+                hv[(m * a->n_layer + il) * a->n_head + ih] =
+                    (size_t)a->layer[il] < ms->cfg.n_layer && (size_t)a->head[ih] < ms->cfg.n_head;
+    }
+    /* the root model_kind: the models' common kind, or "mixed" (then only the per-model
+     * model_kind coordinate says whose numbers each model's are) */
+    const char *root_kind = nm ? mkind[0] : "unknown";
+    for (size_t m = 1; m < nm; m++)
+        if (strcmp(mkind[m], root_kind)) root_kind = "mixed";
+    store_axes ax = {.n_model = nm, .model_name = mname, .model_path = mpath, .model_sha256 = msha,
+                     .model_kind = mkind,
+                     .model_n_layer = nl, .model_n_head = nh, .model_n_embd = ne,
+                     .training_step = step, .head_valid = hv,
+                     .n_window = st->grid.n_windows, .window_start = st->grid.window_start,
+                     .n_L = a->n_L, .L = a->L, .n_N = a->n_N, .N = a->N, .n_T = a->n_T, .T = a->T,
+                     .n_eps = a->n_eps, .eps = a->eps, .n_norm = a->n_norm, .normalizer = norm_names,
+                     .n_layer = a->n_layer, .layer = a->layer, .n_head = a->n_head, .head = a->head};
+    char mpi_lib[MPI_MAX_LIBRARY_VERSION_STRING] = {0};
+    int len = 0;
+    MPI_Get_library_version(mpi_lib, &len);
+    char tok_files[1024];
+    if (c->text_format == AS_TEXT_TOKENS)
+        snprintf(tok_files, sizeof tok_files, "(pre-tokenized text)");
+    else
+        snprintf(tok_files, sizeof tok_files,
+                 "vocab.json merges.txt of the model directory; vocab.json sha256=%s; merges.txt sha256=%s",
+                 st->vocab_sha, st->merges_sha);
+    const char *text_sha = st->text_sha;
+    store_provenance prov = {
+        .config_text = c->canonical, .config_sha256 = c->sha256, .model_dir = c->model_dir,
+        .weights_sha256 = st->model_sha[0], .text_path = c->text_path,
+        .text_sha256 = text_sha, .tokenizer_files = tok_files, .vectors = c->vectors,
+        .rows = c->rows, .vectors_name = c->vectors == AS_VECTORS_RESID ? "resid" : "value",
+        .rows_name = c->rows == AS_ROWS_FULL_ROW ? "full_row" : "visible",
+        .logits_name = config_logits_name(c->logits), .model_kind = root_kind, .ks_alpha = c->ks_alpha, .seed = (uint64_t)c->seed,
+        .distance_name = c->distance == AS_DISTANCE_AGGREGATE ? "aggregate" : "per_token",
+        .mpi_library = mpi_lib, .openblas_config = openblas_get_config(), .hosts = hosts,
+        .mpi_size = st->size, .slurm_job_id = getenv("SLURM_JOB_ID")};
+    int flags = 0;
+    int rc = 0;
+    if (!opts->fresh && check_config_change(c, st->out_path, &flags, err)) rc = -1;
+    if (!rc && !opts->fresh && check_inputs_unchanged(st, tok_files, err)) rc = -1;
+    if (!rc && !opts->ignore_disk_space && check_disk_space(st, opts, err)) rc = -1;
+    if (c->compress) flags |= STORE_COMPRESSED;
+    if (!rc)
+        st->out = store_open(st->out_path, &ax, &prov, opts->fresh ? STORE_NEW : STORE_RESUME, flags, err);
+    free(mname), free(mpath), free(msha), free(mkind), free(nl), free(nh), free(ne), free(step), free(hv);
+    if (rc) return -1;
+    /* Damage in the middle of the journal is not an error (its cells are computed
+     * again) but must not pass unnoticed: one line, also kept in /provenance. */
+    if (st->out && store_journal_damage(st->out)[0])
+        fprintf(stderr, "attnsweep run: warning: %s\n", store_journal_damage(st->out));
+    return st->out ? 0 : -1;
+}
+
