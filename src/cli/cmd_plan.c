@@ -513,13 +513,15 @@ int cmd_plan(int argc, char **argv) {
     human_bytes(b1, sizeof b1, out_bytes);
     human_bytes(b2, sizeof b2, out_bytes / (double)(g.n_cells * nm));
     printf("output    %s (%s per cell x %zu cells; float32 metrics)\n", b1, b2, g.n_cells * nm);
-    double disk = grid_disk_bytes(&g), avail = fileio_free_bytes(cfg.output);
+    double disk = grid_disk_bytes(&g, cfg.compress), avail = fileio_free_bytes(cfg.output);
     human_bytes(b1, sizeof b1, disk);
     if (avail >= 0) {
         human_bytes(b2, sizeof b2, avail);
-        printf("disk      %s with the journal; %s free where the output goes\n", b1, b2);
+        printf("disk      %s with the journal%s; %s free where the output goes\n", b1,
+               cfg.compress ? " (compressed: estimated at 1.4x)" : "", b2);
     } else {
-        printf("disk      %s with the journal; free space unknown (the output's folder cannot be asked)\n", b1);
+        printf("disk      %s with the journal%s; free space unknown (the output's folder cannot be asked)\n",
+               b1, cfg.compress ? " (compressed: estimated at 1.4x)" : "");
     }
     /* The write bandwidth the master needs (README, Performance): every byte goes to the
      * view and, until compaction, the journal; compressed cells are ~2.4x smaller on the

@@ -146,7 +146,13 @@ static double file_bytes(const char *path) {
  * existing ones already take, against the free space of the output's file
  * system. */
 static int check_disk_space(const sweep_state *st, const sweep_opts *opts, as_err *err) {
-    double need = grid_disk_bytes(&st->grid);
+    /* an existing output keeps its own form (compressed or not), whatever the config says */
+    int compressed = st->cfg.compress;
+    if (file_bytes(st->out_path) > 0 && !opts->fresh) {
+        int fc = store_file_compressed(st->out_path);
+        if (fc >= 0) compressed = fc;
+    }
+    double need = grid_disk_bytes(&st->grid, compressed);
     if (opts->shard_count > 0) need /= opts->shard_count;
     char jpath[4200];
     snprintf(jpath, sizeof jpath, "%s.journal", st->out_path);

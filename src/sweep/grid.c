@@ -242,4 +242,6 @@ double grid_output_bytes(const as_grid *g) {
     return per_cell * (double)g->n_cells * (double)g->n_models + axes;
 }
 
-double grid_disk_bytes(const as_grid *g) { return 2.0 * grid_output_bytes(g) + GRID_DISK_SLACK; }
+double grid_disk_bytes(const as_grid *g, int compressed) {
+    return 2.0 * grid_output_bytes(g) / (compressed ? GRID_DEFLATE_MIN_RATIO : 1.0) + GRID_DISK_SLACK;
+}

@@ -843,7 +843,7 @@ def cases_issue12():
     huge = dict(windows="{ count = 1000000; offset = 0; stride = 1; }", N="[1, 2, 4, 8, 16]",
                 T="{ min = 0.01; max = 100.0; count = 2000; }", eps="[1e-3, 0.1, 10.0]",
                 norm='["softmax", "sparsemax", "ssmax"]')
-    config(d, **huge)  # ~31 TiB with its journal: more than the disks this runs on
+    config(d, **huge)  # ~31 TiB with its journal (~22 TiB counted compressed): more than the disks this runs on
     p = run_cli(["plan", "a.cfg"], d)
     warn = [l for l in p.stderr.splitlines() if "warning" in l]
     record("plan_warns_output_too_big", p.returncode == 0 and any("will not fit" in l for l in warn)
