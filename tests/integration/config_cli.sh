@@ -22,6 +22,14 @@ grep -q "usage: attnsweep plan" "$out"; check "--help prints usage" $?
 "$BIN" plan "$CFG" --set "$M" --set "grid.L=[32,64,128]" --set windows.count=2 --list >"$out" 2>"$errf"
 check "plan example.cfg exits 0 ($(cat "$errf"))" $?
 grep -Eq "^cells +6 \(2 windows x 3 L\)" "$out"; check "6 cells" $?
+
+# disk: a compressed output (the default) is counted at 1.4x below plain size
+disk_of() { "$BIN" plan "$CFG" --set "$M" --set "grid.L=[32,64,128]" --set windows.count=2000 "$@" 2>/dev/null |
+            awk '/^disk / {v = $2; u = $3; f = u == "GiB" ? 1024 : u == "MiB" ? 1 : u == "KiB" ? 1 / 1024 : -1;
+                           print v * f, ($0 ~ /compressed: estimated at 1\.4x/) ? "c" : "p"}'; }
+dc=$(disk_of); dp=$(disk_of --set runtime.compress=false)
+echo "$dc $dp" | awk '{r = $3 / $1; exit !($2 == "c" && $4 == "p" && r > 1.35 && r < 1.45)}'
+check "disk: compressed counted at 1.4x below plain ($dc vs $dp)" $?
 grep -Eq "^  N +128: 1\.\.128" "$out"; check "N axis 1..128" $?
 grep -Eq "^  T +22: " "$out"; check "T axis: 21 log values + 8.0" $?
 grep -Eq "^  layer +2: 0, 1" "$out"; check "layers all -> 0, 1" $?
