@@ -72,6 +72,13 @@ typedef struct {
     int deflated;  /* cells arrive deflated (store_commit_deflated) */
 } bench_ctx;
 
+/* One store call for held cells, in the form they arrived (packed or deflated). */
+static int commit_held(bench_ctx *b, const store_cell *sc, const unsigned char *const *pk, size_t n,
+                       as_err *err) {
+    return b->deflated ? store_commit_deflated(b->s, sc, pk, n, err)
+                       : store_commit_packed(b->s, sc, pk, n, err);
+}
+
 /* As sweep.c's commit_units: each unit (window) is 6 cells; up to 64 cells per store call. */
 static int commit_windows(void *vctx, const int64_t *units, double *const *blocks, const int *status,
                           size_t n, as_err *err) {
@@ -81,7 +88,7 @@ static int commit_windows(void *vctx, const int64_t *units, double *const *block
     size_t held = 0;
     for (size_t i = 0; i < n; i++) {
         if (held + CELLS > 64) {
-            if (store_commit_packed(b->s, sc, pk, held, err)) return -1;
+            if (commit_held(b, sc, pk, held, err)) return -1;
             held = 0;
         }
         for (int c = 0; c < CELLS; c++) {
@@ -90,27 +97,7 @@ static int commit_windows(void *vctx, const int64_t *units, double *const *block
             pk[held++] = (const unsigned char *)blocks[i] + (size_t)c * b->pb;
         }
     }
-    return held ? store_commit_packed(b->s, sc, pk, held, err) : 0;
-}
-
-static int commit_deflated_windows(void *vctx, const int64_t *units, double *const *blocks,
-                                   const int *status, size_t n, as_err *err) {
-    bench_ctx *b = vctx;
-    store_cell sc[64];
-    const unsigned char *pk[64];
-    size_t held = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (held + CELLS > 64) {
-            if (store_commit_deflated(b->s, sc, pk, held, err)) return -1;
-            held = 0;
-        }
-        for (int c = 0; c < CELLS; c++) {
-            sc[held] = (store_cell){(size_t)units[i], (size_t)c, status[i] == 1 ? STORE_DONE : STORE_FAILED,
-                                    1, 0, 1, 1, 0};
-            pk[held++] = (const unsigned char *)blocks[i] + (size_t)c * b->pb;
-        }
-    }
-    return held ? store_commit_deflated(b->s, sc, pk, held, err) : 0;
+    return held ? commit_held(b, sc, pk, held, err) : 0;
 }
 
 typedef struct {
@@ -157,7 +144,7 @@ static int run_once(const char *dir, int threaded, int form, size_t nw, size_t u
                       .commit_every = units_per_commit,
                       .batch_max = threaded ? batch_max_units : units_per_commit,
                       .max_dispatches = 16, .threaded = threaded,
-                      .commit = b.deflated ? commit_deflated_windows : commit_windows, .ctx = &b};
+                      .commit = commit_windows, .ctx = &b};
     wo.nslots = threaded ? writer_slots_for(wo.commit_every, wo.batch_max) : units_per_commit + 1;
     as_writer *w = writer_create(&wo, &err);
     if (!w) goto fail;
