@@ -66,6 +66,17 @@ if wants store; then
     run store-compressed build/bench_store "$out/store.d" 8 8 compressed
     rm -rf "$out/store.d"
 fi
-wants tokenizer && run tokenizer build/bench_tokenizer
+if wants tokenizer; then
+    # GPT-2's own vocabulary: $ATTNSWEEP_GPT2_VOCAB, the tests' npm cache, or models/gpt2 as
+    # the quick start fetches it; without one the bench is skipped, not the report
+    if [ -z "${ATTNSWEEP_GPT2_VOCAB:-}" ] && [ -f models/gpt2/vocab.json ]; then
+        export ATTNSWEEP_GPT2_VOCAB="$(pwd)/models/gpt2"
+    fi
+    if build/bench_tokenizer --help >/dev/null 2>&1 && ! build/bench_tokenizer /dev/null 2>&1 | grep -q "no GPT-2 files"; then
+        run tokenizer build/bench_tokenizer
+    else
+        echo "=== tokenizer: skipped: no GPT-2 vocabulary found (set ATTNSWEEP_GPT2_VOCAB=DIR with vocab.json and merges.txt)"
+    fi
+fi
 wants paper && run paper sh tests/bench/bench_paper.sh --ranks 3 --windows 2
 echo "perf-report.sh: every log is in $out/"
