@@ -14,6 +14,7 @@
 
 #include "fileio.h"
 #include "sha256.h"
+#include "json.h"
 #include "tokenizer_int.h"
 
 
@@ -178,124 +179,46 @@ int tk_join_path(char *out, size_t cap, const char *dir, const char *name) {
 
 /* ------------------------------------------------------- vocab.json reader */
 
-typedef struct {
-    const char *path;
-    const char *s;
-    size_t n, i;
-    as_err *err;
-} json_reader;
-
-static void skip_ws(json_reader *r) {
-    while (r->i < r->n && (r->s[r->i] == ' ' || r->s[r->i] == '\t' || r->s[r->i] == '\n' || r->s[r->i] == '\r'))
-        r->i++;
-}
-
-static int hex4(json_reader *r, uint32_t *v) {
-    if (r->i + 4 > r->n) return -1;
-    uint32_t x = 0;
-    for (int k = 0; k < 4; k++) {
-        char c = r->s[r->i++];
-        x <<= 4;
-        if (c >= '0' && c <= '9') x |= (uint32_t)(c - '0');
-        else if (c >= 'a' && c <= 'f') x |= (uint32_t)(c - 'a' + 10);
-        else if (c >= 'A' && c <= 'F') x |= (uint32_t)(c - 'A' + 10);
-        else return -1;
-    }
-    *v = x;
-    return 0;
-}
-
-/* Reads a JSON string at r->i into out as UTF-8 (out holds r->n bytes). */
-static int read_string(json_reader *r, char *out, size_t *out_len) {
-    size_t start = r->i, o = 0;
-    if (r->i >= r->n || r->s[r->i] != '"') return as_fail(r->err, "%s: byte %zu: expected a string", r->path, r->i);
-    r->i++;
-    for (;;) {
-        if (r->i >= r->n) return as_fail(r->err, "%s: byte %zu: unterminated string", r->path, start);
-        unsigned char c = (unsigned char)r->s[r->i++];
-        if (c == '"') break;
-        if (c < 0x20) return as_fail(r->err, "%s: byte %zu: control character in string", r->path, r->i - 1);
-        if (c != '\\') { out[o++] = (char)c; continue; }
-        if (r->i >= r->n) return as_fail(r->err, "%s: byte %zu: unterminated escape", r->path, r->i);
-        char e = r->s[r->i++];
-        uint32_t cp;
-        switch (e) {
-        case '"': out[o++] = '"'; break;
-        case '\\': out[o++] = '\\'; break;
-        case '/': out[o++] = '/'; break;
-        case 'b': out[o++] = '\b'; break;
-        case 'f': out[o++] = '\f'; break;
-        case 'n': out[o++] = '\n'; break;
-        case 'r': out[o++] = '\r'; break;
-        case 't': out[o++] = '\t'; break;
-        case 'u':
-            if (hex4(r, &cp)) return as_fail(r->err, "%s: byte %zu: bad \\u escape", r->path, r->i);
-            if (cp >= 0xD800 && cp <= 0xDBFF) {
-                uint32_t lo;
-                if (r->i + 2 > r->n || r->s[r->i] != '\\' || r->s[r->i + 1] != 'u')
-                    return as_fail(r->err, "%s: byte %zu: lone high surrogate", r->path, r->i);
-                r->i += 2;
-                if (hex4(r, &lo) || lo < 0xDC00 || lo > 0xDFFF)
-                    return as_fail(r->err, "%s: byte %zu: bad low surrogate", r->path, r->i);
-                cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-            } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
-                return as_fail(r->err, "%s: byte %zu: lone low surrogate", r->path, r->i);
-            }
-            o += tk_utf8_put(out + o, cp);
-            break;
-        default:
-            return as_fail(r->err, "%s: byte %zu: bad escape \\%c", r->path, r->i - 1, e);
-        }
-    }
-    *out_len = o;
-    return 0;
-}
-
-/* Parses the whole {"token": id, ...} object into t's id -> bytes table. */
+/* Parses the whole {"token": id, ...} object (json.h: strict RFC 8259) into t's
+ * id -> bytes table. */
 static int read_vocab(tokenizer *t, const char *path, as_err *err) {
     size_t n;
     char *s = tk_read_file(path, &n, err);
     if (!s) return -1;
     sha256_hex(t->vocab_sha256, s, n);
-    json_reader r = {path, s, n, 0, err};
+    json_doc *doc = json_parse(s, n, err);
+    free(s);
+    if (!doc) return as_wrap(err, "%s", path);
+    const json_value *root = json_root(doc);
     int cp_to_byte[324];
     uint32_t byte_to_cp[256];
     uint8_t order[256];
     tk_byte_unicode_tables(byte_to_cp, cp_to_byte, order);
-    /* Two passes would be exact; the pool needs at most n bytes, ids at most n/4. */
-    size_t max_entries = n / 4 + 1;
-    t->pool = malloc(n + 1);
-    t->tok_off = calloc(max_entries, sizeof *t->tok_off);
-    t->tok_len = calloc(max_entries, sizeof *t->tok_len);
-    char *str = malloc(n + 1);
     int rc = -1;
-    if (!t->pool || !t->tok_off || !t->tok_len || !str) { as_fail(err, "%s: out of memory", path); goto done; }
-    skip_ws(&r);
-    if (r.i >= n || s[r.i] != '{') { as_fail(err, "%s: expected a JSON object {\"token\": id, ...}", path); goto done; }
-    r.i++;
-    skip_ws(&r);
-    size_t count = 0;
-    if (r.i < n && s[r.i] == '}') { r.i++; goto closed; }
-    for (;;) {
-        size_t slen = 0;
-        skip_ws(&r);
-        if (read_string(&r, str, &slen)) goto done;
-        skip_ws(&r);
-        if (r.i >= n || s[r.i] != ':') { as_fail(err, "%s: byte %zu: expected ':'", path, r.i); goto done; }
-        r.i++;
-        skip_ws(&r);
-        size_t id = 0, digits = 0;
-        while (r.i < n && s[r.i] >= '0' && s[r.i] <= '9' && digits < 10) {
-            id = id * 10 + (size_t)(s[r.i++] - '0');
-            digits++;
+    if (root->type != JSON_OBJECT) { as_fail(err, "%s: expected a JSON object {\"token\": id, ...}", path); goto done; }
+    /* A token's bytes are at most its UTF-8 key's; ids are below the member count for
+     * a dense vocabulary, and a larger id is refused below. */
+    size_t count = root->u.object.count, pool_cap = 1;
+    for (size_t i = 0; i < count; i++) pool_cap += root->u.object.members[i].key_len;
+    t->pool = malloc(pool_cap);
+    t->tok_off = calloc(count + 1, sizeof *t->tok_off);
+    t->tok_len = calloc(count + 1, sizeof *t->tok_len);
+    if (!t->pool || !t->tok_off || !t->tok_len) { as_fail(err, "%s: out of memory", path); goto done; }
+    for (size_t i = 0; i < count; i++) {
+        const json_member *mb = &root->u.object.members[i];
+        int64_t id64;
+        if (mb->value.type != JSON_NUMBER || json_get_int64(&mb->value, &id64) || id64 < 0) {
+            as_fail(err, "%s: byte %zu: token id must be a non-negative integer", path, mb->value.offset);
+            goto done;
         }
-        if (digits == 0 || (r.i < n && (s[r.i] == '.' || s[r.i] == 'e' || s[r.i] == 'E' || (s[r.i] >= '0' && s[r.i] <= '9'))))
-            { as_fail(err, "%s: byte %zu: token id must be a non-negative integer below 10^10", path, r.i); goto done; }
-        if (id >= max_entries || id > INT32_MAX) { as_fail(err, "%s: id %zu is larger than the vocabulary can be", path, id); goto done; }
-        size_t blen = byte_level_to_bytes(cp_to_byte, (const uint8_t *)str, slen, t->pool + t->pool_len);
+        if ((uint64_t)id64 > count || id64 > INT32_MAX) {
+            as_fail(err, "%s: id %lld is larger than the vocabulary can be", path, (long long)id64);
+            goto done;
+        }
+        size_t id = (size_t)id64;
+        size_t blen = byte_level_to_bytes(cp_to_byte, (const uint8_t *)mb->key, mb->key_len, t->pool + t->pool_len);
         if (blen == (size_t)-1 || blen == 0) {
-            str[slen] = 0;
-            as_fail(err, "%s: token \"%.60s\" (id %zu) is not in GPT-2's byte-level alphabet", path, str, id);
+            as_fail(err, "%s: token \"%.60s\" (id %zu) is not in GPT-2's byte-level alphabet", path, mb->key, id);
             goto done;
         }
         if (t->tok_len[id]) { as_fail(err, "%s: id %zu appears twice", path, id); goto done; }
@@ -306,23 +229,12 @@ static int read_vocab(tokenizer *t, const char *path, as_err *err) {
         if (id + 1 > t->n_ids) t->n_ids = id + 1;
         if (blen == 1 && t->byte_id[t->pool[t->tok_off[id]]] < 0) t->byte_id[t->pool[t->tok_off[id]]] = (int32_t)id;
         if (blen == 13 && !memcmp(t->pool + t->tok_off[id], "<|endoftext|>", 13)) t->eot = (int32_t)id;
-        count++;
-        skip_ws(&r);
-        if (r.i < n && s[r.i] == ',') { r.i++; continue; }
-        if (r.i < n && s[r.i] == '}') { r.i++; break; }
-        as_fail(err, "%s: byte %zu: expected ',' or '}'", path, r.i);
-        goto done;
     }
-closed:
-    skip_ws(&r);
-    if (r.i != n) { as_fail(err, "%s: byte %zu: trailing data after the object", path, r.i); goto done; }
     for (int b = 0; b < 256; b++)
         if (t->byte_id[b] < 0) { as_fail(err, "%s: no token for byte 0x%02X (a byte-level vocabulary has all 256)", path, b); goto done; }
-    (void)count;
     rc = 0;
 done:
-    free(str);
-    free(s);
+    json_free(doc);
     return rc;
 }
 

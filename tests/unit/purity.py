@@ -20,7 +20,7 @@ ALLOWED = {
     "text": (["core"], []),
     "kernels": (["core", "model"], ["openblas"]),
     "sweep": (["core", "model", "text", "kernels"], ["openblas", "libconfig"]),
-    "store": (["core", "model", "kernels"], ["hdf5"]),
+    "store": (["core", "kernels"], ["hdf5"]),
     "mpi": (["core", "model", "text", "kernels", "sweep", "store"], ["openblas", "libconfig", "hdf5", "mpi"]),
 }
 OUTSIDE = {

@@ -15,7 +15,7 @@ flags=(-g -O1 -std=c11 -Wall -Wextra -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE
        -I"$here/include/core" -I"$here/include/model" -I"$here/include/text" -I"$here/include/sweep"
        -I"$here/include/kernels"
        -I"$here/tests/reliability/fuzz")
-lib_sources=(core/errors core/fileio model/json model/safetensors core/sha256 model/model
+lib_sources=(core/errors core/fileio core/json model/safetensors core/sha256 model/model
              sweep/config sweep/config_include sweep/config_axes sweep/config_text sweep/config_diff sweep/config_models
              text/tokenizer text/pretokenize text/install text/unicode_tables)
 objs=()
