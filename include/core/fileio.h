@@ -41,6 +41,10 @@ int fileio_read_all(const char *path, size_t max_bytes, const char *what, char *
 int fileio_read_stream(FILE *f, const char *name, size_t max_bytes, const char *what, char **data,
                        size_t *len, as_err *err);
 
+/* 1 when something (a file, folder, or the target of a symlink) exists at path;
+ * with regular = 1, only a regular file (or a symlink to one) counts. */
+int fileio_exists(const char *path, int regular);
+
 /* "512 MiB", "16 GiB", "1000 bytes": a size for messages. */
 void fileio_format_size(char *buf, size_t size, double bytes);
 

@@ -181,3 +181,8 @@ int fileio_make_parent_dirs(const char *path, as_err *err) {
     }
     return 0;
 }
+
+int fileio_exists(const char *path, int regular) {
+    struct stat st;
+    return stat(path, &st) == 0 && (!regular || S_ISREG(st.st_mode));
+}

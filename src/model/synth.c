@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "safetensors.h"
+#include "fileio.h"
 
 #define GOLDEN 0x9e3779b97f4a7c15ull
 #define INIT_STD 0.02
@@ -224,11 +225,6 @@ static void fill_chunk(float *out, const synth_tensor *t, uint64_t seed, uint64_
     }
 }
 
-static int file_exists(const char *path) {
-    struct stat st;
-    return stat(path, &st) == 0;
-}
-
 static int mkdir_parents(const char *dir, as_err *err) {
     char buf[4096];
     if (snprintf(buf, sizeof buf, "%s", dir) >= (int)sizeof buf)
@@ -395,7 +391,7 @@ int synth_write_config(const char *dir, const gpt2_config *cfg, const char *pres
     char config_path[4200], weights_path[4200];
     snprintf(config_path, sizeof config_path, "%s/config.json", dir);
     snprintf(weights_path, sizeof weights_path, "%s/model.safetensors", dir);
-    if (!force && (file_exists(config_path) || file_exists(weights_path)))
+    if (!force && (fileio_exists(config_path, 0) || fileio_exists(weights_path, 0)))
         return as_fail(err, "%s: already holds a model (use --force to overwrite)", dir);
     for (const char *p = preset_name; *p; p++)
         if (*p == '"' || *p == '\\' || (unsigned char)*p < 0x20)

@@ -80,11 +80,6 @@ typedef struct {
     unsigned char *buf_a, *buf_b;
 } merge_state;
 
-static int exists(const char *path) {
-    struct stat st;
-    return stat(path, &st) == 0;
-}
-
 static int same_file(const char *a, const char *b) {
     struct stat sa, sb;
     if (stat(a, &sa) || stat(b, &sb)) return !strcmp(a, b);
@@ -462,14 +457,14 @@ static int install(merge_state *m, merge_summary *sum, as_err *err) {
         return as_wrap(err, "merge into %s", out);
     remove_merge_leftovers(jpath);
     int rc = 0;
-    if (!m->opts->force && (exists(out) || exists(jpath)))
-        rc = as_fail(err, "%s: output exists (--force replaces it)", exists(out) ? out : jpath);
+    if (!m->opts->force && (fileio_exists(out, 0) || fileio_exists(jpath, 0)))
+        rc = as_fail(err, "%s: output exists (--force replaces it)", fileio_exists(out, 0) ? out : jpath);
     snprintf(tmp, sizeof tmp, "%s.merge.%ld", jpath, (long)getpid());
     if (!rc) rc = write_journal(m, tmp, err);
     if (!rc) st_test_phase("merge_journal_written");
     /* A replaced view goes first: a stale view next to the new journal could
      * pass the store's reconcile check with old values. */
-    if (!rc && m->opts->force && exists(out) && unlink(out)) {
+    if (!rc && m->opts->force && fileio_exists(out, 0) && unlink(out)) {
         unlink(tmp);
         rc = as_fail(err, "%s: cannot remove the old output: %s", out, strerror(errno));
     }

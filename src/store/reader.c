@@ -9,6 +9,8 @@
 
 #include <hdf5.h>
 
+#include "fileio.h"
+
 /* ---------- reading an output without opening it as a writer ---------- */
 
 static uint64_t fnv1a(uint64_t h, const void *data, size_t n) {
@@ -440,24 +442,19 @@ static int progress_from_view(const char *path, store_progress *p, as_err *err) 
     return 0;
 }
 
-static int path_exists(const char *path) {
-    struct stat st;
-    return stat(path, &st) == 0;
-}
-
 int store_read_progress(const char *path, store_progress *p, as_err *err) {
     memset(p, 0, sizeof *p);
     char jpath[4200], spath[4200];
     if (store_sidecar(jpath, sizeof jpath, path, ".journal") ||
         store_sidecar(spath, sizeof spath, path, ".status"))
         return as_fail(err, "%s: path too long", path);
-    int have_journal = path_exists(jpath), have_status = path_exists(spath);
+    int have_journal = fileio_exists(jpath, 0), have_status = fileio_exists(spath, 0);
     int rc = have_status ? st_read_status_file(spath, p, err) : 0;
     if (!rc && have_journal) rc = progress_from_journal(jpath, p, err);
     else if (!rc) {
         /* The journal is the truth; the status file only caches its counts, so
          * without the journal they are not reported as if they were. */
-        p->journal_missing = have_status || path_exists(path);
+        p->journal_missing = have_status || fileio_exists(path, 0);
         rc = progress_from_view(path, p, err);
     }
     if (rc) store_progress_free(p);

@@ -349,11 +349,6 @@ static int note_lost(store *s, as_err *err) {
     return rc ? as_fail(err, "%s: cannot update provenance", s->path) : 0;
 }
 
-static int exists(const char *path) {
-    struct stat st;
-    return stat(path, &st) == 0;
-}
-
 store *store_open(const char *path, const store_axes *axes, const store_provenance *prov,
                   store_mode mode, int flags, as_err *err) {
     store *s = calloc(1, sizeof *s);
@@ -391,7 +386,7 @@ store *store_open(const char *path, const store_axes *axes, const store_provenan
     s->locked = 1;
     remove_stale_temps(s);
     st_reserve_create(s);
-    int have_journal = exists(s->journal_path), have_file = exists(s->path);
+    int have_journal = fileio_exists(s->journal_path, 0), have_file = fileio_exists(s->path, 0);
     /* An existing view's own filters decide how cells are stored, not the flag: an
      * output created plain stays plain, a compressed one stays compressed (and a
      * rebuild follows the view it replaces). */
@@ -579,7 +574,7 @@ int store_peek_config(const char *path, char **text, char **sha256, as_err *err)
     *text = *sha256 = NULL;
     char jpath[4200];
     if (store_sidecar(jpath, sizeof jpath, path, ".journal")) return as_fail(err, "%s: path too long", path);
-    if (!exists(jpath)) return 0;
+    if (!fileio_exists(jpath, 0)) return 0;
     journal *j = journal_open(jpath, JOURNAL_SKIP_PAYLOAD_CRC, NULL, NULL, err);
     if (!j) return -1;
     journal_record r, last = {0};

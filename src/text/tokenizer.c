@@ -167,11 +167,6 @@ char *tk_read_file(const char *path, size_t *n, as_err *err) {
     return buf;
 }
 
-static int file_exists(const char *path) {
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
-}
-
 int tk_join_path(char *out, size_t cap, const char *dir, const char *name) {
     int n = snprintf(out, cap, "%s/%s", dir, name);
     return n >= 0 && (size_t)n < cap;
@@ -382,7 +377,7 @@ int tk_find_pair(const char *dir, char *vocab, char *merges, size_t cap) {
     static const char *const names[2][2] = {{"vocab.json", "merges.txt"}, {"encoder.json", "vocab.bpe"}};
     for (int k = 0; k < 2; k++)
         if (tk_join_path(vocab, cap, dir, names[k][0]) && tk_join_path(merges, cap, dir, names[k][1]) &&
-            file_exists(vocab) && file_exists(merges))
+            fileio_exists(vocab, 1) && fileio_exists(merges, 1))
             return 0;
     return -1;
 }
