@@ -12,6 +12,7 @@
 
 #include "fileio.h"
 #include "model.h"
+#include "plan.h"
 #include "sha256.h"
 
 /* --- step 4: the store ----------------------------------------------------- */

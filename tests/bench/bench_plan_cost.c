@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "grid.h"
+#include "plan.h"
 #include "metrics.h"
 
 static double now(void) {
