@@ -8,7 +8,9 @@
 #            that carry the SLURM job id and split the cells between them (each cell once).
 #   array    the same kind of sweep as 3 shards of a job array (--shards 3 --merge --submit),
 #            then the merge job make-sbatch wrote (afterok of the array): equal to the
-#            uninterrupted run, one segment per array task (with its job id) plus the merge's.
+#            uninterrupted run, one segment per array task (with its job id) plus the merge's;
+#            then the finished file itself sharded and merged again (README): no cell computed
+#            again, no value changed.
 #
 #   tests/slurm/test_slurm_attnsweep.sh ATTNSWEEP MODEL_DIR requeue|array
 # Needs root and the Debian packages slurm-wlm munge: without them the test FAILS, never skips.
@@ -164,6 +166,33 @@ f = h5py.File('sweep.h5', 'r')
 print(' '.join(sorted({(j.decode() if isinstance(j, bytes) else j) for j in f['provenance/slurm_job_id'][()]} - {''})))")
   [ "$(echo "$jobs_in_file" | wc -w)" -ge 3 ] || fail "expected 3 distinct SLURM job ids in /provenance, got '$jobs_in_file'"
   note "array: 3 shards (job ids $jobs_in_file) merged, equal to the uninterrupted run"
+  # The README's example: shard the finished results file itself (CONFIG = sweep.h5). Every
+  # shard skips the cells the file holds, and the merge job joins them from it: no cell is
+  # computed again and no value changes.
+  rm -f sweep.shard-*-of-3.h5*
+  values() { $PY -c "
+import hashlib, h5py
+f = h5py.File('sweep.h5', 'r')
+print(hashlib.sha256(b''.join(f[k][()].tobytes() for k in sorted(f) if isinstance(f[k], h5py.Dataset)
+                             and f[k].dtype.kind != 'O' and k not in ('wall_time', 'rank', 'attempts'))).hexdigest())"; }
+  before=$(values)
+  "$GEN" sweep.h5 --nodes 1 --ntasks-per-node 1 --time 10 --warn 60 --shards 3 --merge --submit \
+    --bin "$BIN" --logdir logs2 -o again.sbatch > gen2.out 2> gen2.err || fail "make-sbatch.sh sweep.h5 failed: $(cat gen2.err)"
+  array2=$(sed -n 1p gen2.out) mjob2=$(sed -n 2p gen2.out)
+  final=$(drive_job "$array2" 150)
+  echo "$final" | awk '$2 != "COMPLETED" || $3 != "0:0" { bad = 1 } END { exit bad }' ||
+    fail "sharding the finished file: not every task COMPLETED 0:0: $final"
+  for f in logs2/*_[0-2].out; do
+    grep -q "cells of this shard are done in .*sweep.h5 already: skipped" "$f" && grep -q ", 0 this run, " "$f" ||
+      fail "a shard of the finished file computed cells again: $(grep 'attnsweep run:' "$f" | tail -n 2)"
+  done
+  mfinal=$(drive_job "$mjob2" 120)
+  [ "$mfinal" = "$mjob2 COMPLETED 0:0" ] ||
+    fail "the merge job into the finished file ended '$mfinal': $(cat logs2/*merge-"$mjob2".out 2>/dev/null)"
+  grep -q "joined with the cells the existing output held" logs2/*merge-"$mjob2".out ||
+    fail "the merge job did not join the existing file: $(cat logs2/*merge-"$mjob2".out)"
+  [ "$(values)" = "$before" ] || fail "sharding and merging the finished file changed its values"
+  note "the finished file sharded again: 0 cells computed, merged into it unchanged"
   echo "PASS test_slurm_attnsweep array"
   ;;
 *) fail "unknown case '$CASE' (requeue or array)" ;;
