@@ -9,12 +9,17 @@
  *              P_blocks = parameters of the blocks run (no wte/wpe: the embedding is
  *              a lookup; no LM head); GPT-2 small at L = 1024: 174 + 19 = 193 GFLOP.
  *              sgemm_gflops is the forward pass's effective rate, not sgemm's peak.
- *   metrics(L) = metric_ns * 1e-9 * heads * (L^2 / 2) * (d + n_T * n_norm * (n_N + n_eps + row_ops))
+ *   metrics(L) = metric_ns * 1e-9 * heads * sum over the rows n = 1..L of
+ *                n * (d + n_T * n_norm * (n_eps + row_ops + #{grid N < n} + walk_step * min(N_max, n - 1)))
  *              / speedup
- *              heads = measured (layer, head) pairs; L^2/2 = the visible keys of all rows;
+ *              heads = measured (layer, head) pairs; a row of n visible keys costs per key:
  *              d = d_head (or n_embd for vectors = "resid") for the Gram row; per
- *              (T, normalizer) the N walk of docs/metrics.md 4.4, one grad_fd per eps and row_ops for softmax,
- *              entropy, grad_exact and separability.
+ *              (T, normalizer) one grad_fd per eps, row_ops for softmax, entropy and
+ *              grad_exact, one evaluation per grid N the row has (N < n: docs/metrics.md 4.4
+ *              and 6), and the walk of docs/metrics.md 4.4 itself: it adds one key per step
+ *              up to the largest grid N (N_max), whatever the grid N between, at
+ *              walk_step (AS_COST_WALK_STEP) of an evaluation per step. So a grid of few N
+ *              up to a large N_max (a critical-N grid) costs by N_max's size, not by its count.
  *   speedup = 1 + (threads - 1) * thread_scale (metrics: threads = min(blas_threads, heads)).
  * Fitted on measured runs of the paper's grid (README, Performance): GPT-2 small
  * and gpt2-medium (every GPT-2 size has d_head = 64, so the metrics scale with
@@ -29,6 +34,12 @@
 #include <stdint.h>
 
 #include "grid.h"
+
+/* The walk's cost per step and key, in evaluations of one grid N (metrics(L) above):
+ * fitted on met_head CPU times at L = 1024, d = 64, 22 T, 3 eps, softmax, over six N
+ * axes (1..128 in 28 steps as the paper, 1..128, {128}, powers of 2 to 512, {512}, the
+ * quick start's 7 N): every one predicted within 18 % (docs/performance.md). */
+#define AS_COST_WALK_STEP 0.087
 
 /* How much smaller a compressed output's cells are than plain ones, for the disk space
  * and the write bandwidth alike: the least any cells measured have compressed
@@ -49,8 +60,8 @@ double grid_forward_seconds(const as_grid *g, size_t L);
 /* Inner-loop steps of the metrics term for `heads` heads at length L (the
  * formula above without metric_ns); tests/bench/bench_plan_cost.c divides a
  * measured met_head time by it to re-measure metric_ns. */
-double grid_metric_steps(size_t L, size_t heads, size_t d, size_t n_N, size_t n_T, size_t n_norm,
-                         size_t n_eps, double row_ops);
+double grid_metric_steps(size_t L, size_t heads, size_t d, const int32_t *N, size_t n_N, size_t n_T,
+                         size_t n_norm, size_t n_eps, double row_ops);
 double grid_metric_seconds(const as_grid *g, size_t L);
 double grid_cell_cost(const as_grid *g, size_t cell);
 double grid_window_cost(const as_grid *g);

@@ -51,10 +51,23 @@ double grid_forward_seconds(const as_grid *g, size_t L) {
     return flops_of(g->cfg, g->model, L) / rate;
 }
 
-double grid_metric_steps(size_t L, size_t heads, size_t d, size_t n_N, size_t n_T, size_t n_norm,
-                         size_t n_eps, double row_ops) {
-    double per_key = (double)d + (double)(n_T * n_norm) * ((double)n_N + (double)n_eps + row_ops);
-    return (double)heads * 0.5 * (double)L * (double)L * per_key;
+/* The sums over the rows n = 1..L of plan.h's metrics formula, in closed form (a plan costs
+ * every cell of the grid, so no loop over the rows). */
+double grid_metric_steps(size_t L, size_t heads, size_t d, const int32_t *N, size_t n_N, size_t n_T,
+                         size_t n_norm, size_t n_eps, double row_ops) {
+    double Ld = (double)L, keys = Ld * (Ld + 1) / 2; /* sum of n */
+    double evals = 0, K = 0;                          /* sum of n * #{grid N < n}; the largest N */
+    for (size_t i = 0; i < n_N; i++) {
+        double v = (double)N[i];
+        if (v > K) K = v;
+        if (v < Ld) evals += keys - v * (v + 1) / 2;
+    }
+    /* sum of n * min(K, n - 1): n (n - 1) up to n = m = min(L, K + 1), then n K */
+    double m = K + 1 < Ld ? K + 1 : Ld;
+    double walk = (m - 1) * m * (m + 1) / 3 + K * (keys - m * (m + 1) / 2);
+    double per_T = (double)(n_T * n_norm);
+    return (double)heads * (((double)d + per_T * ((double)n_eps + row_ops)) * keys +
+                            per_T * (evals + AS_COST_WALK_STEP * walk));
 }
 
 double grid_metric_seconds(const as_grid *g, size_t L) {
@@ -65,7 +78,7 @@ double grid_metric_seconds(const as_grid *g, size_t L) {
     size_t threads = cfg->blas_threads > 1 ? (size_t)cfg->blas_threads : 1;
     if (threads > a->n_head) threads = a->n_head; /* cell.c: metrics threads split the heads */
     return g->cost.metric_ns * 1e-9 *
-           grid_metric_steps(L, heads_of(cfg, mc), d, a->n_N, a->n_T, a->n_norm, a->n_eps,
+           grid_metric_steps(L, heads_of(cfg, mc), d, a->N, a->n_N, a->n_T, a->n_norm, a->n_eps,
                              g->cost.row_ops) /
            speedup(g, (double)threads);
 }

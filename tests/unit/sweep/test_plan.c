@@ -1,7 +1,8 @@
 /* test_plan.c -- the plan as data (src/sweep/plan.c): plan_compute's times, what is left
  * of an existing output (an extension costs its new cells only), the rank rounds, and the
  * one compression ratio of the disk and bandwidth figures, each against a direct sum
- * over the cells of the cost functions it is built from. */
+ * over the cells of the cost functions it is built from; the metrics steps (the walk over N
+ * costed by the largest N) against a row-by-row sum of their definition. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,7 +42,51 @@ static int load(as_config *c, const char *extra) {
     return rc;
 }
 
+/* plan.h's metrics sum over the rows, row by row (the definition, no closed form). */
+static double steps_by_rows(size_t L, size_t heads, size_t d, const int32_t *N, size_t n_N, size_t n_T,
+                            size_t n_norm, size_t n_eps, double row_ops) {
+    int32_t K = 0;
+    for (size_t i = 0; i < n_N; i++) K = N[i] > K ? N[i] : K;
+    double total = 0;
+    for (size_t n = 1; n <= L; n++) {
+        double evals = 0, walk = (double)((size_t)K < n - 1 ? (size_t)K : n - 1);
+        for (size_t i = 0; i < n_N; i++) evals += (size_t)N[i] < n;
+        total += (double)n * ((double)d + (double)(n_T * n_norm) *
+                                              ((double)n_eps + row_ops + evals + AS_COST_WALK_STEP * walk));
+    }
+    return (double)heads * total;
+}
+
+static void test_walk_cost(void) {
+    static const int32_t paper[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16,
+                                    20, 24, 28, 32, 40, 48, 56, 64, 80, 96, 112, 128};
+    static const int32_t crit[] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512};
+    static const int32_t small[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+    static const int32_t beyond[] = {2000}; /* no row reaches it: the walk ends at n - 1 */
+    struct { const int32_t *N; size_t n; } axes[] = {{paper, 28}, {crit, 10}, {small, 10}, {beyond, 1}};
+    size_t Ls[] = {1, 2, 31, 32, 33, 128, 129, 1024};
+    for (size_t a = 0; a < 4; a++)
+        for (size_t i = 0; i < sizeof Ls / sizeof Ls[0]; i++) {
+            char label[96];
+            snprintf(label, sizeof label, "steps: N axis %zu, L %zu", a, Ls[i]);
+            CHECK_CLOSE(grid_metric_steps(Ls[i], 3, 64, axes[a].N, axes[a].n, 22, 2, 3, 8.0),
+                        steps_by_rows(Ls[i], 3, 64, axes[a].N, axes[a].n, 22, 2, 3, 8.0), 0, 1e-12, label);
+        }
+    /* the same count of N costs by the largest N: powers of 2 to 512 against 1..10 */
+    double c = grid_metric_steps(1024, 1, 64, crit, 10, 22, 1, 3, 8.0);
+    double s = grid_metric_steps(1024, 1, 64, small, 10, 22, 1, 3, 8.0);
+    CHECK(c > 1.5 * s, "a critical-N axis (10 N to 512) costs more than 10 N to 10: %g vs %g", c, s);
+    /* the default rate keeps the paper window's steps x rate of the formula it was fitted with */
+    double old = 0, now = 0;
+    for (size_t L = 32; L <= 1024; L *= 2) {
+        old += 0.5 * (double)L * (double)L * (64 + 22 * (28 + 3 + 8.0));
+        now += grid_metric_steps(L, 1, 64, paper, 28, 22, 1, 3, 8.0);
+    }
+    CHECK_CLOSE(now * AS_COST_METRIC_NS, old * 0.73, 0, 0.01, "paper window: the fitted estimate kept");
+}
+
 int main(void) {
+    test_walk_cost();
     snprintf(dir, sizeof dir, "/tmp/test_plan.%d", (int)getpid());
     mkdir(dir, 0777);
     as_config c;
