@@ -367,7 +367,7 @@ static void print_axes(const as_config *cfg, const as_grid *g) {
 }
 
 /* The cells line and the time lines: per model, the total, what is left, the rank counts. */
-static void print_time(const as_config *cfg, const as_plan *p, size_t ranks, const char *refused_what) {
+static void print_time(const as_config *cfg, const as_plan *p, const char *refused_what) {
     const as_axes *a = &cfg->axes;
     size_t nm = p->n_models;
     char b1[32], b2[32], b3[32];
@@ -407,7 +407,6 @@ static void print_time(const as_config *cfg, const as_plan *p, size_t ranks, con
         printf("          %zu ranks (%zu workers%s): ~%s\n", p->rounds[i].ranks, p->rounds[i].workers,
                i >= PLAN_RANK_ROWS ? ", --ranks" : "", b1);
     }
-    (void)ranks;
     printf("          model: forward %.0f GFLOP/s per BLAS thread (x%d threads, %.2f per extra),"
            " metrics %.3g ns/step, row_ops %.0f\n"
            "          (on an idle core; re-measure and pass --sgemm-gflops / --metric-ns;"
@@ -567,7 +566,7 @@ int cmd_plan(int argc, char **argv) {
     if (pa.porcelain) {
         print_porcelain(&cfg, &plan, refused_what);
     } else {
-        print_time(&cfg, &plan, (size_t)pa.ranks, refused_what);
+        print_time(&cfg, &plan, refused_what);
         print_memory(&plan, (size_t)pa.ranks);
         print_output(&cfg, &plan);
         if (refused_what)
