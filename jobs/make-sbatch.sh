@@ -179,9 +179,13 @@ for a in "${run_args[@]+"${run_args[@]}"}"; do   # only the --set options of the
 done
 if [ "$check" = 1 ]; then
   [ -x "$bin_for_check" ] || die "$bin_for_check: not built yet (jobs/setup.sh), so the config cannot be checked; build it or pass --no-check"
-  plan_out=$("$bin_for_check" plan "$config" --check "${plan_set[@]+"${plan_set[@]}"}" 2>&1) ||
-    die "attnsweep plan --check $config failed: $(printf '%s\n' "$plan_out" | grep 'attnsweep plan:' | tail -1 | sed 's/^attnsweep plan: //')"
-  n_windows=$(printf '%s\n' "$plan_out" | sed -n 's/^cells .*(\([0-9]*\) windows x.*/\1/p' | head -1)
+  # plan --porcelain: key=value lines on stdout (attnsweep plan --help lists the keys)
+  plan_err=$(mktemp "${TMPDIR:-/tmp}/make-sbatch.XXXXXX")
+  plan_out=$("$bin_for_check" plan "$config" --check --porcelain "${plan_set[@]+"${plan_set[@]}"}" 2>"$plan_err") ||
+    { why=$(grep 'attnsweep plan:' "$plan_err" | grep -v ': warning: ' | tail -1 | sed 's/^attnsweep plan: //'); rm -f "$plan_err"
+      die "attnsweep plan --check $config failed: $why"; }
+  rm -f "$plan_err"
+  n_windows=$(printf '%s\n' "$plan_out" | sed -n 's/^windows=//p')
   if [ -n "$shards" ] && [ -n "$n_windows" ] && [ "$shards" -gt "$n_windows" ]; then
     die "--shards $shards is more than the sweep's $n_windows windows: some shards would get no window (use --shards $n_windows or fewer)"
   fi
@@ -250,8 +254,13 @@ generate_merge() {
   echo "set -euo pipefail"
   for l in "${setup_lines[@]+"${setup_lines[@]}"}"; do echo "$l"; done
   printf 'cd %q\n' "$PWD"
-  printf 'out=$(%q plan %q' "$bin_abs" "$config_abs"; printf ' %q' "${plan_set[@]+"${plan_set[@]}"}"; printf " | awk '/^output  / { print \$2; exit }')\n"
-  printf 'exec %q merge "${out%%.h5}".shard-*-of-%s.h5\n' "$bin_abs" "$shards"
+  # the config's output, from plan --porcelain (with the run's --set options, if any)
+  printf 'out=$(%q plan %q --porcelain' "$bin_abs" "$config_abs"
+  [ "${#plan_set[@]}" = 0 ] || printf ' %q' "${plan_set[@]}"
+  printf " | sed -n 's/^output=//p')\n"
+  printf '[ -n "$out" ] || { echo "%s: attnsweep plan printed no output= line" >&2; exit 1; }\n' "$name-merge"
+  echo 'case $out in *.h5|*.nc) stem=${out%.*} ext=.${out##*.} ;; *) stem=$out ext= ;; esac'
+  printf 'exec %q merge "$stem".shard-*-of-%s"$ext"\n' "$bin_abs" "$shards"
 }
 
 if [ "$dry_run" = 1 ]; then

@@ -46,7 +46,9 @@ typedef struct {
      * i % K == shard_index, and writes them to OUT.shard-I-of-K.h5 next to the
      * config's output (sweep_shard_path); `attnsweep merge` joins the shards.
      * Round robin over the largest-first order gives every shard a similar
-     * share of long and short cells. */
+     * share of long and short cells. A shard started next to an existing output
+     * of the same config skips the cells that output holds done (merge joins them
+     * from it), so sharding a finished or half-done file computes only what is left. */
     int shard_index, shard_count;
     /* Start even when the output (results file + journal, grid_disk_bytes)
      * will not fit in the free space of its file system; by default such a

@@ -29,8 +29,13 @@
  *   - shards with another config (sha256 of the canonical config text), other
  *     axes, other weights or text (their sha256);
  *   - a cell done in two shards with different values;
- *   - an existing OUT or OUT.journal unless force (then both are replaced),
+ *   - an existing OUT without its journal unless force (then it is replaced), an
+ *     existing OUT of another config or axes than the shards (force replaces it),
  *     an output that is one of the shards, an output locked by a live writer.
+ * An existing OUT (with its journal) of the shards' config is joined, not refused: its
+ * cells are merged in as a shard's are (shards started next to it skip the cells it
+ * holds, sweep.h), a cell it holds and a shard holds too must be equal, and its
+ * provenance segments come first. force ignores it and replaces it.
  * Shard files are only read. */
 #ifndef ATTNSWEEP_MERGE_H
 #define ATTNSWEEP_MERGE_H
@@ -54,6 +59,7 @@ typedef struct {
     char missing[512];         /* "3, 5" when shards were missing (partial), else "" */
     size_t total, done, failed; /* cells of the merged output */
     size_t segments;           /* provenance segments carried over (the merge's not counted) */
+    int joined_existing;       /* the existing output's cells were merged in */
 } merge_summary;
 
 /* Parses "DIR/NAME.shard-I-of-K.h5" into the output it is a shard of

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "args.h"
 #include "cli.h"
 #include "dump.h"
 #include "fileio.h"
@@ -14,38 +15,59 @@
 #include "gpt2.h"
 #include "model.h"
 
-static void usage(FILE *out) {
-    fprintf(out,
-            "usage: attnsweep dump --model DIR (--text FILE | --tokens FILE) --length L\n"
-            "                      [--window-start K] [--layers LIST] --out FILE.h5\n\n"
-            "Runs GPT-2 over tokens [K, K+L) and writes tokens, each listed layer's q, k, v\n"
-            "[head, L, d_head], raw scores q.k [head, L, L] (NaN above the diagonal),\n"
-            "attention pattern [head, L, L] and the last position's logits to FILE.h5\n"
-            "(written to FILE.h5.tmp.PID, then renamed).\n\n"
-            "  --model DIR         config.json + model.safetensors (Hugging Face layout)\n"
-            "  --tokens FILE       token ids, read as `run` reads text.format = \"tokens\": .npy,\n"
-            "                      llm.c .bin, or a raw little-endian .bin (uint16 unless\n"
-            "                      --dtype uint32); any other file: whitespace-separated ids\n"
-            "  --dtype TYPE        uint16 | uint32: the ids of a raw .bin (default uint16)\n"
-            "  --text FILE         UTF-8 text, encoded with the model directory's GPT-2 tokenizer\n"
-            "                      (vocab.json + merges.txt); --strip-gutenberg keeps only the\n"
-            "                      Project Gutenberg body; --start-at STRING [--start-occurrence K]\n"
-            "                      starts the text at the K-th occurrence of STRING (as the\n"
-            "                      config's text.start_at, text.start_occurrence)\n"
-            "  --length L          window length, 1..n_positions\n"
-            "  --window-start K    first token of the window (default 0)\n"
-            "  --layers LIST       e.g. 0,3,5-7 or all (default all)\n"
-            "  --out FILE.h5       output file\n"
-            "OpenBLAS threads: OPENBLAS_NUM_THREADS.\n");
-}
+static const char dump_about[] =
+    "Runs GPT-2 over tokens [K, K+L) and writes tokens, each listed layer's q, k, v\n"
+    "[head, L, d_head], raw scores q.k [head, L, L] (NaN above the diagonal),\n"
+    "attention pattern [head, L, L] and the last position's logits to FILE.h5\n"
+    "(written to FILE.h5.tmp.PID, then renamed).\n";
 
-static int parse_size(const char *s, size_t *out) {
-    if (!s || !*s || *s == '-') return -1;
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || *end) return -1;
-    *out = (size_t)v;
+/* The command line of dump. */
+typedef struct {
+    const char *model_dir, *text, *tokens_path, *out, *layers_s, *dtype_s, *start_at;
+    long long length, start, start_occ;
+    int strip_gutenberg;
+} dump_args;
+
+/* 0 to go on, else 1 with *code (help printed, or a usage error). */
+static int parse_dump_args(dump_args *d, int argc, char **argv, int *code) {
+    *d = (dump_args){.layers_s = "all", .start_occ = 1};
+    const arg_opt opts[] = {
+        OPT_STRING_REQUIRED("model", "DIR", &d->model_dir,
+                            "config.json + model.safetensors (Hugging Face layout)"),
+        OPT_STRING("tokens", "FILE", &d->tokens_path,
+                   "token ids, read as `run` reads text.format = \"tokens\": .npy,\n"
+                   "llm.c .bin, or a raw little-endian .bin (uint16 unless\n"
+                   "--dtype uint32); any other file: whitespace-separated ids"),
+        OPT_STRING("dtype", "TYPE", &d->dtype_s, "uint16 | uint32: the ids of a raw .bin (default uint16)"),
+        OPT_STRING("text", "FILE", &d->text,
+                   "UTF-8 text, encoded with the model directory's GPT-2 tokenizer\n"
+                   "(vocab.json + merges.txt)"),
+        OPT_FLAG("strip-gutenberg", &d->strip_gutenberg, "with --text: keep only the Project Gutenberg body"),
+        OPT_STRING("start-at", "STRING", &d->start_at,
+                   "with --text: start the text at the K-th occurrence of STRING (as the\n"
+                   "config's text.start_at, text.start_occurrence)"),
+        OPT_INT("start-occurrence", "K", &d->start_occ, 1, LLONG_MAX, "which occurrence of --start-at (default 1)"),
+        OPT_INT_REQUIRED("length", "L", &d->length, 1, LLONG_MAX, "window length, 1..n_positions"),
+        OPT_INT("window-start", "K", &d->start, 0, LLONG_MAX, "first token of the window (default 0)"),
+        OPT_STRING("layers", "LIST", &d->layers_s, "e.g. 0,3,5-7 or all (default all)"),
+        OPT_STRING_REQUIRED("out", "FILE.h5", &d->out, "output file"),
+        OPT_END()};
+    arg_spec spec = {.prog = "attnsweep dump", .description = dump_about,
+                     .epilogue = "OpenBLAS threads: OPENBLAS_NUM_THREADS.\n", .opts = opts};
+    if (args_parse(&spec, argc, argv, code)) return 1;
+    *code = AS_EXIT_USAGE;
+    if (!d->text && !d->tokens_path) {
+        fprintf(stderr, "attnsweep dump: --tokens or --text is required (try --help)\n");
+        return 1;
+    }
+    if (d->text && d->tokens_path) {
+        fprintf(stderr, "attnsweep dump: give --text or --tokens, not both\n");
+        return 1;
+    }
+    if (d->start_at && !d->text) {
+        fprintf(stderr, "attnsweep dump: --start-at needs --text\n");
+        return 1;
+    }
     return 0;
 }
 
@@ -150,71 +172,89 @@ static int write_layer(const gpt2_layer_view *view, void *user, as_err *err) {
     return dump_write_layer(user, view, err);
 }
 
-int cmd_dump(int argc, char **argv) {
-    const char *model_dir = NULL, *text = NULL, *tokens_path = NULL, *out = NULL;
-    const char *length_s = NULL, *start_s = "0", *layers_s = "all", *dtype_s = NULL;
-    const char *start_at = NULL, *start_occ_s = "1";
-    int strip_gutenberg = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            return AS_EXIT_OK;
-        }
-        if (!strcmp(a, "--strip-gutenberg")) {
-            strip_gutenberg = 1;
-            continue;
-        }
-        const char **slot = !strcmp(a, "--model")          ? &model_dir
-                            : !strcmp(a, "--text")         ? &text
-                            : !strcmp(a, "--tokens")       ? &tokens_path
-                            : !strcmp(a, "--length")       ? &length_s
-                            : !strcmp(a, "--window-start") ? &start_s
-                            : !strcmp(a, "--layers")       ? &layers_s
-                            : !strcmp(a, "--out")          ? &out
-                            : !strcmp(a, "--dtype")        ? &dtype_s
-                            : !strcmp(a, "--start-at")     ? &start_at
-                            : !strcmp(a, "--start-occurrence") ? &start_occ_s
-                                                           : NULL;
-        if (!slot) {
-            fprintf(stderr, "attnsweep dump: unknown option '%s' (try --help)\n", a);
+/* The token stream of --text or --tokens into *all; the window [start, start + L) must lie
+ * in it with every id in the vocabulary. 0, or the exit code after its message. */
+static int load_tokens(const dump_args *d, const gpt2_config *cfg, int32_t **all, size_t *n_all) {
+    as_err err = {{0}};
+    size_t L = (size_t)d->length, start = (size_t)d->start;
+    const char *tokens_path = d->tokens_path;
+    textsrc_spec spec = {.path = d->text, .format = TEXTSRC_TEXT, .strip_gutenberg = d->strip_gutenberg,
+                         .start_at = d->start_at, .start_occurrence = (int64_t)d->start_occ};
+    int kind = d->text ? TOKENS_ID_TEXT : token_file_kind(tokens_path);
+    if (kind != TOKENS_ID_TEXT) {
+        spec = (textsrc_spec){.path = tokens_path, .format = TEXTSRC_TOKENS,
+                              .dtype = kind == TOKENS_RAW_BIN ? TEXTSRC_U16 : TEXTSRC_DTYPE_AUTO};
+        if (d->dtype_s && textsrc_parse_dtype(d->dtype_s, &spec.dtype, &err) != 0) {
+            fprintf(stderr, "attnsweep dump: --dtype '%s' is not uint16 or uint32\n", d->dtype_s);
             return AS_EXIT_USAGE;
         }
-        if (i + 1 >= argc) {
-            fprintf(stderr, "attnsweep dump: %s needs a value\n", a);
-            return AS_EXIT_USAGE;
+    }
+    if (spec.path) {
+        textsrc ts;
+        if (textsrc_load(&ts, &spec, d->model_dir, cfg->vocab_size, &err) != 0) {
+            fprintf(stderr, "attnsweep dump: %s\n", err.msg);
+            return AS_EXIT_ERROR;
         }
-        *slot = argv[++i];
+        *all = ts.tokens, *n_all = ts.n_tokens;
+        tokens_path = spec.path;
+    } else if (read_id_text(tokens_path, all, n_all, &err) != 0) {
+        fprintf(stderr, "attnsweep dump: %s\n", err.msg);
+        return AS_EXIT_ERROR;
     }
-    const char *missing = !model_dir ? "--model" : !length_s ? "--length" : !out ? "--out"
-                          : (!text && !tokens_path) ? "--tokens or --text" : NULL;
-    if (missing) {
-        fprintf(stderr, "attnsweep dump: %s is required (try --help)\n", missing);
+    if (start > *n_all || L > *n_all - start) {
+        fprintf(stderr, "attnsweep dump: window [%zu, %zu) needs %zu tokens but %s has %zu\n", start,
+                start + L, start + L, tokens_path, *n_all);
         return AS_EXIT_USAGE;
     }
-    if (text && tokens_path) {
-        fprintf(stderr, "attnsweep dump: give --text or --tokens, not both\n");
-        return AS_EXIT_USAGE;
-    }
-    size_t L, start, start_occ;
-    if ((start_at && !text) || parse_size(start_occ_s, &start_occ) != 0 || start_occ < 1) {
-        fprintf(stderr, "attnsweep dump: %s\n", start_at && !text ? "--start-at needs --text"
-                                                 : "--start-occurrence is not a positive integer");
-        return AS_EXIT_USAGE;
-    }
-    if (parse_size(length_s, &L) != 0 || L < 1) {
-        fprintf(stderr, "attnsweep dump: --length '%s' is not a positive integer\n", length_s);
-        return AS_EXIT_USAGE;
-    }
-    if (parse_size(start_s, &start) != 0) {
-        fprintf(stderr, "attnsweep dump: --window-start '%s' is not a non-negative integer\n",
-                start_s);
-        return AS_EXIT_USAGE;
-    }
+    for (size_t t = 0; t < L; t++)
+        if ((size_t)(*all)[start + t] >= cfg->vocab_size) {
+            fprintf(stderr, "attnsweep dump: %s: token %zu is id %d, outside the vocabulary of %zu\n",
+                    tokens_path, start + t, (*all)[start + t], cfg->vocab_size);
+            return AS_EXIT_ERROR;
+        }
+    return 0;
+}
 
+/* The forward pass over the window, each captured layer and the logits to d->out. */
+static int write_dump(const dump_args *d, const gpt2_model *model, const int32_t *tokens,
+                      uint64_t mask, as_err *err) {
+    const gpt2_config *cfg = &model->cfg;
+    size_t L = (size_t)d->length, last = L - 1;
+    gpt2_workspace ws = {0};
+    dump_writer *w = NULL;
+    float *logits = malloc(cfg->vocab_size * sizeof *logits);
+    int rc = -1;
+    if (!logits) {
+        as_fail(err, "out of memory for the logits");
+        goto done;
+    }
+    if (gpt2_workspace_init(&ws, cfg, L, err) != 0) goto done;
+    dump_provenance prov = {.window_start = (size_t)d->start, .model_dir = d->model_dir,
+                            .weights_sha256 = model->weights_sha256};
+    w = dump_open(d->out, tokens, L, &prov, err);
+    if (!w) goto done;
+    gpt2_request req = {.capture_mask = mask, .on_layer = write_layer, .user = w,
+                        .logit_positions = &last, .n_logit_positions = 1, .logits = logits};
+    if (gpt2_forward(&ws, model, tokens, L, &req, err) != 0 ||
+        dump_write_logits(w, logits, cfg->vocab_size, err) != 0)
+        goto done;
+    dump_writer *closing = w;
+    w = NULL;
+    rc = dump_close(closing, err);
+done:
+    dump_abort(w);
+    gpt2_workspace_free(&ws);
+    free(logits);
+    return rc;
+}
+
+int cmd_dump(int argc, char **argv) {
+    dump_args d;
+    int rc;
+    if (parse_dump_args(&d, argc, argv, &rc)) return rc;
     as_err err = {{0}};
     gpt2_model model;
-    if (model_load(&model, model_dir, &err) != 0) {
+    if (model_load(&model, d.model_dir, &err) != 0) {
         fprintf(stderr, "attnsweep dump: %s\n", err.msg);
         return AS_EXIT_ERROR;
     }
@@ -222,94 +262,19 @@ int cmd_dump(int argc, char **argv) {
     int32_t *all = NULL;
     size_t n_all = 0;
     uint64_t mask = 0;
-    gpt2_workspace ws = {0};
-    dump_writer *w = NULL;
-    float *logits = NULL;
-    int rc = AS_EXIT_ERROR;
-    if (L > cfg->n_positions) {
-        fprintf(stderr, "attnsweep dump: --length %zu exceeds the model's n_positions %zu\n", L,
+    rc = AS_EXIT_USAGE;
+    if ((size_t)d.length > cfg->n_positions) {
+        fprintf(stderr, "attnsweep dump: --length %lld exceeds the model's n_positions %zu\n", d.length,
                 cfg->n_positions);
-        rc = AS_EXIT_USAGE;
-        goto done;
-    }
-    if (parse_layers(layers_s, cfg->n_layer, &mask, &err) != 0) {
+    } else if (parse_layers(d.layers_s, cfg->n_layer, &mask, &err) != 0) {
         fprintf(stderr, "attnsweep dump: %s\n", err.msg);
-        rc = AS_EXIT_USAGE;
-        goto done;
-    }
-    textsrc_spec spec = {.path = text, .format = TEXTSRC_TEXT, .strip_gutenberg = strip_gutenberg,
-                         .start_at = start_at, .start_occurrence = (int64_t)start_occ};
-    int kind = text ? TOKENS_ID_TEXT : token_file_kind(tokens_path);
-    if (kind != TOKENS_ID_TEXT) {
-        spec = (textsrc_spec){.path = tokens_path, .format = TEXTSRC_TOKENS,
-                              .dtype = kind == TOKENS_RAW_BIN ? TEXTSRC_U16 : TEXTSRC_DTYPE_AUTO};
-        if (dtype_s && textsrc_parse_dtype(dtype_s, &spec.dtype, &err) != 0) {
-            fprintf(stderr, "attnsweep dump: --dtype '%s' is not uint16 or uint32\n", dtype_s);
-            rc = AS_EXIT_USAGE;
-            goto done;
-        }
-    }
-    if (spec.path) {
-        textsrc ts;
-        if (textsrc_load(&ts, &spec, model_dir, cfg->vocab_size, &err) != 0) {
+    } else if ((rc = load_tokens(&d, cfg, &all, &n_all)) == 0) {
+        rc = AS_EXIT_OK;
+        if (write_dump(&d, &model, all + d.start, mask, &err)) {
             fprintf(stderr, "attnsweep dump: %s\n", err.msg);
-            goto done;
+            rc = AS_EXIT_ERROR;
         }
-        all = ts.tokens, n_all = ts.n_tokens;
-        tokens_path = spec.path;
-    } else if (read_id_text(tokens_path, &all, &n_all, &err) != 0) {
-        fprintf(stderr, "attnsweep dump: %s\n", err.msg);
-        goto done;
     }
-    if (start > n_all || L > n_all - start) {
-        fprintf(stderr,
-                "attnsweep dump: window [%zu, %zu) needs %zu tokens but %s has %zu\n", start,
-                start + L, start + L, tokens_path, n_all);
-        rc = AS_EXIT_USAGE;
-        goto done;
-    }
-    const int32_t *tokens = all + start;
-    for (size_t t = 0; t < L; t++)
-        if ((size_t)tokens[t] >= cfg->vocab_size) {
-            fprintf(stderr, "attnsweep dump: %s: token %zu is id %d, outside the vocabulary of %zu\n",
-                    tokens_path, start + t, tokens[t], cfg->vocab_size);
-            goto done;
-        }
-    logits = malloc(cfg->vocab_size * sizeof *logits);
-    if (!logits) {
-        fprintf(stderr, "attnsweep dump: out of memory for the logits\n");
-        goto done;
-    }
-    if (gpt2_workspace_init(&ws, cfg, L, &err) != 0) {
-        fprintf(stderr, "attnsweep dump: %s\n", err.msg);
-        goto done;
-    }
-    dump_provenance prov = {.window_start = start, .model_dir = model_dir,
-                            .weights_sha256 = model.weights_sha256};
-    w = dump_open(out, tokens, L, &prov, &err);
-    if (!w) {
-        fprintf(stderr, "attnsweep dump: %s\n", err.msg);
-        goto done;
-    }
-    size_t last = L - 1;
-    gpt2_request req = {.capture_mask = mask, .on_layer = write_layer, .user = w,
-                        .logit_positions = &last, .n_logit_positions = 1, .logits = logits};
-    if (gpt2_forward(&ws, &model, tokens, L, &req, &err) != 0 ||
-        dump_write_logits(w, logits, cfg->vocab_size, &err) != 0) {
-        fprintf(stderr, "attnsweep dump: %s\n", err.msg);
-        goto done;
-    }
-    dump_writer *closing = w;
-    w = NULL;
-    if (dump_close(closing, &err) != 0) {
-        fprintf(stderr, "attnsweep dump: %s\n", err.msg);
-        goto done;
-    }
-    rc = AS_EXIT_OK;
-done:
-    dump_abort(w);
-    gpt2_workspace_free(&ws);
-    free(logits);
     free(all);
     model_free(&model);
     return rc;

@@ -8,40 +8,38 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "args.h"
 #include "cli.h"
 #include "config.h"
 #include "fileio.h"
 #include "grid.h"
+#include "plan.h"
 #include "journal.h"
 #include "model.h"
 #include "store.h"
 #include "textsrc.h"
 #include "tokenizer.h"
 
-static void usage(FILE *out) {
-    fprintf(out,
-            "usage: attnsweep plan CONFIG|OUT.h5 [--set KEY=VALUE]... [--check] [--list]\n"
-            "                      [--sgemm-gflops X] [--metric-ns Y] [--ranks P]\n\n"
-            "Validates CONFIG and prints the sweep's axes, cells (one cell = one text\n"
-            "window at one context length L), estimated compute time per window (one\n"
-            "forward pass serves all its L), memory (the weights once per node, each\n"
-            "worker, the master, the node's total for 1..16 ranks) and results file\n"
-            "size. Reads the config, MODEL/config.json and, when it is there, the text:\n"
-            "it prints where window 0 starts and its first words. When the output exists\n"
-            "it says how many windows are left. Given a results file (OUT.h5), it plans\n"
-            "with the config stored in it (as `run OUT.h5` does).\n\n"
-            "  --set KEY=VALUE   override a config key, libconfig value syntax\n"
-            "                    (--set grid.L=[64,128] --set output=\"x.h5\"); repeatable\n"
-            "  --check           also check the model's tensors against config.json and the\n"
-            "                    config against an existing output's, and require the text:\n"
-            "                    fails (exit 1) on what `run` would fail on before computing\n"
-            "  --list            also list the cells in dispatch order (largest L first)\n"
-            "  --sgemm-gflops X  measured forward-pass rate per BLAS thread (default %.0f)\n"
-            "  --metric-ns Y     measured nanoseconds per metric step (default %.2f)\n"
-            "  --ranks P         also the time and node memory of P ranks on one node\n"
-            "  --help            this text\n",
-            AS_COST_SGEMM_GFLOPS, AS_COST_METRIC_NS);
-}
+static const char plan_about[] =
+    "Validates CONFIG and prints the sweep's axes, cells (one cell = one text\n"
+    "window at one context length L), estimated compute time per window (one\n"
+    "forward pass serves all its L), memory (the weights once per node, each\n"
+    "worker, the master, the node's total for 1..16 ranks) and results file\n"
+    "size. Reads the config, MODEL/config.json and, when it is there, the text:\n"
+    "it prints where window 0 starts and its first words. When the output exists\n"
+    "it says how many windows are left. Given a results file (OUT.h5), it plans\n"
+    "with the config stored in it (as `run OUT.h5` does).\n";
+
+static const char plan_porcelain_keys[] =
+    "--porcelain keys: config, config_sha256, output, models, windows, L_values, cells, L_max;\n"
+    "model.K.name, model.K.window_seconds, model.K.forward_seconds, model.K.metrics_seconds;\n"
+    "window_seconds (the mean window), rank_seconds (all windows); progress = new | resumes |\n"
+    "refused (an output run refuses), with an output: windows_done, windows_left, cells_left,\n"
+    "rank_seconds_to_go; ranks.P.seconds (P = 2, 8, 32, --ranks); memory.weights, memory.worker,\n"
+    "memory.master, node.P.memory (P = 1, 2, 4, 8, 16, --ranks; bytes); output_bytes,\n"
+    "disk_bytes, free_bytes (-1: unknown), compressed, deflate_ratio, write_bytes_per_window,\n"
+    "write_bytes_per_second, write_workers; warning.disk_short, warning.disk_huge,\n"
+    "warning.too_long (0 or 1); check=passed last, with --check. Errors: stderr, exit 1.\n";
 
 static void human_bytes(char *buf, size_t size, double b) {
     const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
@@ -143,16 +141,16 @@ static int print_window0(const as_config *cfg, as_err *err) {
     return 0;
 }
 
-/* Windows of the grid with every cell done, per model (done[m]), from an existing
- * output's journal (the truth); -1 when there is no journal. */
-static long windows_done(const char *output, const as_grid *g, long *done) {
+/* The cells of the grid an existing output holds done, [n_models * n_cells], from its
+ * journal (the truth); NULL when there is no journal. */
+static unsigned char *read_done(const char *output, const as_grid *g) {
     char jpath[4200];
-    if (store_sidecar(jpath, sizeof jpath, output, ".journal")) return -1;
+    if (store_sidecar(jpath, sizeof jpath, output, ".journal")) return NULL;
     as_err err;
     journal *j = journal_open(jpath, JOURNAL_SKIP_PAYLOAD_CRC, NULL, NULL, &err);
-    if (!j) return -1;
-    size_t per = g->n_cells ? g->n_cells : 1;
-    unsigned char *st = calloc(per * g->n_models, 1);
+    if (!j) return NULL;
+    size_t per = g->n_cells;
+    unsigned char *st = calloc(per * g->n_models + 1, 1);
     journal_record r;
     while (st && journal_next(j, &r, &err) == 1) {
         if (r.type != JR_COMMIT || r.window < 0 || r.model >= g->n_models) continue;
@@ -160,24 +158,37 @@ static long windows_done(const char *output, const as_grid *g, long *done) {
         if (c >= 0) st[r.model * per + (size_t)c] = (unsigned char)r.status;
     }
     journal_close(j);
-    if (!st) return -1;
-    long total = 0;
-    for (size_t m = 0; m < g->n_models; m++) {
-        done[m] = 0;
-        for (size_t w = 0; w < g->n_windows; w++) {
-            int all = 1;
-            for (size_t li = 0; li < g->n_L && all; li++)
-                all = st[m * per + grid_cell_index(g, w, li)] == STORE_DONE;
-            done[m] += all;
-        }
-        total += done[m];
-    }
-    free(st);
-    return total;
+    for (size_t i = 0; st && i < per * g->n_models; i++) st[i] = st[i] == STORE_DONE;
+    return st;
 }
 
-/* --check: what run does before its first cell, without MPI or the weights' values. */
-static int check_inputs(const as_config *cfg, as_err *err) {
+/* Whether run would take the existing output for this config: 0 no output, 1 it resumes
+ * or extends it, 2 it refuses it (what differs in `what`), -1 with err. */
+enum { OUTPUT_NEW, OUTPUT_RESUMES, OUTPUT_REFUSED };
+static int output_state(const as_config *cfg, char *what, size_t size, as_err *err) {
+    char *old_text = NULL, *old_sha = NULL;
+    int found = store_peek_config(cfg->output, &old_text, &old_sha, err), rc = 0;
+    if (found > 0 && strcmp(old_sha, cfg->sha256)) {
+        as_config_diff d;
+        rc = config_diff(&d, old_text, cfg->canonical, err);
+        if (rc == 0) rc = config_diff_blocks(&d, what, size) ? 1 : 0;
+    }
+    free(old_text);
+    free(old_sha);
+    if (found < 0 || rc < 0) return -1;
+    return !found ? OUTPUT_NEW : rc ? OUTPUT_REFUSED : OUTPUT_RESUMES;
+}
+
+/* The line run refuses an output of another config with. */
+static int refused(as_err *err, const as_config *cfg, const char *what) {
+    return as_fail(err, "%s was made with another config (%s); only added windows, L "
+                        "values or models appended to the model list can extend it",
+                   cfg->output, what);
+}
+
+/* --check: what run does before its first cell, without MPI or the weights' values.
+ * Each check passed is a line on out (NULL: none). */
+static int check_inputs(const as_config *cfg, FILE *out, as_err *err) {
     textsrc ts;
     textsrc_spec spec = {.path = cfg->text_path,
                          .format = cfg->text_format == AS_TEXT_TOKENS ? TEXTSRC_TOKENS : TEXTSRC_TEXT,
@@ -189,7 +200,7 @@ static int check_inputs(const as_config *cfg, as_err *err) {
     size_t n_tokens = ts.n_tokens;
     textsrc_free(&ts);
     if (rc) return -1;
-    printf("check     text: %zu tokens, enough for the windows\n", n_tokens);
+    if (out) fprintf(out, "check     text: %zu tokens, enough for the windows\n", n_tokens);
     /* the tensors against config.json, every model: an arena of the right size is
      * only reserved, never written (fill = 0 reads no weight) */
     for (size_t k = 0; k < cfg->n_model; k++) {
@@ -202,25 +213,13 @@ static int check_inputs(const as_config *cfg, as_err *err) {
         if (rc == 0) model_free(&m);
         free(arena);
         if (rc) return -1;
-        printf("check     model: every tensor of %s/model.safetensors matches config.json\n", ms->dir);
+        if (out) fprintf(out, "check     model: every tensor of %s/model.safetensors matches config.json\n", ms->dir);
     }
-    char *old_text = NULL, *old_sha = NULL;
-    int found = store_peek_config(cfg->output, &old_text, &old_sha, err);
-    if (found < 0) return -1;
-    if (found && strcmp(old_sha, cfg->sha256)) {
-        as_config_diff d;
-        char what[800];
-        rc = config_diff(&d, old_text, cfg->canonical, err);
-        if (rc == 0 && config_diff_blocks(&d, what, sizeof what)) {
-            rc = as_fail(err, "%s was made with another config (%s); only added windows, L "
-                              "values or models appended to the model list can extend it",
-                         cfg->output, what);
-        }
-    }
-    free(old_text);
-    free(old_sha);
-    if (rc) return -1;
-    printf("check     output: %s\n", found ? "resumes the existing output" : "new");
+    char what[800];
+    rc = output_state(cfg, what, sizeof what, err);
+    if (rc < 0) return -1;
+    if (rc == OUTPUT_REFUSED) return refused(err, cfg, what);
+    if (out) fprintf(out, "check     output: %s\n", rc == OUTPUT_RESUMES ? "resumes the existing output" : "new");
     return 0;
 }
 
@@ -256,101 +255,56 @@ static int load_stored(as_config *cfg, const char *out, const char *const *sets,
     return rc;
 }
 
-static int parse_positive(const char *opt, const char *text, double *out) {
-    char *end;
-    double v = strtod(text, &end);
-    if (*end || !(v > 0)) {
-        fprintf(stderr, "attnsweep plan: %s: '%s' is not a positive number\n", opt, text);
-        return -1;
-    }
-    *out = v;
+/* The command line of plan. */
+typedef struct {
+    const char *path;
+    arg_list sets;
+    int list, check, porcelain;
+    double gflops, metric_ns;
+    long long ranks;
+} plan_args;
+
+/* 0 to go on, else 1 with *code; p->sets is freed by the caller. */
+static int parse_plan_args(plan_args *p, int argc, char **argv, int *code) {
+    *p = (plan_args){.gflops = AS_COST_SGEMM_GFLOPS, .metric_ns = AS_COST_METRIC_NS};
+    char gflops_help[96], ns_help[96];
+    snprintf(gflops_help, sizeof gflops_help, "measured forward-pass rate per BLAS thread (default %.0f)",
+             AS_COST_SGEMM_GFLOPS);
+    snprintf(ns_help, sizeof ns_help, "measured nanoseconds per metric step (default %.2f)", AS_COST_METRIC_NS);
+    arg_list pos = {0};
+    const arg_opt opts[] = {
+        OPT_LIST("set", "KEY=VALUE", &p->sets,
+                 "override a config key, libconfig value syntax\n"
+                 "(--set grid.L=[64,128] --set output=\"x.h5\"); repeatable"),
+        OPT_FLAG("check", &p->check,
+                 "also check the model's tensors against config.json and the\n"
+                 "config against an existing output's, and require the text:\n"
+                 "fails (exit 1) on what `run` would fail on before computing"),
+        OPT_FLAG("list", &p->list, "also list the cells in dispatch order (largest L first)"),
+        OPT_FLAG("porcelain", &p->porcelain,
+                 "print the plan as key=value lines for scripts (jobs/make-sbatch.sh),\n"
+                 "nothing else on stdout (the keys: below)"),
+        OPT_POSITIVE("sgemm-gflops", "X", &p->gflops, gflops_help),
+        OPT_POSITIVE("metric-ns", "Y", &p->metric_ns, ns_help),
+        OPT_INT("ranks", "P", &p->ranks, 1, 1000000, "also the time and node memory of P ranks on one node"),
+        OPT_END()};
+    arg_spec spec = {.prog = "attnsweep plan", .positional = "CONFIG|OUT.h5", .min_pos = 1, .max_pos = 1,
+                     .pos = &pos, .description = plan_about, .epilogue = plan_porcelain_keys,
+                     .opts = opts};
+    if (args_parse(&spec, argc, argv, code)) return 1;
+    p->path = pos.v[0];
+    free(pos.v);
     return 0;
 }
 
-int cmd_plan(int argc, char **argv) {
-    const char *path = NULL;
-    const char **sets = calloc((size_t)argc + 1, sizeof *sets);
-    size_t n_sets = 0;
-    int list = 0, check = 0;
-    double gflops = AS_COST_SGEMM_GFLOPS, metric_ns = AS_COST_METRIC_NS, ranks = 0;
-    if (!sets) {
-        fprintf(stderr, "attnsweep plan: out of memory\n");
-        return AS_EXIT_ERROR;
-    }
-    int rc = AS_EXIT_USAGE;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            free(sets);
-            return AS_EXIT_OK;
-        } else if (!strcmp(a, "--list")) {
-            list = 1;
-        } else if (!strcmp(a, "--check")) {
-            check = 1;
-        } else if (!strcmp(a, "--set") || !strcmp(a, "--sgemm-gflops") || !strcmp(a, "--metric-ns") ||
-                   !strcmp(a, "--ranks")) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "attnsweep plan: %s needs a value\n", a);
-                goto out;
-            }
-            const char *v = argv[++i];
-            if (!strcmp(a, "--set")) sets[n_sets++] = v;
-            else if (parse_positive(a, v, !strcmp(a, "--metric-ns") ? &metric_ns
-                                          : !strcmp(a, "--ranks")    ? &ranks
-                                                                     : &gflops))
-                goto out;
-            if (!strcmp(a, "--ranks") && (ranks != (double)(size_t)ranks || ranks > 1e6)) {
-                fprintf(stderr, "attnsweep plan: --ranks: '%s' is not a whole number of ranks\n", v);
-                goto out;
-            }
-        } else if (!strncmp(a, "--set=", 6)) {
-            sets[n_sets++] = a + 6;
-        } else if (a[0] == '-' && a[1]) {
-            fprintf(stderr, "attnsweep plan: unknown option '%s' (try --help)\n", a);
-            goto out;
-        } else if (path) {
-            fprintf(stderr, "attnsweep plan: one CONFIG only ('%s' and '%s')\n", path, a);
-            goto out;
-        } else {
-            path = a;
-        }
-    }
-    if (!path) {
-        fprintf(stderr, "attnsweep plan: missing CONFIG (try --help)\n");
-        goto out;
-    }
-
-    as_config cfg;
-    as_grid g;
-    as_err err = {{0}};
-    size_t plen = strlen(path);
-    int stored = plen > 3 && (!strcmp(path + plen - 3, ".h5") || !strcmp(path + plen - 3, ".nc"));
-    if (stored ? load_stored(&cfg, path, sets, n_sets, &err)
-               : config_load(&cfg, path, sets, n_sets, &err)) {
-        fprintf(stderr, "attnsweep plan: %s\n", err.msg);
-        rc = AS_EXIT_ERROR;
-        goto out;
-    }
-    if (grid_init(&g, &cfg, &err)) {
-        fprintf(stderr, "attnsweep plan: %s\n", err.msg);
-        config_free(&cfg);
-        rc = AS_EXIT_ERROR;
-        goto out;
-    }
-    g.cost.sgemm_gflops = gflops;
-    g.cost.metric_ns = metric_ns;
-    const as_axes *a = &cfg.axes;
-    const gpt2_config *mc = &cfg.model;
-    char b1[32], b2[32], b3[32], b4[32], b5[32];
-
-    printf("config    %s (sha256 %.16s...)\n", cfg.path, cfg.sha256);
-    (void)mc;
-    for (size_t k = 0; k < cfg.n_model; k++) {
-        const as_model_spec *ms = &cfg.models[k];
+/* The config, its models, text, windows, metrics and output (plan's first lines). */
+static void print_config(const as_config *cfg) {
+    printf("config    %s (sha256 %.16s...)\n", cfg->path, cfg->sha256);
+    for (size_t k = 0; k < cfg->n_model; k++) {
+        const as_model_spec *ms = &cfg->models[k];
         char step[48] = "";
         if (ms->training_step >= 0) snprintf(step, sizeof step, ", training_step %lld", (long long)ms->training_step);
-        if (cfg.n_model == 1)
+        if (cfg->n_model == 1)
             printf("model     %s: n_layer %zu, n_head %zu, n_embd %zu, n_positions %zu, %.1f M params%s\n",
                    ms->dir, ms->cfg.n_layer, ms->cfg.n_head, ms->cfg.n_embd, ms->cfg.n_positions,
                    (double)model_param_count(&ms->cfg) / 1e6, step);
@@ -360,42 +314,41 @@ int cmd_plan(int argc, char **argv) {
                    ms->cfg.n_head, ms->cfg.n_embd, ms->cfg.n_positions,
                    (double)model_param_count(&ms->cfg) / 1e6, step);
     }
-    printf("text      %s (%s%s); needs >= %lld tokens\n", cfg.text_path,
-           cfg.text_format == AS_TEXT_PLAIN ? "text" : "tokens",
-           cfg.text_format == AS_TEXT_PLAIN ? (cfg.strip_gutenberg ? ", strip_gutenberg" : "") : "",
-           (long long)config_tokens_needed(&cfg));
-    printf("windows   count %lld, offset %lld, stride %lld\n", (long long)cfg.windows_count,
-           (long long)cfg.windows_offset, (long long)cfg.windows_stride);
-    if (print_window0(&cfg, &err)) {
-        fprintf(stderr, "attnsweep plan: %s\n", err.msg);
-        grid_free(&g);
-        config_free(&cfg);
-        rc = AS_EXIT_ERROR;
-        goto out;
-    }
-    char ssmax[64];
-    snprintf(ssmax, sizeof ssmax, "%.6g", cfg.ssmax_scale);
-    for (size_t k = 1; k < cfg.n_model; k++)
-        if (cfg.models[k].ssmax_scale != cfg.ssmax_scale) snprintf(ssmax, sizeof ssmax, "1/ln(n_positions) per model");
-    printf("metrics   vectors %s, rows %s, logits %s, ks_alpha %g, ssmax_scale %s, seed %lld\n",
-           cfg.vectors == AS_VECTORS_VALUE ? "value" : "resid",
-           cfg.rows == AS_ROWS_VISIBLE ? "visible" : "full_row", config_logits_name(cfg.logits),
-           cfg.ks_alpha, ssmax, (long long)cfg.seed);
-    printf("output    %s\n", cfg.output);
-    printf("runtime   blas_threads %d per rank, commit_every %d cells\n\n", cfg.blas_threads,
-           cfg.commit_every);
+    printf("text      %s (%s%s); needs >= %lld tokens\n", cfg->text_path,
+           cfg->text_format == AS_TEXT_PLAIN ? "text" : "tokens",
+           cfg->text_format == AS_TEXT_PLAIN ? (cfg->strip_gutenberg ? ", strip_gutenberg" : "") : "",
+           (long long)config_tokens_needed(cfg));
+    printf("windows   count %lld, offset %lld, stride %lld\n", (long long)cfg->windows_count,
+           (long long)cfg->windows_offset, (long long)cfg->windows_stride);
+}
 
+static void print_settings(const as_config *cfg) {
+    char ssmax[64];
+    snprintf(ssmax, sizeof ssmax, "%.6g", cfg->ssmax_scale);
+    for (size_t k = 1; k < cfg->n_model; k++)
+        if (cfg->models[k].ssmax_scale != cfg->ssmax_scale) snprintf(ssmax, sizeof ssmax, "1/ln(n_positions) per model");
+    printf("metrics   vectors %s, rows %s, logits %s, ks_alpha %g, ssmax_scale %s, seed %lld\n",
+           cfg->vectors == AS_VECTORS_VALUE ? "value" : "resid",
+           cfg->rows == AS_ROWS_VISIBLE ? "visible" : "full_row", config_logits_name(cfg->logits),
+           cfg->ks_alpha, ssmax, (long long)cfg->seed);
+    printf("output    %s\n", cfg->output);
+    printf("runtime   blas_threads %d per rank, commit_every %d cells\n\n", cfg->blas_threads,
+           cfg->commit_every);
+}
+
+static void print_axes(const as_config *cfg, const as_grid *g) {
+    const as_axes *a = &cfg->axes;
     printf("axes\n");
-    printf("  %-11s %6zu: ", "window", g.n_windows);
-    if (g.n_windows <= 4)
-        for (size_t w = 0; w < g.n_windows; w++) printf("%s%zu", w ? ", " : "", w);
+    printf("  %-11s %6zu: ", "window", g->n_windows);
+    if (g->n_windows <= 4)
+        for (size_t w = 0; w < g->n_windows; w++) printf("%s%zu", w ? ", " : "", w);
     else
-        printf("0..%zu", g.n_windows - 1);
-    if (g.n_windows == 1)
-        printf("  (first token %lld)\n", (long long)g.window_start[0]);
+        printf("0..%zu", g->n_windows - 1);
+    if (g->n_windows == 1)
+        printf("  (first token %lld)\n", (long long)g->window_start[0]);
     else
-        printf("  (first tokens %lld, %lld, ..., %lld)\n", (long long)g.window_start[0],
-               (long long)g.window_start[1], (long long)g.window_start[g.n_windows - 1]);
+        printf("  (first tokens %lld, %lld, ..., %lld)\n", (long long)g->window_start[0],
+               (long long)g->window_start[1], (long long)g->window_start[g->n_windows - 1]);
     print_int_axis("L", a->L, a->n_L);
     print_int_axis("N", a->N, a->n_N);
     print_double_axis("T", a->T, a->n_T);
@@ -407,173 +360,229 @@ int cmd_plan(int argc, char **argv) {
     print_int_axis("layer", a->layer, a->n_layer);
     print_int_axis("head", a->head, a->n_head);
     size_t useless = 0;
-    for (size_t i = 0; i < a->n_N; i++) useless += a->N[i] >= config_max_L(&cfg);
+    for (size_t i = 0; i < a->n_N; i++) useless += a->N[i] >= config_max_L(cfg);
     if (useless)
         printf("  note: %zu N value(s) >= the largest L (%d): always NaN (no row has n > N)\n",
-               useless, (int)config_max_L(&cfg));
+               useless, (int)config_max_L(cfg));
+}
 
-    /* one unit of work = one window of one model: a pass at the largest L, the metrics
-     * of every L; the models run one after the other (time: the sum over the models) */
-    size_t Lmax = (size_t)config_max_L(&cfg), nm = g.n_models;
-    double total = 0, window = 0, *per_model = calloc(nm, sizeof *per_model);
-    if (!per_model) {
-        fprintf(stderr, "attnsweep plan: out of memory\n");
-        grid_free(&g);
-        config_free(&cfg);
-        rc = AS_EXIT_ERROR;
-        goto out;
-    }
+/* The cells line and the time lines: per model, the total, what is left, the rank counts. */
+static void print_time(const as_config *cfg, const as_plan *p, const char *refused_what) {
+    const as_axes *a = &cfg->axes;
+    size_t nm = p->n_models;
+    char b1[32], b2[32], b3[32];
     if (nm > 1)
-        /* "(W windows x" first, as for one model: jobs/make-sbatch.sh reads it */
+        /* "(W windows x" first, as for one model */
         printf("\ncells     %zu (%zu windows x %zu L x %zu models); each: up to %zu heads x %zu N x "
-               "%zu T x %zu normalizer\n", g.n_cells * nm, g.n_windows, g.n_L, nm,
+               "%zu T x %zu normalizer\n", p->n_cells, p->n_windows, p->n_L, nm,
                a->n_layer * a->n_head, a->n_N, a->n_T, a->n_norm);
     else
         printf("\ncells     %zu (%zu windows x %zu L); each: %zu heads x %zu N x %zu T"
                " x %zu normalizer\n",
-               g.n_cells, g.n_windows, g.n_L, a->n_layer * a->n_head, a->n_N, a->n_T, a->n_norm);
+               p->n_cells, p->n_windows, p->n_L, a->n_layer * a->n_head, a->n_N, a->n_T, a->n_norm);
     for (size_t k = 0; k < nm; k++) {
-        grid_set_model(&g, k);
-        double fwd = grid_forward_seconds(&g, Lmax);
-        per_model[k] = grid_window_cost(&g);
-        total += per_model[k] * (double)g.n_windows;
-        human_seconds(b1, sizeof b1, per_model[k]);
-        human_seconds(b2, sizeof b2, fwd);
-        human_seconds(b3, sizeof b3, per_model[k] - fwd);
-        if (nm > 1) printf("%s %zu %s: ", k ? "         " : "time     ", k, cfg.models[k].name);
+        human_seconds(b1, sizeof b1, p->model[k].window_s);
+        human_seconds(b2, sizeof b2, p->model[k].forward_s);
+        human_seconds(b3, sizeof b3, p->model[k].metrics_s);
+        if (nm > 1) printf("%s %zu %s: ", k ? "         " : "time     ", k, cfg->models[k].name);
         else printf("time      ");
-        printf("%s per window (forward pass at L = %zu %s + metrics of %zu L %s)\n", b1, Lmax, b2,
-               g.n_L, b3);
+        printf("%s per window (forward pass at L = %zu %s + metrics of %zu L %s)\n", b1, p->L_max, b2,
+               p->n_L, b3);
     }
-    grid_set_model(&g, 0);
-    window = total / (double)(g.n_windows * nm); /* the mean window, for the rank estimates */
-    human_seconds(b1, sizeof b1, total);
-    printf("          %s of rank time for %zu window%s%s\n", b1, g.n_windows * nm,
-           g.n_windows * nm > 1 ? "s" : "", nm > 1 ? " (every model's)" : "");
-    long *done_m = calloc(nm, sizeof *done_m);
-    long done = done_m ? windows_done(cfg.output, &g, done_m) : -1;
-    if (done >= 0) {
-        double to_go = 0;
-        for (size_t k = 0; k < nm; k++) to_go += per_model[k] * (double)(g.n_windows - (size_t)done_m[k]);
-        size_t left = g.n_windows * nm - (size_t)done;
-        human_seconds(b1, sizeof b1, to_go);
-        printf("progress  %zu of %zu windows left (%ld done in %s): %s of rank time to go\n", left,
-               g.n_windows * nm, done, cfg.output, b1);
+    human_seconds(b1, sizeof b1, p->total_s);
+    printf("          %s of rank time for %zu window%s%s\n", b1, p->n_windows * nm,
+           p->n_windows * nm > 1 ? "s" : "", nm > 1 ? " (every model's)" : "");
+    if (refused_what) {
+        printf("progress  none: %s holds another config's cells (%s); `attnsweep run` refuses it\n",
+               cfg->output, refused_what);
+    } else if (p->have_progress) {
+        human_seconds(b1, sizeof b1, p->to_go_s);
+        printf("progress  %zu of %zu windows left (%zu done in %s): %s of rank time to go", p->windows_left,
+               p->n_windows * nm, p->windows_done, cfg->output, b1);
+        if (p->cells_left < p->windows_left * p->n_L) printf(" (%zu cells left)", p->cells_left);
+        printf("\n");
     }
-    free(done_m);
-    free(per_model);
-    size_t want = (size_t)ranks;
-    /* the scheduler deals one model's windows at a time: rounds per model, summed */
-    for (size_t P = 2; P <= 64; P *= 4) {
-        double rounds = (double)(nm * ((g.n_windows + P - 2) / (P - 1)));
-        human_seconds(b1, sizeof b1, rounds * window);
-        printf("          %zu ranks (%zu workers): ~%s\n", P, P - 1, b1);
-    }
-    if (want >= 2 && want != 2 && want != 8 && want != 32) {
-        double rounds = (double)(nm * ((g.n_windows + want - 2) / (want - 1)));
-        human_seconds(b1, sizeof b1, rounds * window);
-        printf("          %zu ranks (%zu workers, --ranks): ~%s\n", want, want - 1, b1);
+    for (size_t i = 0; i < p->n_rounds; i++) {
+        human_seconds(b1, sizeof b1, p->rounds[i].seconds);
+        printf("          %zu ranks (%zu workers%s): ~%s\n", p->rounds[i].ranks, p->rounds[i].workers,
+               i >= PLAN_RANK_ROWS ? ", --ranks" : "", b1);
     }
     printf("          model: forward %.0f GFLOP/s per BLAS thread (x%d threads, %.2f per extra),"
            " metrics %.3g ns/step, row_ops %.0f\n"
            "          (on an idle core; re-measure and pass --sgemm-gflops / --metric-ns;"
-           " see include/sweep/grid.h)\n",
-           g.cost.sgemm_gflops, cfg.blas_threads, g.cost.thread_scale, g.cost.metric_ns,
-           g.cost.row_ops);
+           " see include/sweep/plan.h)\n",
+           p->grid->cost.sgemm_gflops, cfg->blas_threads, p->grid->cost.thread_scale,
+           p->grid->cost.metric_ns, p->grid->cost.row_ops);
+}
 
-    as_rank_memory mem;
-    grid_rank_memory(&mem, &g);
-    human_bytes(b1, sizeof b1, (double)mem.weights);
-    human_bytes(b2, sizeof b2, (double)mem.activations);
-    human_bytes(b3, sizeof b3, (double)mem.metrics);
-    human_bytes(b4, sizeof b4, (double)mem.unit_block);
-    human_bytes(b5, sizeof b5, (double)mem.worker);
-    if (nm > 1)
+static void print_memory(const as_plan *p, size_t ranks) {
+    const as_rank_memory *mem = &p->mem;
+    char b1[32], b2[32], b3[32], b4[32], b5[32];
+    human_bytes(b1, sizeof b1, (double)mem->weights);
+    human_bytes(b2, sizeof b2, (double)mem->activations);
+    human_bytes(b3, sizeof b3, (double)mem->metrics);
+    human_bytes(b4, sizeof b4, (double)mem->unit_block);
+    human_bytes(b5, sizeof b5, (double)mem->worker);
+    if (p->n_models > 1)
         printf("memory    weights %s (the largest model's), once per node (shared by its ranks): one "
                "model is resident at a time, each loaded once; a switch frees the last model first\n", b1);
     else
         printf("memory    weights %s, once per node (shared by its ranks)\n", b1);
     printf("          a worker %s = activations %s (L = %zu) + metrics %s + 2 x %s of results"
            " (%zu cells) + process\n",
-           b5, b2, Lmax, b3, b4, mem.unit_block / (mem.cell_block ? mem.cell_block : 1));
-    human_bytes(b1, sizeof b1, (double)mem.master);
+           b5, b2, p->L_max, b3, b4, mem->unit_block / (mem->cell_block ? mem->cell_block : 1));
+    human_bytes(b1, sizeof b1, (double)mem->master);
     printf("          the master %s\n", b1);
     printf("          node total (sum of PSS):");
-    for (size_t P = 1; P <= 16; P *= 2) {
-        human_bytes(b1, sizeof b1, (double)grid_node_memory(&g, P));
-        printf(" %zu rank%s %s%s", P, P > 1 ? "s" : "", b1, P < 16 ? "," : "\n");
+    for (size_t i = 0; i < PLAN_NODE_ROWS; i++) {
+        human_bytes(b1, sizeof b1, (double)p->node_bytes[i]);
+        printf(" %zu rank%s %s%s", p->node_ranks[i], p->node_ranks[i] > 1 ? "s" : "", b1,
+               i + 1 < PLAN_NODE_ROWS ? "," : "\n");
     }
     if (ranks >= 1) {
-        human_bytes(b1, sizeof b1, (double)grid_node_memory(&g, (size_t)ranks));
-        printf("          node total for %zu rank%s (--ranks): %s (%.0f MB)\n", (size_t)ranks,
-               ranks > 1 ? "s" : "", b1, (double)grid_node_memory(&g, (size_t)ranks) / 1e6);
+        human_bytes(b1, sizeof b1, (double)p->node_bytes[PLAN_NODE_ROWS]);
+        printf("          node total for %zu rank%s (--ranks): %s (%.0f MB)\n", ranks, ranks > 1 ? "s" : "",
+               b1, (double)p->node_bytes[PLAN_NODE_ROWS] / 1e6);
     }
+}
 
-    double out_bytes = grid_output_bytes(&g);
-    human_bytes(b1, sizeof b1, out_bytes);
-    human_bytes(b2, sizeof b2, out_bytes / (double)(g.n_cells * nm));
-    printf("output    %s (%s per cell x %zu cells; float32 metrics)\n", b1, b2, g.n_cells * nm);
-    double disk = grid_disk_bytes(&g, cfg.compress), avail = fileio_free_bytes(cfg.output);
-    human_bytes(b1, sizeof b1, disk);
-    if (avail >= 0) {
-        human_bytes(b2, sizeof b2, avail);
-        printf("disk      %s with the journal%s; %s free where the output goes\n", b1,
-               cfg.compress ? " (compressed: estimated at 1.4x)" : "", b2);
+/* The output, disk and bandwidth lines, then the warnings (stderr, one line each; plan
+ * still exits 0: it only describes). */
+static void print_output(const as_config *cfg, const as_plan *p) {
+    char b1[32], b2[32], b3[32], ratio[64] = "";
+    human_bytes(b1, sizeof b1, p->output_bytes);
+    human_bytes(b2, sizeof b2, p->cell_bytes);
+    printf("output    %s (%s per cell x %zu cells; float32 metrics)\n", b1, b2, p->n_cells);
+    if (cfg->compress) snprintf(ratio, sizeof ratio, " (compressed: estimated at %.1fx)", p->deflate_ratio);
+    human_bytes(b1, sizeof b1, p->disk_bytes);
+    if (p->free_bytes >= 0) {
+        human_bytes(b2, sizeof b2, p->free_bytes);
+        printf("disk      %s with the journal%s; %s free where the output goes\n", b1, ratio, b2);
     } else {
         printf("disk      %s with the journal%s; free space unknown (the output's folder cannot be asked)\n",
-               b1, cfg.compress ? " (compressed: estimated at 1.4x)" : "");
+               b1, ratio);
     }
-    /* The write bandwidth the master needs (README, Performance): every byte goes to the
-     * view and, until compaction, the journal; compressed cells are ~2.4x smaller on the
-     * paper grid (measured, not a bound: values decide). */
-    if (window > 0 && g.n_windows) {
-        double per_window = 2.0 * out_bytes / (double)(g.n_windows * nm) / (cfg.compress ? 2.4 : 1.0);
-        size_t wk = ranks >= 2 ? (size_t)ranks - 1 : 2000;
-        human_bytes(b1, sizeof b1, per_window);
-        human_bytes(b2, sizeof b2, per_window * (double)wk / window);
-        human_seconds(b3, sizeof b3, window);
+    if (p->write_per_window > 0) {
+        human_bytes(b1, sizeof b1, p->write_per_window);
+        human_bytes(b2, sizeof b2, p->write_rate);
+        human_seconds(b3, sizeof b3, p->window_s);
         printf("bandwidth ~%s written per window (view + journal%s); %zu workers at %s per window "
                "need ~%s/s of sustained writes\n", b1,
-               cfg.compress ? "; compressed ~2.4x, as paper cells" : "; plain chunks", wk, b3, b2);
+               ratio[0] ? "; compressed, at the disk line's ratio" : "; plain chunks", p->write_workers, b3, b2);
     }
-    /* Warnings go to stderr, one line each; plan still exits 0 (it only describes). */
-    if (avail >= 0 && disk > avail)
+    human_bytes(b1, sizeof b1, p->disk_bytes);
+    human_bytes(b2, sizeof b2, p->free_bytes);
+    if (p->disk_short)
         fprintf(stderr, "attnsweep plan: warning: %s: the output and its journal (%s) will not fit in the "
                         "%s free on its file system; `attnsweep run` refuses to start unless given "
-                        "--ignore-disk-space\n", cfg.output, b1, b2);
-    if (disk > GRID_SANE_DISK_BYTES) {
+                        "--ignore-disk-space\n", cfg->output, b1, b2);
+    if (p->disk_huge) {
         human_bytes(b3, sizeof b3, GRID_SANE_DISK_BYTES);
         fprintf(stderr, "attnsweep plan: warning: %s: the output and its journal would take %s, more than %s: "
-                        "check windows.count and the grid axes\n", cfg.output, b1, b3);
+                        "check windows.count and the grid axes\n", cfg->output, b1, b3);
     }
-    double wall64 = (double)(nm * ((g.n_windows + 62) / 63)) * window; /* windows are the units */
-    if (wall64 > 365.0 * 86400) {
-        human_seconds(b3, sizeof b3, wall64);
+    if (p->too_long) {
+        human_seconds(b3, sizeof b3, p->wall64_s);
         fprintf(stderr, "attnsweep plan: warning: %s: the sweep would take %s even on 64 ranks: "
-                        "check windows.count and the grid axes\n", cfg.path, b3);
+                        "check windows.count and the grid axes\n", cfg->path, b3);
     }
+}
 
-    if (check && check_inputs(&cfg, &err)) {
-        fprintf(stderr, "attnsweep plan: %s\n", err.msg);
-        grid_free(&g);
-        config_free(&cfg);
-        rc = AS_EXIT_ERROR;
-        goto out;
+static void print_list(const as_grid *g) {
+    const as_axes *a = &g->cfg->axes;
+    printf("\ndispatch  cell  window  first_token      L  est_seconds (of the cell alone)\n");
+    for (size_t k = 0; k < g->n_cells; k++) {
+        size_t c = g->dispatch[k], w, li;
+        grid_cell_of(g, c, &w, &li);
+        printf("%8zu %5zu %7zu %12lld %6d  %.3g\n", k, c, w, (long long)g->window_start[w],
+               (int)a->L[li], grid_cell_cost(g, c));
     }
+}
 
-    if (list) {
-        printf("\ndispatch  cell  window  first_token      L  est_seconds (of the cell alone)\n");
-        for (size_t k = 0; k < g.n_cells; k++) {
-            size_t c = g.dispatch[k], w, li;
-            grid_cell_of(&g, c, &w, &li);
-            printf("%8zu %5zu %7zu %12lld %6d  %.3g\n", k, c, w, (long long)g.window_start[w],
-                   (int)a->L[li], grid_cell_cost(&g, c));
-        }
+/* --porcelain: the plan as key=value lines (the keys: plan_porcelain_keys). Numbers are
+ * plain (seconds and bytes, %.6g or whole), never humanised; one key per line. */
+static void print_porcelain(const as_config *cfg, const as_plan *p, const char *refused_what) {
+    printf("config=%s\nconfig_sha256=%s\noutput=%s\n", cfg->path, cfg->sha256, cfg->output);
+    printf("models=%zu\nwindows=%zu\nL_values=%zu\ncells=%zu\nL_max=%zu\n", p->n_models, p->n_windows,
+           p->n_L, p->n_cells, p->L_max);
+    for (size_t k = 0; k < p->n_models; k++)
+        printf("model.%zu.name=%s\nmodel.%zu.window_seconds=%.6g\nmodel.%zu.forward_seconds=%.6g\n"
+               "model.%zu.metrics_seconds=%.6g\n", k, k < cfg->n_model ? cfg->models[k].name : "", k, p->model[k].window_s, k,
+               p->model[k].forward_s, k, p->model[k].metrics_s);
+    printf("window_seconds=%.6g\nrank_seconds=%.6g\n", p->window_s, p->total_s);
+    printf("progress=%s\n", refused_what ? "refused" : p->have_progress ? "resumes" : "new");
+    if (p->have_progress && !refused_what)
+        printf("windows_done=%zu\nwindows_left=%zu\ncells_left=%zu\nrank_seconds_to_go=%.6g\n",
+               p->windows_done, p->windows_left, p->cells_left, p->to_go_s);
+    for (size_t i = 0; i < p->n_rounds; i++)
+        printf("ranks.%zu.seconds=%.6g\n", p->rounds[i].ranks, p->rounds[i].seconds);
+    printf("memory.weights=%zu\nmemory.worker=%zu\nmemory.master=%zu\n", p->mem.weights, p->mem.worker,
+           p->mem.master);
+    for (size_t i = 0; i < p->n_node; i++) printf("node.%zu.memory=%zu\n", p->node_ranks[i], p->node_bytes[i]);
+    printf("output_bytes=%.0f\ndisk_bytes=%.0f\nfree_bytes=%.0f\ncompressed=%d\ndeflate_ratio=%g\n",
+           p->output_bytes, p->disk_bytes, p->free_bytes, cfg->compress ? 1 : 0, p->deflate_ratio);
+    printf("write_bytes_per_window=%.0f\nwrite_bytes_per_second=%.0f\nwrite_workers=%zu\n",
+           p->write_per_window, p->write_rate, p->write_workers);
+    printf("warning.disk_short=%d\nwarning.disk_huge=%d\nwarning.too_long=%d\n", p->disk_short,
+           p->disk_huge, p->too_long);
+}
+
+int cmd_plan(int argc, char **argv) {
+    plan_args pa;
+    int rc;
+    if (parse_plan_args(&pa, argc, argv, &rc)) return rc;
+    as_config cfg;
+    as_grid g;
+    as_plan plan = {0};
+    as_err err = {{0}};
+    unsigned char *done = NULL;
+    int have_cfg = 0, have_grid = 0;
+    rc = AS_EXIT_ERROR;
+    size_t plen = strlen(pa.path);
+    int stored = plen > 3 && (!strcmp(pa.path + plen - 3, ".h5") || !strcmp(pa.path + plen - 3, ".nc"));
+    if (stored ? load_stored(&cfg, pa.path, pa.sets.v, pa.sets.n, &err)
+               : config_load(&cfg, pa.path, pa.sets.v, pa.sets.n, &err))
+        goto fail;
+    have_cfg = 1;
+    if (grid_init(&g, &cfg, &err)) goto fail;
+    have_grid = 1;
+    g.cost.sgemm_gflops = pa.gflops;
+    g.cost.metric_ns = pa.metric_ns;
+    if (!pa.porcelain) {
+        print_config(&cfg);
+        if (print_window0(&cfg, &err)) goto fail;
+        print_settings(&cfg);
+        print_axes(&cfg, &g);
     }
-    grid_free(&g);
-    config_free(&cfg);
+    /* An existing output: what is left of it, unless run would refuse it (then its
+     * journal's cells are another config's and count for nothing). */
+    char what[800];
+    int out_state = output_state(&cfg, what, sizeof what, &err);
+    if (out_state < 0) goto fail;
+    if (out_state != OUTPUT_REFUSED) done = read_done(cfg.output, &g);
+    plan_opts po = {.ranks = (size_t)pa.ranks, .done = done};
+    if (plan_compute(&plan, &g, &po, &err)) goto fail;
+    const char *refused_what = out_state == OUTPUT_REFUSED ? what : NULL;
+    if (pa.porcelain) {
+        print_porcelain(&cfg, &plan, refused_what);
+    } else {
+        print_time(&cfg, &plan, refused_what);
+        print_memory(&plan, (size_t)pa.ranks);
+        print_output(&cfg, &plan);
+        if (refused_what)
+            fprintf(stderr, "attnsweep plan: warning: %s was made with another config (%s): `attnsweep run` "
+                            "refuses it (plan --check fails)\n", cfg.output, what);
+    }
+    if (pa.check && check_inputs(&cfg, pa.porcelain ? NULL : stdout, &err)) goto fail;
+    if (pa.porcelain && pa.check) printf("check=passed\n");
+    if (pa.list && !pa.porcelain) print_list(&g);
     rc = AS_EXIT_OK;
-out:
-    free(sets);
+fail:
+    if (rc != AS_EXIT_OK) fprintf(stderr, "attnsweep plan: %s\n", err.msg);
+    plan_free(&plan);
+    free(done);
+    if (have_grid) grid_free(&g);
+    if (have_cfg) config_free(&cfg);
+    free(pa.sets.v);
     return rc;
 }

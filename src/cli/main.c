@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "args.h"
 #include "cli.h"
 #include "version.h"
 
@@ -21,40 +22,69 @@ static const command commands[] = {
     {"tokenize", cmd_tokenize, "GPT-2 byte-level BPE: text to token ids and back"},
 };
 
-static void usage(FILE *out) {
-    fprintf(out, "usage: attnsweep COMMAND [options]   (attnsweep help COMMAND for more)\n"
-                 "       attnsweep --version\n\n");
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+#define N_COMMANDS (sizeof commands / sizeof commands[0])
+
+static const command *find_command(const char *name) {
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        if (!strcmp(name, commands[i].name)) return &commands[i];
+    return NULL;
+}
+
+static void list_commands(FILE *out) {
+    for (size_t i = 0; i < N_COMMANDS; i++)
         fprintf(out, "  %-9s %s\n", commands[i].name, commands[i].summary);
     fprintf(out, "\nattnsweep %s -- limits of softmax attention in GPT-2 (arXiv 2508.17821)\n",
             AS_VERSION);
 }
 
 int main(int argc, char **argv) {
+    int version = 0, code;
+    arg_list pos = {0};
+    const arg_opt opts[] = {OPT_FLAG("version", &version, "the version and git commit"), OPT_END()};
+    /* options before the command are the program's; the command and the rest are its own */
+    arg_spec spec = {.prog = "attnsweep", .usage_extra = "       attnsweep help COMMAND   (= attnsweep COMMAND --help)\n",
+                     .positional = "COMMAND [options]", .min_pos = 0, .max_pos = 1, .pos = &pos,
+                     .opts = opts, .stop_at_positional = 1};
     if (argc < 2) {
-        usage(stderr);
+        args_help(&spec, stderr);
+        list_commands(stderr);
         return AS_EXIT_USAGE;
     }
-    if (!strcmp(argv[1], "help") && argc >= 3) {
-        /* attnsweep help CMD = attnsweep CMD --help */
-        for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-            if (!strcmp(argv[2], commands[i].name)) {
-                char *args[] = {argv[2], "--help", NULL};
-                return commands[i].fn(2, args);
-            }
-        fprintf(stderr, "attnsweep help: unknown command '%s' (try attnsweep --help)\n", argv[2]);
-        return AS_EXIT_USAGE;
+    if (args_parse(&spec, argc, argv, &code)) {
+        if (code == AS_EXIT_OK) list_commands(stdout);
+        return code;
     }
-    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
-        usage(stdout);
-        return AS_EXIT_OK;
-    }
-    if (!strcmp(argv[1], "--version")) {
+    const char *name = pos.n ? pos.v[0] : NULL;
+    args_free(&spec);
+    if (version) {
         printf("attnsweep %s (%s)\n", AS_VERSION, AS_GIT_COMMIT);
         return AS_EXIT_OK;
     }
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        if (!strcmp(argv[1], commands[i].name)) return commands[i].fn(argc - 1, argv + 1);
-    fprintf(stderr, "attnsweep: unknown command '%s' (try attnsweep --help)\n", argv[1]);
+    if (!name) {
+        args_help(&spec, stderr);
+        list_commands(stderr);
+        return AS_EXIT_USAGE;
+    }
+    /* position of the command in argv: the options before it are the program's */
+    int at = 1;
+    while (at < argc && strcmp(argv[at], name)) at++;
+    if (!strcmp(name, "help")) {
+        if (at + 1 >= argc) {
+            args_help(&spec, stdout);
+            list_commands(stdout);
+            return AS_EXIT_OK;
+        }
+        /* attnsweep help CMD = attnsweep CMD --help */
+        const command *c = find_command(argv[at + 1]);
+        if (c) {
+            char *args[] = {argv[at + 1], "--help", NULL};
+            return c->fn(2, args);
+        }
+        fprintf(stderr, "attnsweep help: unknown command '%s' (try attnsweep --help)\n", argv[at + 1]);
+        return AS_EXIT_USAGE;
+    }
+    const command *c = find_command(name);
+    if (c) return c->fn(argc - at, argv + at);
+    fprintf(stderr, "attnsweep: unknown command '%s' (try attnsweep --help)\n", name);
     return AS_EXIT_USAGE;
 }

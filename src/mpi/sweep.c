@@ -473,6 +473,8 @@ int sweep_run(MPI_Comm comm, const sweep_opts *opts, sweep_summary *sum, as_err 
         sum->total = mine * nm;
         /* windows: those with a cell in this shard, per model; done before = none pending */
         unsigned char *seen = calloc(st.grid.n_windows ? st.grid.n_windows : 1, 1);
+        size_t held = 0, skipped = 0;
+        unsigned char *existing = sweep_existing_done(&st, opts, &held);
         for (size_t m = 0; todo && seen && model_windows_before && m < nm; m++) {
             memset(seen, 0, st.grid.n_windows ? st.grid.n_windows : 1);
             for (size_t i = 0; i < st.grid.n_cells; i++) {
@@ -482,6 +484,10 @@ int sweep_run(MPI_Comm comm, const sweep_opts *opts, sweep_summary *sum, as_err 
                 grid_cell_of(&st.grid, cell, &w, &li);
                 seen[w] |= 1;
                 if (store_cell_status(st.out, m, w, li) != STORE_DONE) {
+                    if (existing && existing[m * st.grid.n_cells + cell]) {
+                        skipped++;
+                        continue;
+                    }
                     todo[ntodo++] = (int64_t)(m * st.grid.n_cells + cell);
                     seen[w] |= 2;
                 }
@@ -493,6 +499,10 @@ int sweep_run(MPI_Comm comm, const sweep_opts *opts, sweep_summary *sum, as_err 
             }
         }
         sum->done_before = sum->total - ntodo;
+        if (skipped)
+            fprintf(stderr, "attnsweep run: %zu cells of this shard are done in %s already: skipped "
+                            "(`attnsweep merge` joins them from it)\n", skipped, st.cfg.output);
+        free(existing);
         /* the model list, in the order the models run (one line each) */
         for (size_t m = 0; nm > 1 && model_windows_before && m < nm; m++)
             fprintf(stderr, "attnsweep run: model %zu %s (%s): %zu of %zu windows to do\n", m,

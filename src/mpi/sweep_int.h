@@ -63,4 +63,10 @@ typedef struct {
  * the other ranks learn the outcome. */
 int sweep_open_store(sweep_state *st, MPI_Comm comm, const sweep_opts *opts, as_err *err);
 
+/* Rank 0, a shard: the cells the config's own output (next to the shard) holds done,
+ * [n_model * n_cells], when that output exists with this run's config (its journal is the
+ * truth); NULL otherwise (no output, another config, or unreadable: then nothing is
+ * skipped). *held counts them. */
+unsigned char *sweep_existing_done(const sweep_state *st, const sweep_opts *opts, size_t *held);
+
 #endif

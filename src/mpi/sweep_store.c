@@ -11,7 +11,9 @@
 #include <unistd.h>
 
 #include "fileio.h"
+#include "journal.h"
 #include "model.h"
+#include "plan.h"
 #include "sha256.h"
 
 /* --- step 4: the store ----------------------------------------------------- */
@@ -165,6 +167,34 @@ static int check_disk_space(const sweep_state *st, const sweep_opts *opts, as_er
     return as_fail(err, "%s: the sweep needs about %s more disk space (results file + journal) but its "
                    "file system has %s free; free some space, choose another output, shrink the grid, "
                    "or run with --ignore-disk-space", st->out_path, a, b);
+}
+
+unsigned char *sweep_existing_done(const sweep_state *st, const sweep_opts *opts, size_t *held) {
+    *held = 0;
+    if (opts->shard_count <= 0) return NULL;
+    const char *out = st->cfg.output;
+    char *text = NULL, *sha = NULL, jpath[4200];
+    as_err err;
+    int same = store_peek_config(out, &text, &sha, &err) > 0 && !strcmp(sha, st->cfg.sha256);
+    free(text);
+    free(sha);
+    if (!same || store_sidecar(jpath, sizeof jpath, out, ".journal")) return NULL;
+    journal *j = journal_open(jpath, JOURNAL_SKIP_PAYLOAD_CRC, NULL, NULL, &err);
+    if (!j) return NULL;
+    const as_grid *g = &st->grid;
+    size_t per = g->n_cells, nm = st->cfg.n_model;
+    unsigned char *done = calloc(per * nm + 1, 1);
+    journal_record r;
+    /* the last commit of a cell decides, as the store's replay does */
+    while (done && journal_next(j, &r, &err) == 1) {
+        if (r.type != JR_COMMIT || r.window < 0 || r.model >= nm) continue;
+        long c = grid_cell_find(g, (size_t)r.window, r.L);
+        if (c >= 0 && g->window_start[r.window] == r.window_start)
+            done[r.model * per + (size_t)c] = r.status == STORE_DONE;
+    }
+    journal_close(j);
+    for (size_t i = 0; done && i < per * nm; i++) *held += done[i];
+    return done;
 }
 
 int sweep_open_store(sweep_state *st, MPI_Comm comm, const sweep_opts *opts, as_err *err) {

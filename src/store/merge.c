@@ -169,10 +169,32 @@ static int check_names(merge_state *m, merge_summary *sum, as_err *err) {
     return 0;
 }
 
+/* An existing output of the shards' config is read as one more source, after the shards
+ * (index -1): sum->joined_existing. Only an output with its journal is (a view alone is
+ * refused by install, as before). */
+static void add_existing_output(merge_state *m, merge_summary *sum) {
+    char jpath[4200];
+    if (m->opts->force || store_sidecar(jpath, sizeof jpath, sum->out, ".journal") || !exists(jpath)) return;
+    m->shards[m->n].path = sum->out;
+    m->shards[m->n].index = -1;
+    m->n++;
+    sum->joined_existing = 1;
+}
+
 /* Config, journal header, view axes and provenance of every shard. */
 static int check_shards(merge_state *m, as_err *err) {
     for (size_t s = 0; s < m->n; s++) {
         shard *sh = &m->shards[s];
+        if (sh->index < 0 && s > 0) { /* the existing output: the shards' config, or refused */
+            int found = store_peek_config(sh->path, &sh->config_text, &sh->config_sha, err);
+            if (found < 0) return -1;
+            if (found && strcmp(sh->config_sha, m->shards[0].config_sha))
+                return as_fail(err, "%s: the existing output was made with another config (sha256 "
+                               "%.12s...) than the shards (%.12s...); --force replaces it", sh->path,
+                               sh->config_sha, m->shards[0].config_sha);
+            free(sh->config_text), free(sh->config_sha);
+            sh->config_text = sh->config_sha = NULL;
+        }
         if (store_sidecar(sh->journal_path, sizeof sh->journal_path, sh->path, ".journal"))
             return as_fail(err, "%s: path too long", sh->path);
         char lock_path[4200];
@@ -202,7 +224,8 @@ static int check_shards(merge_state *m, as_err *err) {
         const shard *first = &m->shards[0];
         const char *axis = axes_differ(a, &first->desc.axes);
         if (axis)
-            return as_fail(err, "%s: axis %s differs from %s's", sh->path, axis, first->path);
+            return as_fail(err, "%s: axis %s differs from %s's%s", sh->path, axis, first->path,
+                           sh->index < 0 ? " (the existing output; --force replaces it)" : "");
         if (strcmp(sh->desc.prov.weights_sha256, first->desc.prov.weights_sha256))
             return as_fail(err, "%s: computed with other model weights (sha256 %.12s...) than %s "
                            "(%.12s...)", sh->path, sh->desc.prov.weights_sha256, first->path,
@@ -457,14 +480,16 @@ static int install(merge_state *m, merge_summary *sum, as_err *err) {
         return as_wrap(err, "merge into %s", out);
     remove_merge_leftovers(jpath);
     int rc = 0;
-    if (!m->opts->force && (fileio_exists(out, 0) || fileio_exists(jpath, 0)))
+    /* an existing output is replaced when forced, or when its cells were read in */
+    int replace = m->opts->force || sum->joined_existing;
+    if (!replace && (fileio_exists(out, 0) || fileio_exists(jpath, 0)))
         rc = as_fail(err, "%s: output exists (--force replaces it)", fileio_exists(out, 0) ? out : jpath);
     snprintf(tmp, sizeof tmp, "%s.merge.%ld", jpath, (long)getpid());
     if (!rc) rc = write_journal(m, tmp, err);
     if (!rc) st_test_phase("merge_journal_written");
     /* A replaced view goes first: a stale view next to the new journal could
      * pass the store's reconcile check with old values. */
-    if (!rc && m->opts->force && fileio_exists(out, 0) && unlink(out)) {
+    if (!rc && replace && fileio_exists(out, 0) && unlink(out)) {
         unlink(tmp);
         rc = as_fail(err, "%s: cannot remove the old output: %s", out, strerror(errno));
     }
@@ -502,12 +527,13 @@ int merge_shards(const merge_opts *opts, merge_summary *sum, as_err *err) {
     memset(sum, 0, sizeof *sum);
     if (!opts->n_shards) return as_fail(err, "merge: no shard files given");
     merge_state m = {.opts = opts, .n = opts->n_shards, .created = NAN};
-    m.shards = calloc(m.n, sizeof *m.shards);
+    m.shards = calloc(m.n + 1, sizeof *m.shards); /* + the existing output */
     if (!m.shards) return as_fail(err, "merge: out of memory");
     int32_t *attempts = NULL;
     uint8_t *in_flight = NULL;
     journal_record *last = NULL;
     int rc = check_names(&m, sum, err);
+    if (!rc) add_existing_output(&m, sum);
     if (!rc) rc = check_shards(&m, err);
     if (!rc) {
         m.axes = &m.shards[0].desc.axes;
@@ -524,7 +550,10 @@ int merge_shards(const merge_opts *opts, merge_summary *sum, as_err *err) {
         if (!m.cells || !attempts || !in_flight || !last || !m.buf_a || !m.buf_b)
             rc = as_fail(err, "%s: out of memory for %zu cells", sum->out, total);
     }
-    for (size_t s = 0; s < m.n && !rc; s++) rc = read_shard(&m, s, attempts, in_flight, last, err);
+    /* the existing output first: its segments are the oldest */
+    size_t n_shards = m.n - (size_t)sum->joined_existing;
+    if (!rc && sum->joined_existing) rc = read_shard(&m, n_shards, attempts, in_flight, last, err);
+    for (size_t s = 0; s < n_shards && !rc; s++) rc = read_shard(&m, s, attempts, in_flight, last, err);
     if (!rc) {
         sum->segments = m.n_segs;
         rc = install(&m, sum, err);

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "grid.h"
+#include "plan.h"
 #include "metrics.h"
 
 static double now(void) {
@@ -79,7 +80,7 @@ int main(int argc, char **argv) {
         reps++;
     } while ((t = now() - t0) < 1.0);
     double per_head = t / reps;
-    double steps = grid_metric_steps(L, 1, d, maxN, n_T, 1, 3, AS_COST_ROW_OPS);
+    double steps = grid_metric_steps(L, 1, d, N, maxN, n_T, 1, 3, AS_COST_ROW_OPS);
     printf("met_head L %zu, d %zu, N 1..%zu, %zu T, 3 eps, softmax: %.4f s per head\n", L, d, maxN,
            n_T, per_head);
     printf("=> --metric-ns %.3g   (grid.h default %.3g; row_ops %.0f)\n", per_head / steps * 1e9,

@@ -26,7 +26,7 @@ expect 2 1 "unknown preset 'huge'" synth --preset huge --out "$dir/m"
 expect 2 1 "--seed 'x1'" synth --preset tiny --seed x1 --out "$dir/m"
 expect 2 1 "--seed '-1'" synth --preset tiny --seed -1 --out "$dir/m"
 expect 2 1 "--seed '99999999999999999999'" synth --preset tiny --seed 99999999999999999999 --out "$dir/m"
-expect 2 1 "unknown argument '--bogus'" synth --bogus
+expect 2 1 "unknown option '--bogus'" synth --bogus
 expect 2 1 "--out needs a value" synth --preset tiny --out
 expect 0 0 "" synth --preset tiny --seed 18446744073709551615 --out "$dir/m"
 expect 1 1 "already holds a model (use --force" synth --preset tiny --seed 3 --out "$dir/m"

@@ -10,6 +10,7 @@ usage: test_merge.py ATTNSWEEP MODEL_DIR SCRATCH [case ...]
 import glob
 import hashlib
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -169,11 +170,17 @@ def case_equal():
     ds = xr.open_dataset(out, engine="h5netcdf")
     check(int((ds.status == 1).sum()) == 9, "xarray sees not 9 done cells")
     ds.close()
-    # existing output: refused, then --force replaces it
-    refused([shard_name(i) for i in range(K)], d, "m.h5", "existing output")
-    # the old file's values must not survive a forced merge: spoil one first
+    # an existing output of the shards' config is joined (its cells equal the shards'): merged
+    # again, the same values
+    r = attnsweep(["merge"] + [shard_name(i) for i in range(K)], cwd=d)
+    check(r.returncode == 0 and "joined with the cells the existing output held" in r.stderr,
+          f"merge next to the merged output: exit {r.returncode}: {r.stderr}")
+    same_values(out, f"{SCRATCH}/ref.h5", "merged again vs single run")
+    # an existing output whose cell was damaged: refused naming the cell, then
+    # --force replaces it; the old file's values must not survive a forced merge
     with h5py.File(out, "r+") as f:
         f["dist_true"][0, 0, 0] = 42.0
+    refused([shard_name(i) for i in range(K)], d, "m.h5: cell (model 0, window 0, L 16)", "existing output")
     r = attnsweep(["merge", "--force"] + [shard_name(i) for i in range(K)], cwd=d)
     check(r.returncode == 0, f"--force merge exit {r.returncode}: {r.stderr}")
     same_values(out, f"{SCRATCH}/ref.h5", "forced merge vs single run")
@@ -264,6 +271,58 @@ def case_partial():
     check(len(segs) == 2 + 1 + 1, f"segments after partial merge + run: {segs}")
 
 
+def case_existing():
+    """Shards started next to an existing output skip the cells it holds, and the merge
+    joins them from it: a half-done output (shard 0's cells) and a finished one."""
+    d = fresh_shards("existing", [0])
+    r = attnsweep(["merge", "--partial", shard_name(0)], cwd=d)
+    check(r.returncode == 0, f"--partial merge of shard 0: {r.stderr}")
+    with h5py.File(f"{d}/m.h5", "r") as f:
+        held = int((f["status"][()] == 1).sum())
+    check(0 < held < 9, f"the half-done output holds {held} cells")
+    for suffix in ("", ".journal", ".status"):
+        os.remove(f"{d}/{shard_name(0)}{suffix}")
+    this_run = 0
+    for i in range(K):
+        r = attnsweep(["run", "m.cfg", "--shard", f"{i}/{K}"], cwd=d)
+        check(r.returncode == 0, f"shard {i} next to the output: exit {r.returncode}: {r.stderr[-300:]}")
+        got = [int(a) - int(b) for a, b in re.findall(r"\(cells (\d+)/\d+, (\d+) before this run\)", r.stderr)]
+        this_run += got[0] if got else -100
+        if i == 0:
+            check(got == [0] and "done in " in r.stderr and "skipped" in r.stderr,
+                  f"shard 0 recomputed the output's cells: {r.stderr[-300:]}")
+    check(this_run == 9 - held, f"the shards computed {this_run} cells, want the {9 - held} the output lacks")
+    segs_before = segments(f"{d}/m.h5")
+    r = attnsweep(["merge"] + [shard_name(i) for i in range(K)], cwd=d)
+    check(r.returncode == 0 and "joined with the cells the existing output held" in r.stderr,
+          f"merge into the half-done output: exit {r.returncode}: {r.stderr}")
+    same_values(f"{d}/m.h5", f"{SCRATCH}/ref.h5", "half-done output + shards vs single run")
+    segs = segments(f"{d}/m.h5")
+    check(segs[:len(segs_before) - 1] == segs_before[:-1] and segs[-1]["hosts"].startswith("merge:"),
+          f"the output's own segments come first: {segs}")
+    # a finished output: every shard computes nothing, the merge changes no value
+    for i in range(K):
+        for suffix in ("", ".journal", ".status"):
+            os.remove(f"{d}/{shard_name(i)}{suffix}")
+        r = attnsweep(["run", "m.cfg", "--shard", f"{i}/{K}"], cwd=d)
+        check(r.returncode == 0 and ", 0 this run, " in r.stderr,
+              f"shard {i} next to the finished output computed cells: {r.stderr[-300:]}")
+    r = attnsweep(["merge"] + [shard_name(i) for i in range(K)], cwd=d)
+    check(r.returncode == 0, f"merge into the finished output: {r.stderr}")
+    same_values(f"{d}/m.h5", f"{SCRATCH}/ref.h5", "finished output + shards vs single run")
+    # an existing output of another config is refused (--force would replace it)
+    os.makedirs(f"{d}/other")
+    shutil.copy(f"{SCRATCH}/tokens.npy", f"{d}/other")
+    write_config(f"{d}/other/m.cfg", "m.h5", extra="metrics = { seed = 7; };")
+    r = attnsweep(["run", "m.cfg", "--set", "windows.count=1"], cwd=f"{d}/other")
+    check(r.returncode == 0, f"other-config output: {r.stderr[-300:]}")
+    for i in range(K):
+        for suffix in ("", ".journal"):
+            shutil.copy(f"{d}/{shard_name(i)}{suffix}", f"{d}/other/{shard_name(i)}{suffix}")
+    refused([shard_name(i) for i in range(K)], f"{d}/other", "existing output was made with another config",
+            "existing output of another config")
+
+
 def case_refusals():
     d = fresh_copy("refuse")
     all_shards = [shard_name(i) for i in range(K)]
@@ -316,7 +375,7 @@ def main():
     make_reference()
     make_shards(f"{SCRATCH}/shards")
     print(f"fixtures: reference + {K} shards in {time.time() - t0:.1f} s", flush=True)
-    run_cases([case_equal, case_duplicate, case_partial, case_refusals], ONLY)
+    run_cases([case_equal, case_duplicate, case_partial, case_existing, case_refusals], ONLY)
     sys.exit(summary("test_merge"))
 
 

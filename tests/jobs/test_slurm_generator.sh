@@ -41,6 +41,12 @@ expect 2 "not both" "$GEN" sweep.cfg --no-check -n 9 --ntasks-per-node 3 -t 30
 expect 0 "" "$GEN" "${base[@]}" --setup 'module load openmpi' --shards 2 --merge --dry-run
 grep -q "^module load openmpi || " out.txt || fail "no --setup line: $(cat out.txt)"
 grep -q "attnsweep.* merge " out.txt && grep -q -- "--ntasks=1" out.txt || fail "no merge job in the dry run"
+# the merge job reads the output from plan --porcelain; with no --set options it passes no
+# empty argument (plan CONFIG '' is a second CONFIG: exit 2)
+grep -q "plan .*sweep.cfg --porcelain | sed -n 's/^output=//p')" out.txt || fail "the merge job does not read plan --porcelain"
+grep "plan .*--porcelain" out.txt | grep -q "''" && fail "the merge job passes an empty argument to plan: $(grep 'plan ' out.txt)"
+expect 0 "" "$GEN" "${base[@]}" --shards 2 --merge --dry-run -- --set 'windows.count=3'
+grep -q "plan .*sweep.cfg --porcelain --set windows.count=3 |" out.txt || fail "the merge job drops the run's --set: $(grep 'plan ' out.txt)"
 expect 2 "--merge needs --shards" "$GEN" "${base[@]}" --merge
 expect 2 "--time '1h' is not a SLURM time" "$GEN" "${base[@]}" --time 1h
 expect 2 "--warn 600 s is not shorter than the time limit 10:00 \(600 s\)" "$GEN" "${base[@]}" --time 10:00 --warn 600

@@ -6,9 +6,11 @@
 #            job requeues itself and the next segment finishes. The final file must equal an
 #            uninterrupted run outside SLURM (values bit for bit), with 2+ /provenance segments
 #            that carry the SLURM job id and split the cells between them (each cell once).
-#   array    the same kind of sweep as 3 shards of a job array (--shards 3), then
-#            `attnsweep merge`: equal to the uninterrupted run, one segment per array task
-#            (with its job id) plus the merge's.
+#   array    the same kind of sweep as 3 shards of a job array (--shards 3 --merge --submit),
+#            then the merge job make-sbatch wrote (afterok of the array): equal to the
+#            uninterrupted run, one segment per array task (with its job id) plus the merge's;
+#            then the finished file itself sharded and merged again (README): no cell computed
+#            again, no value changed.
 #
 #   tests/slurm/test_slurm_attnsweep.sh ATTNSWEEP MODEL_DIR requeue|array
 # Needs root and the Debian packages slurm-wlm munge: without them the test FAILS, never skips.
@@ -129,11 +131,15 @@ requeue)
 array)
   slurm_up
   write_config sweep.cfg 30
-  "$GEN" sweep.cfg --nodes 1 --ntasks-per-node 1 --time 10 --warn 60 --shards 3 --bin "$BIN" \
-    --logdir logs -o sweep.sbatch 2> gen.err || fail "make-sbatch.sh failed: $(cat gen.err)"
+  # --merge --submit: the array, then the merge job make-sbatch writes, submitted afterok of
+  # the array; the merge is the job's, never done by hand here
+  "$GEN" sweep.cfg --nodes 1 --ntasks-per-node 1 --time 10 --warn 60 --shards 3 --merge --submit \
+    --bin "$BIN" --logdir logs -o sweep.sbatch > gen.out 2> gen.err || fail "make-sbatch.sh failed: $(cat gen.err)"
   grep -qx '#SBATCH --array=0-2' sweep.sbatch || fail "no '#SBATCH --array=0-2' in sweep.sbatch"
-  array=$(timeout 20 sbatch --parsable sweep.sbatch) || fail "sbatch sweep.sbatch failed"
-  note "submitted array $array (3 shards of 60 cells)"
+  [ -x sweep.merge.sbatch ] || fail "make-sbatch.sh --merge wrote no sweep.merge.sbatch"
+  array=$(sed -n 1p gen.out) mjob=$(sed -n 2p gen.out)
+  [ -n "$array" ] && [ -n "$mjob" ] || fail "make-sbatch.sh --submit printed no two job ids: $(cat gen.out)"
+  note "submitted array $array (3 shards of 60 cells) and merge job $mjob (afterok)"
   start_reference 30
   final=$(drive_job "$array" 150)
   note "final: $(echo $final)"
@@ -145,9 +151,11 @@ array)
       fail "shard $i wrote no sweep.shard-$i-of-3.h5 (+ journal)"
   done
   sha_before=$(sha256sum sweep.shard-*-of-3.h5*)
-  "$BIN" merge sweep.shard-0-of-3.h5 sweep.shard-1-of-3.h5 sweep.shard-2-of-3.h5 2> merge.err ||
-    fail "attnsweep merge failed: $(cat merge.err)"
-  note "$(cat merge.err)"
+  mfinal=$(drive_job "$mjob" 120)
+  mlog=$(ls logs/*merge-"$mjob".out 2>/dev/null | head -n 1)
+  [ "$mfinal" = "$mjob COMPLETED 0:0" ] || fail "the merge job ended '$mfinal', expected COMPLETED 0:0: $(cat "$mlog" 2>/dev/null)"
+  note "merge job: $(tail -n 1 "$mlog")"
+  [ -f sweep.h5 ] || fail "the merge job wrote no sweep.h5"
   [ "$(sha256sum sweep.shard-*-of-3.h5*)" = "$sha_before" ] || fail "merge changed a shard file"
   finish_reference
   # every task's segment carries the id SLURM gave that task (one per array element)
@@ -158,6 +166,33 @@ f = h5py.File('sweep.h5', 'r')
 print(' '.join(sorted({(j.decode() if isinstance(j, bytes) else j) for j in f['provenance/slurm_job_id'][()]} - {''})))")
   [ "$(echo "$jobs_in_file" | wc -w)" -ge 3 ] || fail "expected 3 distinct SLURM job ids in /provenance, got '$jobs_in_file'"
   note "array: 3 shards (job ids $jobs_in_file) merged, equal to the uninterrupted run"
+  # The README's example: shard the finished results file itself (CONFIG = sweep.h5). Every
+  # shard skips the cells the file holds, and the merge job joins them from it: no cell is
+  # computed again and no value changes.
+  rm -f sweep.shard-*-of-3.h5*
+  values() { $PY -c "
+import hashlib, h5py
+f = h5py.File('sweep.h5', 'r')
+print(hashlib.sha256(b''.join(f[k][()].tobytes() for k in sorted(f) if isinstance(f[k], h5py.Dataset)
+                             and f[k].dtype.kind != 'O' and k not in ('wall_time', 'rank', 'attempts'))).hexdigest())"; }
+  before=$(values)
+  "$GEN" sweep.h5 --nodes 1 --ntasks-per-node 1 --time 10 --warn 60 --shards 3 --merge --submit \
+    --bin "$BIN" --logdir logs2 -o again.sbatch > gen2.out 2> gen2.err || fail "make-sbatch.sh sweep.h5 failed: $(cat gen2.err)"
+  array2=$(sed -n 1p gen2.out) mjob2=$(sed -n 2p gen2.out)
+  final=$(drive_job "$array2" 150)
+  echo "$final" | awk '$2 != "COMPLETED" || $3 != "0:0" { bad = 1 } END { exit bad }' ||
+    fail "sharding the finished file: not every task COMPLETED 0:0: $final"
+  for f in logs2/*_[0-2].out; do
+    grep -q "cells of this shard are done in .*sweep.h5 already: skipped" "$f" && grep -q ", 0 this run, " "$f" ||
+      fail "a shard of the finished file computed cells again: $(grep 'attnsweep run:' "$f" | tail -n 2)"
+  done
+  mfinal=$(drive_job "$mjob2" 120)
+  [ "$mfinal" = "$mjob2 COMPLETED 0:0" ] ||
+    fail "the merge job into the finished file ended '$mfinal': $(cat logs2/*merge-"$mjob2".out 2>/dev/null)"
+  grep -q "joined with the cells the existing output held" logs2/*merge-"$mjob2".out ||
+    fail "the merge job did not join the existing file: $(cat logs2/*merge-"$mjob2".out)"
+  [ "$(values)" = "$before" ] || fail "sharding and merging the finished file changed its values"
+  note "the finished file sharded again: 0 cells computed, merged into it unchanged"
   echo "PASS test_slurm_attnsweep array"
   ;;
 *) fail "unknown case '$CASE' (requeue or array)" ;;

@@ -11,6 +11,7 @@
 #include "cellresult.h"
 #include "check.h"
 #include "grid.h"
+#include "plan.h"
 
 static char dir[256];
 
