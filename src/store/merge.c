@@ -174,7 +174,7 @@ static int check_names(merge_state *m, merge_summary *sum, as_err *err) {
  * refused by install, as before). */
 static void add_existing_output(merge_state *m, merge_summary *sum) {
     char jpath[4200];
-    if (m->opts->force || store_sidecar(jpath, sizeof jpath, sum->out, ".journal") || !exists(jpath)) return;
+    if (m->opts->force || store_sidecar(jpath, sizeof jpath, sum->out, ".journal") || !fileio_exists(jpath, 0)) return;
     m->shards[m->n].path = sum->out;
     m->shards[m->n].index = -1;
     m->n++;
