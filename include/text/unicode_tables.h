@@ -5,8 +5,8 @@
  * so every code point falls in exactly one of four classes: letter (\p{L}:
  * Lu Ll Lt Lm Lo), number (\p{N}: Nd Nl No), white space (\s, the Unicode
  * White_Space property as Python's `regex` and tiktoken's Rust regex define
- * it) or other. src/unicode_tables.c holds the letter/number ranges, generated
- * by tests/reference/gen_unicode_tables.py from Python's unicodedata (Unicode 14.0.0). */
+ * it) or other. src/text/unicode_tables.c holds the letter/number ranges, generated
+ * by tools/gen_unicode_tables.py from Python's unicodedata (Unicode 14.0.0). */
 #ifndef ATTNSWEEP_UNICODE_TABLES_H
 #define ATTNSWEEP_UNICODE_TABLES_H
 

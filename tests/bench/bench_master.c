@@ -27,7 +27,7 @@
  *   deflated  the workers deflate (store_deflate_cell, timed here once per window as the
  *             worker's cost), the master writes the chunks as sent (store_commit_deflated)
  * --cells FILE takes the 6 cells of one window from FILE (6 x 2,937,176 bytes: the packed
- * cells of a paper window, cr_var order, file types; tests/bench/paper_cells.py writes it
+ * cells of a paper window, cr_var order, file types; tools/paper_cells.py writes it
  * from a results file) instead of the synthetic sine values, which compress differently.
  * usage: bench_master DIR [WINDOWS] [WORKERS] [WINDOW_S] [COMMIT_EVERY] [RUNS] [sync|thread|both]
  *                     [BATCH_MAX] [--forms plain,deflated] [--cells FILE]

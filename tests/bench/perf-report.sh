@@ -9,7 +9,7 @@
 #              the kernel before issue 14 (built in a temporary worktree), pair by pair
 #   master     build/bench_master: the master's commit with and without the writer thread
 #              against the rate 2,000 workers need, and plain vs compressed cells (--forms;
-#              PAPER_CELLS=FILE from tests/bench/paper_cells.py for real paper cells)
+#              PAPER_CELLS=FILE from tools/paper_cells.py for real paper cells)
 #   store      build/bench_store: commit cost per cell, plain and compressed chunks
 #   tokenizer  build/bench_tokenizer: MB/s with and without the piece cache
 #   paper      tests/bench/bench_paper.sh: two windows of configs/paper.cfg end to end
@@ -54,7 +54,7 @@ if wants master; then
     rm -rf "$out/master.d" && mkdir -p "$out/master.d"
     run master build/bench_master "$out/master.d" 40 2000 48.3 8 7
     # how the cells are stored: plain, compressed by HDF5 on the master, deflated by the
-    # workers; PAPER_CELLS=FILE (tests/bench/paper_cells.py) gives real paper cells
+    # workers; PAPER_CELLS=FILE (tools/paper_cells.py) gives real paper cells
     run master-forms build/bench_master "$out/master.d" 40 2000 48.3 8 3 thread 0 \
         --forms plain,hdf5,deflated ${PAPER_CELLS:+--cells "$PAPER_CELLS"}
     rm -rf "$out/master.d"

@@ -1,5 +1,5 @@
 /* store_xarray_writer.c -- writes a small results file for
- * tests/test_store_xarray.py: 3 windows x 2 L values (16, 32), every cell done
+ * tests/integration/test_store_xarray.py: 3 windows x 2 L values (16, 32), every cell done
  * except (window 1, L 16) failed and (window 2, L 32) pending.
  * usage: store_xarray_writer OUT.h5 */
 #include <math.h>

@@ -358,7 +358,7 @@ def main():
     rng = np.random.default_rng(3)
     np.save(f"{SCRATCH}/tokens.npy", rng.integers(0, 50257, size=1000).astype("<u2"))
     # kill -9 of the whole job at random moments and in every commit phase,
-    # then resume: tests/test_torture.py.
+    # then resume: tests/reliability/test_torture.py.
     cases = [case_ranks, case_changed_config, case_extend, case_dump_crosscheck, case_sigterm,
              case_compress, case_compress_resume, case_compress_kill, case_stop_grace]
     run_cases(cases, ONLY, label="case ")

@@ -4,7 +4,7 @@
  * L value Lv) is v*10000 + w*1000 + Lv + k/16 for float variables and
  * v*10000 + w*1000 + Lv + k for the int32 ones (rows_used, crit_N); k = 0 of
  * dist_bound is NaN. All of these are exact in float32, so readers can compare
- * exactly; tests/test_store_xarray.py recomputes the same formula. */
+ * exactly; tests/integration/test_store_xarray.py recomputes the same formula. */
 #ifndef ATTNSWEEP_STORE_FIXTURE_H
 #define ATTNSWEEP_STORE_FIXTURE_H
 

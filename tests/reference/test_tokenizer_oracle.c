@@ -3,14 +3,14 @@
  * Builds a corpus (prose, code, numbers, contractions in every case, runs of
  * white space, CJK, accented Latin, emoji with ZWJ/flags/skin tones, RTL,
  * combining marks, NUL, invalid UTF-8, long runs up to 1 MB, random byte
- * soup), runs tests/tokenizer_oracle.js on it (js-tiktoken = oracle A, a
+ * soup), runs tests/reference/tokenizer_oracle.js on it (js-tiktoken = oracle A, a
  * from-the-description port of OpenAI's encoder.py = oracle B; see that file
  * for what each covers) and requires identical ids from us in three modes
  * (cached, all-heap, all-quadratic) plus decode(encode(x)) == x. Also compares
  * our letter/number/space classes with V8's for every code point, and with
  * Python's unicodedata (the tables' source).
  *
- * Needs (set by tests/tokenizer.cmake): AS_NPM_DIR, AS_TOKENIZER_ORACLE, AS_PYTHON. */
+ * Needs (set by tests/reference/tokenizer.cmake): AS_NPM_DIR, AS_TOKENIZER_ORACLE, AS_PYTHON. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -285,7 +285,7 @@ int main(void) {
     const char *npm = getenv("AS_NPM_DIR"), *oracle = getenv("AS_TOKENIZER_ORACLE"), *python = getenv("AS_PYTHON");
     if (!npm || !oracle || !python) {
         fprintf(stderr, "test_tokenizer_oracle: AS_NPM_DIR, AS_TOKENIZER_ORACLE and AS_PYTHON must be set "
-                        "(run it through ctest; tests/tokenizer.cmake sets them)\n");
+                        "(run it through ctest; tests/reference/tokenizer.cmake sets them)\n");
         return 1;
     }
     char tmp[] = "/tmp/tok_oracle_XXXXXX";

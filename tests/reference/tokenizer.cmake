@@ -27,4 +27,4 @@ set_tests_properties(test_textsrc PROPERTIES ENVIRONMENT "AS_PYTHON=${AS_PYTHON}
 
 # The committed src/text/unicode_tables.c is exactly what the generator writes.
 add_test(NAME tokenizer_unicode_tables_current
-         COMMAND sh -c "'${AS_PYTHON}' '${CMAKE_SOURCE_DIR}/tests/reference/gen_unicode_tables.py' | cmp - '${CMAKE_SOURCE_DIR}/src/text/unicode_tables.c'")
+         COMMAND sh -c "'${AS_PYTHON}' '${CMAKE_SOURCE_DIR}/tools/gen_unicode_tables.py' | cmp - '${CMAKE_SOURCE_DIR}/src/text/unicode_tables.c'")

@@ -3,3 +3,5 @@
 # no layer calls into a layer above it. Reads the static libraries' symbol tables with nm.
 add_test(NAME layer_purity COMMAND ${AS_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/purity.py ${CMAKE_NM}
                                    ${CMAKE_BINARY_DIR})
+# Every repository path a comment, doc or script names exists (a moved file leaves no pointer dangling).
+add_test(NAME dangling_paths COMMAND ${AS_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/paths.py ${CMAKE_SOURCE_DIR})

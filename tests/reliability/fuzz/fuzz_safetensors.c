@@ -11,7 +11,7 @@
  *      is read with st_read_f32() (no NaN/inf may come out of a success);
  *   2. model_load() on the directory, which checks names and shapes against
  *      the config and copies the weights.
- * Build and run: tests/fuzz/build.sh, tests/fuzz/run.sh safetensors 60. */
+ * Build and run: tests/reliability/fuzz/build.sh, tests/reliability/fuzz/run.sh safetensors 60. */
 #include "fuzz_util.h"
 
 #include <math.h>

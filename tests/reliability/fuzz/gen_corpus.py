@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""tests/fuzz/gen_corpus.py -- (re)writes the seed corpora in tests/fuzz/corpus/.
+"""tests/reliability/fuzz/gen_corpus.py -- (re)writes the seed corpora in tests/reliability/fuzz/corpus/.
 
 Small valid and near-valid inputs for each harness, a few KB per harness.
 Deterministic: running it twice gives identical files. The corpus files are

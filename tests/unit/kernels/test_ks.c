@@ -1,5 +1,5 @@
 /* test_ks.c -- the two-sample KS statistic and exact p-value (docs/metrics.md section 5) against
- * (1) scipy.stats.ks_2samp(method="exact") on the cases tests/ks_ref.py wrote (fixture
+ * (1) scipy.stats.ks_2samp(method="exact") on the cases tests/reference/ks_ref.py wrote (fixture
  *     ks_ref_scipy; path in argv[1] or ks_ref_cases.txt in the working directory), and
  * (2) exhaustive enumeration of every split of the pooled sample for small sizes (the
  *     permutation distribution of D, an independent definition of the exact p-value).
@@ -64,7 +64,7 @@ static void exhaustive_case(int m, int n, unsigned long long *seed) {
 
 static int scipy_cases(const char *path) {
     FILE *f = fopen(path, "r");
-    CHECK(f != NULL, "cannot open %s (written by tests/ks_ref.py, fixture ks_ref_scipy)", path);
+    CHECK(f != NULL, "cannot open %s (written by tests/reference/ks_ref.py, fixture ks_ref_scipy)", path);
     if (!f) return 0;
     int ncase = 0;
     size_t n1, n2;

@@ -5,7 +5,7 @@
  * or config key. Also synth_write: refusal, --force, determinism.
  *
  * `test_model --dump DIR OUT` loads DIR and writes the arena as raw
- * float32 to OUT (tests/loader_check.py compares it with numpy's reading). */
+ * float32 to OUT (tests/reference/loader_check.py compares it with numpy's reading). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /* test_scheduler.c -- the master/worker protocol, run under mpirun with 1, 2
- * and 4 ranks (tests/scheduler.cmake), and alone as a singleton.
+ * and 4 ranks (tests/integration/scheduler.cmake), and alone as a singleton.
  *
  * The compute callback derives every double of a block from the cell id
  * alone (reference_value), so the master can check each committed block
@@ -8,7 +8,7 @@
  *
  * Without arguments: every normal scenario (exit 0 when all pass).
  * --signal: the run the signal tests drive from outside
- *   (tests/scheduler_signal.sh): slow cells, the commit callback verifies
+ *   (tests/integration/scheduler_signal.sh): slow cells, the commit callback verifies
  *   every block it sees, each rank prints "rank R pid P" at start and
  *   "rank R result interrupted|complete|error" and "rank R exit CODE" at the
  *   end; the code is 3 when interrupted with all checks passing.
