@@ -13,6 +13,7 @@
 
 #include "args.h"
 #include "cli.h"
+#include "clock.h"
 #include "lockfile.h"
 #include "store.h"
 
@@ -85,9 +86,7 @@ int cmd_status(int argc, char **argv) {
                "journal can confirm; `attnsweep run` refuses this output until the journal is "
                "restored\n", jpath);
     if (p.have_status_file) {
-        struct timespec now;
-        clock_gettime(CLOCK_REALTIME, &now);
-        double ago = (double)now.tv_sec + 1e-9 * (double)now.tv_nsec - p.updated_unix;
+        double ago = as_wall_s() - p.updated_unix;
         char when[96];
         if (ago > -2 && ago < 0) ago = 0; /* rounding, not clock skew */
         if (ago < 0)  /* the writer's clock runs ahead of this one (another node) */

@@ -83,13 +83,6 @@ static void backoff_sleep(backoff *b) {
     b->ns = b->ns * 2 > SLEEP_MAX_NS ? SLEEP_MAX_NS : b->ns * 2;
 }
 
-static double cpu_seconds(void) {
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return (double)ru.ru_utime.tv_sec + 1e-6 * (double)ru.ru_utime.tv_usec +
-           (double)ru.ru_stime.tv_sec + 1e-6 * (double)ru.ru_stime.tv_usec;
-}
-
 /* Waits for a request without spinning. */
 static void wait_quietly(MPI_Request *req, MPI_Status *st) {
     backoff b;
@@ -803,7 +796,7 @@ int sched_run(MPI_Comm comm, const int64_t *cells, size_t ncells, const sched_op
         rc = run_worker(priv, opts, &r, err);
     } else {
         master_state m;
-        double cpu0 = cpu_seconds();
+        double cpu0 = as_process_cpu_s();
         /* A master that cannot allocate still has to release the workers. */
         if (master_init(&m, priv, size, cells, ncells, opts, &r, err) != 0) {
             for (int w = 1; w < size; w++) {
@@ -818,7 +811,7 @@ int sched_run(MPI_Comm comm, const int64_t *cells, size_t ncells, const sched_op
             m.st.undispatched = m.ncells - m.next;
             m.st.signo = m.signo;
             m.st.elapsed_s = as_monotonic_s() - m.t_start;
-            m.st.master_cpu_s = cpu_seconds() - cpu0;
+            m.st.master_cpu_s = as_process_cpu_s() - cpu0;
             m.st.commit_batches = m.ws.batches;
             m.st.largest_batch = m.ws.largest_batch;
             m.st.commit_s = m.ws.commit_s;

@@ -26,25 +26,6 @@
 
 #include "sweep_int.h"
 
-static double cpu_now(void) {
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec + 1e-6 * (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
-}
-
-/* The calling thread's CPU time: the commit runs on the master's writer thread. */
-static double thread_cpu_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static double wall_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
-
 /* Every rank learns whether all ranks succeeded. */
 static int all_ok(MPI_Comm comm, int ok) {
     int all = 0;
@@ -178,7 +159,7 @@ static int commit_held(sweep_state *st, const store_cell *sc, const unsigned cha
 static int commit_units(void *ctx, const int64_t *units, double *const *blocks, const int *status,
                         size_t n, as_err *err) {
     sweep_state *st = ctx;
-    double t0 = as_monotonic_s(), c0 = thread_cpu_now();
+    double t0 = as_monotonic_s(), c0 = as_thread_cpu_s();
     store_cell sc[STORE_BATCH];
     const unsigned char *pk[STORE_BATCH];
     size_t held = 0;
@@ -191,7 +172,7 @@ static int commit_units(void *ctx, const int64_t *units, double *const *blocks, 
             held = 0;
         }
         int ok = status[i] == SCHED_CELL_DONE;
-        double now = wall_now();
+        double now = as_wall_s();
         for (size_t c = 0; c < k; c++) {
             const double *b = blocks[i] + c * st->slot_doubles;
             double wall = ok ? b[0] : NAN, rk = ok ? b[1] : NAN;
@@ -208,7 +189,7 @@ static int commit_units(void *ctx, const int64_t *units, double *const *blocks, 
     }
     if (held && commit_held(st, sc, pk, held, err)) return -1;
     st->timing[TM_COMMIT] += as_monotonic_s() - t0;
-    st->timing[TM_COMMIT_CPU] += thread_cpu_now() - c0;
+    st->timing[TM_COMMIT_CPU] += as_thread_cpu_s() - c0;
     return 0;
 }
 
@@ -217,7 +198,7 @@ static void unit_dispatched(void *ctx, int64_t unit, int worker_rank) {
     const sweep_unit *u = &st->units[unit];
     size_t cuts[UNIT_MAX_CUTS], lis[UNIT_MAX_CUTS];
     size_t k = unit_cuts(st, u, cuts, lis);
-    double now = wall_now();
+    double now = as_wall_s();
     as_err ignored;
     /* An attempt that fails to journal is only a miscount; the commit that
      * follows reports real I/O trouble. */
@@ -302,7 +283,7 @@ static void print_timings(sweep_state *st, MPI_Comm comm, const sched_stats *sta
     const char *on = getenv("ATTNSWEEP_TIMINGS");
     if (!on || on[0] != '1') return;
     add_worker_timings(st); /* the last model's worker (the earlier ones were added at their switch) */
-    st->timing[TM_CPU] = cpu_now();
+    st->timing[TM_CPU] = as_process_cpu_s();
     double *all = st->rank == 0 ? malloc((size_t)st->size * TM_N * sizeof(double)) : NULL;
     MPI_Gather(st->timing, TM_N, MPI_DOUBLE, all, TM_N, MPI_DOUBLE, 0, comm);
     if (st->rank != 0 || !all) return;
@@ -412,7 +393,7 @@ static void state_free(sweep_state *st) {
 }
 
 int sweep_run(MPI_Comm comm, const sweep_opts *opts, sweep_summary *sum, as_err *err) {
-    double t0 = wall_now();
+    double t0 = as_wall_s();
     sweep_state st;
     memset(&st, 0, sizeof st);
     weights_init(&st.w);
@@ -619,10 +600,10 @@ int sweep_run(MPI_Comm comm, const sweep_opts *opts, sweep_summary *sum, as_err 
     rc = srun == SCHED_INTERRUPTED ? SWEEP_INTERRUPTED
          : (st.rank == 0 && stats.failed) ? SWEEP_CELLS_FAILED : SWEEP_COMPLETE;
     MPI_Bcast(&rc, 1, MPI_INT, 0, comm);
-    st.timing[TM_RUN] = wall_now() - t0;
+    st.timing[TM_RUN] = as_wall_s() - t0;
     print_timings(&st, comm, &stats);
 out:
-    sum->elapsed_s = wall_now() - t0;
+    sum->elapsed_s = as_wall_s() - t0;
     state_free(&st);
     return rc;
 }

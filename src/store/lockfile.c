@@ -2,6 +2,8 @@
 #define _GNU_SOURCE /* F_OFD_SETLK, F_OFD_GETLK (Linux 3.15+) */
 #include "lockfile.h"
 
+#include "clock.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -130,7 +132,7 @@ int lock_in_use(const char *lock_path, lock_info *info) {
 /* Writes this process's identity into the lock file (replacing what was there). */
 static int write_identity(int fd, const char *lock_path, as_err *err) {
     char started[64];
-    time_t now = time(NULL);
+    time_t now = (time_t)as_wall_s();
     struct tm tm;
     gmtime_r(&now, &tm);
     strftime(started, sizeof started, "%Y-%m-%dT%H:%M:%SZ", &tm);

@@ -17,16 +17,13 @@
 #include <hdf5.h>
 
 #include "journal.h"
+#include "clock.h"
 #include "lockfile.h"
 #include "testhook.h"
 
 /* ---------- small helpers and accessors ---------- */
 
-double st_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+double st_now(void) { return as_wall_s(); }
 
 void st_iso_time(char *out, size_t size, double t) {
     time_t s = (time_t)t;

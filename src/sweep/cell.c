@@ -10,18 +10,6 @@
 #include "ks.h"
 #include "clock.h"
 
-/* CPU seconds (on a shared machine wall time measures the neighbours too). */
-static double thread_cpu_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
-static double process_cpu_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
-
 static size_t vector_dim(const cell_worker *w) {
     const gpt2_config *m = &w->model->cfg;
     return w->spec.vectors == AS_VECTORS_RESID ? m->n_embd : m->n_embd / m->n_head;
@@ -146,7 +134,7 @@ static int lane_heads(cell_lane *ln) {
     const gpt2_layer_view *view = ln->view;
     const as_axes *a = w->spec.axes;
     size_t L = view->L, D = view->d_head;
-    double c0 = thread_cpu_s();
+    double c0 = as_thread_cpu_s();
     for (size_t ih = ln->lane; ih < a->n_head; ih += w->threads) {
         size_t h = (size_t)a->head[ih];
         if (h >= view->n_head) continue; /* not in this model: masked (NaN) */
@@ -171,12 +159,12 @@ static int lane_heads(cell_lane *ln) {
          * 8 MB per head at L = 1024: ~7% of a minimal grid's metrics. */
         if (met_head(ln->head_out, ln->met_ws, w->met_ws_bytes, scores, L, vectors, L, dim, w->cuts,
                      w->ncuts, &ln->axes, &ln->err)) {
-            ln->cpu_s += thread_cpu_s() - c0;
+            ln->cpu_s += as_thread_cpu_s() - c0;
             return as_wrap(&ln->err, "head %zu", h);
         }
         scatter_head(w, ln->head_out, ln->il, ih);
     }
-    ln->cpu_s += thread_cpu_s() - c0;
+    ln->cpu_s += as_thread_cpu_s() - c0;
     return 0;
 }
 
@@ -270,7 +258,7 @@ int cell_compute(cell_worker *w, int64_t window, const int32_t *tokens, const si
             return as_fail(err, "cell: cut L = %zu is longer than the pass (%zu)", L, w->pass_L);
         L = w->pass_L;
     }
-    double metrics_before = w->metrics_s, c0 = process_cpu_s(), lanes_cpu_before = 0;
+    double metrics_before = w->metrics_s, c0 = as_process_cpu_s(), lanes_cpu_before = 0;
     for (size_t i = 0; i < w->threads; i++) lanes_cpu_before += w->lanes[i].cpu_s;
     if (gpt2_forward(&w->fwd, w->model, tokens, L, &req, err))
         return as_wrap(err, "window %lld at L = %zu", (long long)window, L);
@@ -279,7 +267,7 @@ int cell_compute(cell_worker *w, int64_t window, const int32_t *tokens, const si
     double lanes_cpu = -lanes_cpu_before;
     for (size_t i = 0; i < w->threads; i++) lanes_cpu += w->lanes[i].cpu_s;
     w->metrics_cpu_s += lanes_cpu;
-    w->forward_cpu_s += (process_cpu_s() - c0) - lanes_cpu;
+    w->forward_cpu_s += (as_process_cpu_s() - c0) - lanes_cpu;
 
     for (size_t c = 0; c < ncuts; c++) cross_head_tests(w, blocks[c]);
     double t1 = as_monotonic_s();
