@@ -26,7 +26,14 @@ static const char run_about[] =
     "(e.g. --set windows.count=8 extends it without retyping earlier --set options).\n";
 static const char run_exit[] =
     "Exit: 0 every cell done; 1 error (or some cells failed: run again to retry them);\n"
-    "2 bad usage; 3 stopped by SIGTERM/SIGINT/SIGUSR1 after saving: run again to resume.\n";
+    "2 bad usage; 3 stopped by SIGTERM/SIGINT/SIGUSR1 after saving: run again to resume.\n"
+    "\n"
+    "Environment (for measurements; results do not depend on them):\n"
+    "  ATTNSWEEP_TIMINGS=1          one line per rank at the end: where the time went\n"
+    "  ATTNSWEEP_SYNC_COMMIT=1      the master commits on its receiving thread (no writer\n"
+    "                               thread), to compare the two on a real sweep\n"
+    "  ATTNSWEEP_PRIVATE_WEIGHTS=1  every rank loads its own weights copy instead of one\n"
+    "                               shared copy per node (memory comparisons)\n";
 
 /* --shard I/K into the sweep_opts the option points at. */
 static int parse_shard(const arg_opt *o, const char *v, const char **why) {

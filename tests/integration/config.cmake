@@ -11,3 +11,6 @@ add_test(NAME plan_progress_cli
          COMMAND sh ${CMAKE_SOURCE_DIR}/tests/integration/plan_cli.sh $<TARGET_FILE:attnsweep>
                  ${CMAKE_BINARY_DIR}/models/tiny ${CMAKE_BINARY_DIR}/scratch/plan_cli)
 set_tests_properties(plan_progress_cli PROPERTIES FIXTURES_REQUIRED model_tiny TIMEOUT 120)
+# Every environment variable the program reads is named in some command's --help.
+add_test(NAME env_knobs_in_help
+         COMMAND sh ${CMAKE_SOURCE_DIR}/tests/integration/env_help.sh $<TARGET_FILE:attnsweep> ${CMAKE_SOURCE_DIR})
