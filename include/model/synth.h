@@ -50,21 +50,21 @@
 /* Fills cfg for one of SYNTH_PRESET_NAMES; an unknown preset is an error. */
 int synth_preset(gpt2_config *cfg, const char *preset, as_err *err);
 
-/* "f32", "f16", "bf16" (or upper case) -> ST_F32, ST_F16, ST_BF16. */
-int synth_dtype_parse(st_dtype *dtype, const char *name, as_err *err);
+/* "f32", "f16", "bf16" (or upper case) -> SFT_F32, SFT_F16, SFT_BF16. */
+int synth_dtype_parse(sft_dtype *dtype, const char *name, as_err *err);
 
 /* Writes DIR/config.json and DIR/model.safetensors for the preset
  * (creating DIR and its parents). Refuses if either file exists unless
  * force. Each file is written to a temporary name and renamed into place. */
 int synth_write(const char *dir, const char *preset, uint64_t seed, int force, as_err *err);
 
-/* The same with every tensor stored as dtype (ST_F32, ST_F16 or ST_BF16). */
-int synth_write_dtype(const char *dir, const char *preset, uint64_t seed, st_dtype dtype, int force,
+/* The same with every tensor stored as dtype (SFT_F32, SFT_F16 or SFT_BF16). */
+int synth_write_dtype(const char *dir, const char *preset, uint64_t seed, sft_dtype dtype, int force,
                       as_err *err);
 
 /* The same for any config (preset_name is recorded in config.json). */
 int synth_write_config(const char *dir, const gpt2_config *cfg, const char *preset_name,
-                       uint64_t seed, st_dtype dtype, int force, as_err *err);
+                       uint64_t seed, sft_dtype dtype, int force, as_err *err);
 
 /* The generator, exposed for tests: the i-th standard normal of the stream
  * (seed, stream) -- values 2k and 2k+1 are one Box-Muller pair. */

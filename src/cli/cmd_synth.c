@@ -50,7 +50,7 @@ int cmd_synth(int argc, char **argv) {
     if (args_parse(&spec, argc, argv, &code)) return code;
     as_err err = {{0}};
     gpt2_config preset_cfg;
-    st_dtype dtype;
+    sft_dtype dtype;
     if (synth_preset(&preset_cfg, preset, &err) || synth_dtype_parse(&dtype, dtype_name, &err)) {
         fprintf(stderr, "attnsweep synth: %s\n", err.msg);
         return AS_EXIT_USAGE;

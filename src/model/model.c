@@ -151,7 +151,7 @@ typedef struct {
     char name[64]; /* Hugging Face name without the "transformer." prefix */
     size_t ndim, shape[2];
     const float **field; /* where model.h wants the pointer */
-    const st_tensor *found;
+    const sft_tensor *found;
 } slot;
 
 /* Block tensors in arena order; shapes in units of C. */
@@ -230,11 +230,11 @@ static void format_shape(char *buf, size_t size, const size_t *shape, size_t ndi
 
 /* Matches every tensor of the file to a slot (or to a known non-parameter)
  * and checks dtype and shape; then checks no slot is missing. */
-static int match_tensors(slot *slots, size_t n_slots, const st_file *f, const gpt2_config *c,
+static int match_tensors(slot *slots, size_t n_slots, const sft_file *f, const gpt2_config *c,
                          as_err *err) {
     static const char prefix[] = "transformer.";
     for (size_t i = 0; i < f->n_tensors; i++) {
-        const st_tensor *t = &f->tensors[i];
+        const sft_tensor *t = &f->tensors[i];
         char got[128], want[128];
         format_shape(got, sizeof got, t->shape, t->ndim);
         if (!strcmp(t->name, "lm_head.weight")) {
@@ -268,9 +268,9 @@ static int match_tensors(slot *slots, size_t n_slots, const st_file *f, const gp
         if (s->found)
             return as_fail(err, "%s: tensor %s appears twice (as %s and %s)", f->path, s->name,
                            s->found->name, t->name);
-        if (t->dtype != ST_F32 && t->dtype != ST_F16 && t->dtype != ST_BF16)
+        if (t->dtype != SFT_F32 && t->dtype != SFT_F16 && t->dtype != SFT_BF16)
             return as_fail(err, "%s: tensor %s has dtype %s; expected F32 (F16, BF16 accepted)",
-                           f->path, t->name, st_dtype_name(t->dtype));
+                           f->path, t->name, sft_dtype_name(t->dtype));
         int shape_ok = t->ndim == s->ndim;
         for (size_t d = 0; shape_ok && d < s->ndim; d++) shape_ok = t->shape[d] == s->shape[d];
         if (!shape_ok) {
@@ -308,8 +308,8 @@ static int load_weights(gpt2_model *m, const char *dir, float *arena, int fill, 
 
     char path[4200];
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    st_file f;
-    if (st_open(&f, path, err)) return -1;
+    sft_file f;
+    if (sft_open(&f, path, err)) return -1;
 
     size_t n_slots = 4 + m->cfg.n_layer * N_BLOCK_TENSORS;
     slot *slots = calloc(n_slots, sizeof *slots);
@@ -334,7 +334,7 @@ static int load_weights(gpt2_model *m, const char *dir, float *arena, int fill, 
         goto fail;
     }
     /* Digest the file first, 64 MB at a time, dropping each piece's pages once hashed
-     * (st_release_bytes), so the mapped file never sits whole in RSS next to the
+     * (sft_release_bytes), so the mapped file never sits whole in RSS next to the
      * arena; the copy below faults them in again, tensor by tensor. */
     if (fill) {
         sha256_ctx sha;
@@ -343,7 +343,7 @@ static int load_weights(gpt2_model *m, const char *dir, float *arena, int fill, 
         for (size_t at = 0; at < f.file_size;) {
             size_t n = f.file_size - at < ((size_t)64 << 20) ? f.file_size - at : (size_t)64 << 20;
             sha256_update(&sha, f.map + at, n);
-            st_release_bytes(&f, at, at + n);
+            sft_release_bytes(&f, at, at + n);
             at += n;
         }
         sha256_final(&sha, digest);
@@ -352,8 +352,8 @@ static int load_weights(gpt2_model *m, const char *dir, float *arena, int fill, 
     size_t used = 0;
     for (size_t k = 0; k < n_slots; k++) {
         float *dst = m->arena + used;
-        if (fill && st_read_f32(&f, slots[k].found, dst, err)) goto fail;
-        if (fill) st_release(&f, slots[k].found);
+        if (fill && sft_read_f32(&f, slots[k].found, dst, err)) goto fail;
+        if (fill) sft_release(&f, slots[k].found);
         *slots[k].field = dst;
         used += slots[k].found->numel;
     }
@@ -363,11 +363,11 @@ static int load_weights(gpt2_model *m, const char *dir, float *arena, int fill, 
         goto fail;
     }
     free(slots);
-    st_close(&f);
+    sft_close(&f);
     return 0;
 fail:
     free(slots);
-    st_close(&f);
+    sft_close(&f);
     model_free(m);
     return -1;
 }

@@ -20,24 +20,24 @@
 
 static const struct {
     const char *name;
-    st_dtype dtype;
+    sft_dtype dtype;
     size_t size;
 } dtypes[] = {
-    {"BOOL", ST_BOOL, 1}, {"U8", ST_U8, 1},       {"I8", ST_I8, 1},
-    {"I16", ST_I16, 2},   {"U16", ST_U16, 2},     {"F16", ST_F16, 2},
-    {"BF16", ST_BF16, 2}, {"I32", ST_I32, 4},     {"U32", ST_U32, 4},
-    {"F32", ST_F32, 4},   {"F64", ST_F64, 8},     {"I64", ST_I64, 8},
-    {"U64", ST_U64, 8},   {"F8_E4M3", ST_F8_E4M3, 1}, {"F8_E5M2", ST_F8_E5M2, 1},
+    {"BOOL", SFT_BOOL, 1}, {"U8", SFT_U8, 1},       {"I8", SFT_I8, 1},
+    {"I16", SFT_I16, 2},   {"U16", SFT_U16, 2},     {"F16", SFT_F16, 2},
+    {"BF16", SFT_BF16, 2}, {"I32", SFT_I32, 4},     {"U32", SFT_U32, 4},
+    {"F32", SFT_F32, 4},   {"F64", SFT_F64, 8},     {"I64", SFT_I64, 8},
+    {"U64", SFT_U64, 8},   {"F8_E4M3", SFT_F8_E4M3, 1}, {"F8_E5M2", SFT_F8_E5M2, 1},
 };
 enum { N_DTYPES = sizeof dtypes / sizeof dtypes[0] };
 
-const char *st_dtype_name(st_dtype dtype) {
+const char *sft_dtype_name(sft_dtype dtype) {
     for (size_t i = 0; i < N_DTYPES; i++)
         if (dtypes[i].dtype == dtype) return dtypes[i].name;
     return "?";
 }
 
-size_t st_dtype_size(st_dtype dtype) {
+size_t sft_dtype_size(sft_dtype dtype) {
     for (size_t i = 0; i < N_DTYPES; i++)
         if (dtypes[i].dtype == dtype) return dtypes[i].size;
     return 0;
@@ -50,7 +50,7 @@ static int is_little_endian(void) {
     return b == 1;
 }
 
-void st_close(st_file *f) {
+void sft_close(sft_file *f) {
     if (!f) return;
     if (f->map) munmap((void *)f->map, f->file_size);
     free(f->tensors);
@@ -59,17 +59,17 @@ void st_close(st_file *f) {
     f->n_tensors = 0;
 }
 
-const st_tensor *st_find(const st_file *f, const char *name) {
+const sft_tensor *sft_find(const sft_file *f, const char *name) {
     for (size_t i = 0; i < f->n_tensors; i++)
         if (!strcmp(f->tensors[i].name, name)) return &f->tensors[i];
     return NULL;
 }
 
 /* Fills t from one header entry; err names the tensor. */
-static int parse_entry(st_tensor *t, const char *path, const json_member *m, as_err *err) {
+static int parse_entry(sft_tensor *t, const char *path, const json_member *m, as_err *err) {
     const json_value *v = &m->value;
     if (m->key_len == 0) return as_fail(err, "%s: tensor with an empty name", path);
-    if (m->key_len >= ST_MAX_NAME || memchr(m->key, '\0', m->key_len))
+    if (m->key_len >= SFT_MAX_NAME || memchr(m->key, '\0', m->key_len))
         return as_fail(err, "%s: tensor name too long or containing NUL (\"%.60s...\")", path,
                        m->key);
     memcpy(t->name, m->key, m->key_len + 1);
@@ -97,9 +97,9 @@ static int parse_entry(st_tensor *t, const char *path, const json_member *m, as_
 
     if (!shape || shape->type != JSON_ARRAY)
         return as_fail(err, "%s: tensor %s: \"shape\" missing or not an array", path, t->name);
-    if (shape->u.array.count > ST_MAX_DIMS)
+    if (shape->u.array.count > SFT_MAX_DIMS)
         return as_fail(err, "%s: tensor %s: %zu dimensions (at most %d)", path, t->name,
-                       shape->u.array.count, ST_MAX_DIMS);
+                       shape->u.array.count, SFT_MAX_DIMS);
     t->ndim = shape->u.array.count;
     t->numel = 1;
     for (size_t d = 0; d < t->ndim; d++) {
@@ -134,18 +134,18 @@ static int parse_entry(st_tensor *t, const char *path, const json_member *m, as_
     return 0;
 }
 
-static const st_tensor *sort_base;
+static const sft_tensor *sort_base;
 static int by_offsets(const void *a, const void *b) {
-    const st_tensor *x = &sort_base[*(const size_t *)a], *y = &sort_base[*(const size_t *)b];
+    const sft_tensor *x = &sort_base[*(const size_t *)a], *y = &sort_base[*(const size_t *)b];
     if (x->begin != y->begin) return x->begin < y->begin ? -1 : 1;
     if (x->end != y->end) return x->end < y->end ? -1 : 1;
     return 0;
 }
 
 /* The data_offsets must cover [0, data_len) exactly once. */
-static int check_tiling(const st_file *f, as_err *err) {
+static int check_tiling(const sft_file *f, as_err *err) {
     for (size_t i = 0; i < f->n_tensors; i++) {
-        const st_tensor *t = &f->tensors[i];
+        const sft_tensor *t = &f->tensors[i];
         if (t->end > f->data_len)
             return as_fail(err,
                            "%s: tensor %s: data_offsets [%zu, %zu] run past the end of the data "
@@ -158,10 +158,10 @@ static int check_tiling(const st_file *f, as_err *err) {
     sort_base = f->tensors;
     qsort(order, f->n_tensors, sizeof *order, by_offsets);
     size_t covered = 0;
-    const st_tensor *prev = NULL;
+    const sft_tensor *prev = NULL;
     int rc = 0;
     for (size_t i = 0; i < f->n_tensors && !rc; i++) {
-        const st_tensor *t = &f->tensors[order[i]];
+        const sft_tensor *t = &f->tensors[order[i]];
         if (t->begin < covered)
             rc = as_fail(err, "%s: tensor %s: data_offsets [%zu, %zu] overlap tensor %s [%zu, %zu]",
                          f->path, t->name, t->begin, t->end, prev->name, prev->begin, prev->end);
@@ -182,7 +182,7 @@ static int check_tiling(const st_file *f, as_err *err) {
     return rc;
 }
 
-int st_open(st_file *f, const char *path, as_err *err) {
+int sft_open(sft_file *f, const char *path, as_err *err) {
     memset(f, 0, sizeof *f);
     if (strlen(path) >= sizeof f->path) return as_fail(err, "%s: path too long", path);
     strcpy(f->path, path);
@@ -259,11 +259,11 @@ int st_open(st_file *f, const char *path, as_err *err) {
 fail_doc:
     json_free(doc);
 fail:
-    st_close(f);
+    sft_close(f);
     return -1;
 }
 
-void st_release_bytes(const st_file *f, size_t from, size_t to) {
+void sft_release_bytes(const sft_file *f, size_t from, size_t to) {
     long page = sysconf(_SC_PAGESIZE);
     if (page <= 0 || !f->map || to > f->file_size) return;
     size_t p = (size_t)page;
@@ -272,12 +272,12 @@ void st_release_bytes(const st_file *f, size_t from, size_t to) {
     if (to > from) madvise((void *)(f->map + from), to - from, MADV_DONTNEED);
 }
 
-void st_release(const st_file *f, const st_tensor *t) {
+void sft_release(const sft_file *f, const sft_tensor *t) {
     size_t data_start = (size_t)(f->data - f->map);
-    st_release_bytes(f, data_start + t->begin, data_start + t->end);
+    sft_release_bytes(f, data_start + t->begin, data_start + t->end);
 }
 
-float st_f16_to_f32(uint16_t h) {
+float sft_f16_to_f32(uint16_t h) {
     uint32_t sign = (uint32_t)(h >> 15) << 31;
     uint32_t exp = (h >> 10) & 0x1F;
     uint32_t mant = h & 0x3FF;
@@ -299,14 +299,14 @@ float st_f16_to_f32(uint16_t h) {
     return out;
 }
 
-float st_bf16_to_f32(uint16_t b) {
+float sft_bf16_to_f32(uint16_t b) {
     uint32_t bits = (uint32_t)b << 16;
     float out;
     memcpy(&out, &bits, 4);
     return out;
 }
 
-uint16_t st_f32_to_bf16(float v) {
+uint16_t sft_f32_to_bf16(float v) {
     uint32_t bits;
     memcpy(&bits, &v, 4);
     if ((bits & 0x7FFFFFFFu) > 0x7F800000u) return (uint16_t)((bits >> 16) | 0x0040u); /* NaN */
@@ -316,7 +316,7 @@ uint16_t st_f32_to_bf16(float v) {
     return (uint16_t)(bits >> 16);
 }
 
-uint16_t st_f32_to_f16(float v) {
+uint16_t sft_f32_to_f16(float v) {
     uint32_t bits;
     memcpy(&bits, &v, 4);
     uint16_t sign = (uint16_t)((bits >> 16) & 0x8000u);
@@ -336,21 +336,21 @@ uint16_t st_f32_to_f16(float v) {
     return (uint16_t)(sign | n);
 }
 
-int st_read_f32(const st_file *f, const st_tensor *t, float *dst, as_err *err) {
+int sft_read_f32(const sft_file *f, const sft_tensor *t, float *dst, as_err *err) {
     const unsigned char *src = f->data + t->begin;
     switch (t->dtype) {
-    case ST_F32: memcpy(dst, src, t->numel * 4); break;
-    case ST_F16:
+    case SFT_F32: memcpy(dst, src, t->numel * 4); break;
+    case SFT_F16:
         for (size_t i = 0; i < t->numel; i++)
-            dst[i] = st_f16_to_f32((uint16_t)(src[2 * i] | (src[2 * i + 1] << 8)));
+            dst[i] = sft_f16_to_f32((uint16_t)(src[2 * i] | (src[2 * i + 1] << 8)));
         break;
-    case ST_BF16:
+    case SFT_BF16:
         for (size_t i = 0; i < t->numel; i++)
-            dst[i] = st_bf16_to_f32((uint16_t)(src[2 * i] | (src[2 * i + 1] << 8)));
+            dst[i] = sft_bf16_to_f32((uint16_t)(src[2 * i] | (src[2 * i + 1] << 8)));
         break;
     default:
         return as_fail(err, "%s: tensor %s has dtype %s; only F32, F16 and BF16 are supported",
-                       f->path, t->name, st_dtype_name(t->dtype));
+                       f->path, t->name, sft_dtype_name(t->dtype));
     }
     for (size_t i = 0; i < t->numel; i++)
         if (!isfinite(dst[i]))
@@ -416,7 +416,7 @@ static void sb_json_string(strbuf *b, const char *s) {
     sb_add(b, "\"", 1);
 }
 
-int st_header_build(unsigned char **out, size_t *out_len, size_t *data_len, const st_spec *specs,
+int sft_header_build(unsigned char **out, size_t *out_len, size_t *data_len, const sft_spec *specs,
                     size_t n, const char *metadata_json, as_err *err) {
     strbuf b = {0};
     sb_add(&b, "\0\0\0\0\0\0\0\0{", 9);
@@ -428,16 +428,16 @@ int st_header_build(unsigned char **out, size_t *out_len, size_t *data_len, cons
     }
     size_t offset = 0;
     for (size_t i = 0; i < n; i++) {
-        const st_spec *s = &specs[i];
-        size_t bytes = st_dtype_size(s->dtype);
-        if (!bytes || s->ndim > ST_MAX_DIMS) {
+        const sft_spec *s = &specs[i];
+        size_t bytes = sft_dtype_size(s->dtype);
+        if (!bytes || s->ndim > SFT_MAX_DIMS) {
             free(b.buf);
             return as_fail(err, "tensor %s: bad dtype or rank", s->name);
         }
         if (!first) sb_add(&b, ",", 1);
         first = 0;
         sb_json_string(&b, s->name);
-        sb_printf(&b, ":{\"dtype\":\"%s\",\"shape\":[", st_dtype_name(s->dtype));
+        sb_printf(&b, ":{\"dtype\":\"%s\",\"shape\":[", sft_dtype_name(s->dtype));
         for (size_t d = 0; d < s->ndim; d++) {
             sb_printf(&b, d ? ",%zu" : "%zu", s->shape[d]);
             bytes *= s->shape[d];

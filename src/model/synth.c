@@ -127,10 +127,10 @@ int synth_preset(gpt2_config *cfg, const char *preset, as_err *err) {
     return as_fail(err, "unknown preset '%s' (expected %s)", preset, SYNTH_PRESET_NAMES);
 }
 
-int synth_dtype_parse(st_dtype *dtype, const char *name, as_err *err) {
-    if (!strcmp(name, "f32") || !strcmp(name, "F32")) *dtype = ST_F32;
-    else if (!strcmp(name, "f16") || !strcmp(name, "F16")) *dtype = ST_F16;
-    else if (!strcmp(name, "bf16") || !strcmp(name, "BF16")) *dtype = ST_BF16;
+int synth_dtype_parse(sft_dtype *dtype, const char *name, as_err *err) {
+    if (!strcmp(name, "f32") || !strcmp(name, "F32")) *dtype = SFT_F32;
+    else if (!strcmp(name, "f16") || !strcmp(name, "F16")) *dtype = SFT_F16;
+    else if (!strcmp(name, "bf16") || !strcmp(name, "BF16")) *dtype = SFT_BF16;
     else return as_fail(err, "unknown dtype '%s' (expected f32, f16 or bf16)", name);
     return 0;
 }
@@ -139,7 +139,7 @@ int synth_dtype_parse(st_dtype *dtype, const char *name, as_err *err) {
 typedef enum { FILL_NORMAL, FILL_ONES, FILL_ZEROS, FILL_C_ATTN, FILL_CAUSAL } fill_kind;
 
 typedef struct {
-    st_spec spec;
+    sft_spec spec;
     char name[64];
     fill_kind fill;
     double std; /* FILL_NORMAL; FILL_C_ATTN: std of the v columns */
@@ -151,7 +151,7 @@ static void add(synth_tensor *t, size_t *n, const char *name, size_t ndim, const
     synth_tensor *s = &t[(*n)++];
     snprintf(s->name, sizeof s->name, "%s", name);
     s->spec.name = s->name;
-    s->spec.dtype = ST_F32; /* write_weights sets the file's dtype */
+    s->spec.dtype = SFT_F32; /* write_weights sets the file's dtype */
     s->spec.ndim = ndim;
     for (size_t d = 0; d < ndim; d++) s->spec.shape[d] = shape[d];
     s->fill = fill;
@@ -189,7 +189,7 @@ static size_t plan_tensors(synth_tensor *t, const gpt2_config *c, double qk_std)
     return n;
 }
 
-static size_t numel(const st_spec *s) {
+static size_t numel(const sft_spec *s) {
     size_t n = 1;
     for (size_t d = 0; d < s->ndim; d++) n *= s->shape[d];
     return n;
@@ -263,12 +263,12 @@ static int finish_file(FILE *f, const char *tmp, const char *final, int ok, as_e
 }
 
 static int write_weights(const char *dir, const gpt2_config *c, uint64_t seed, double qk_std,
-                         st_dtype dtype, as_err *err) {
+                         sft_dtype dtype, as_err *err) {
     size_t max_tensors = 4 + 13 * c->n_layer;
     synth_tensor *t = calloc(max_tensors, sizeof *t);
     if (!t) return as_fail(err, "out of memory");
     size_t n = plan_tensors(t, c, qk_std);
-    st_spec *specs = malloc(n * sizeof *specs);
+    sft_spec *specs = malloc(n * sizeof *specs);
     if (!specs) {
         free(t);
         return as_fail(err, "out of memory");
@@ -279,7 +279,7 @@ static int write_weights(const char *dir, const gpt2_config *c, uint64_t seed, d
     }
     unsigned char *header;
     size_t header_len, data_len;
-    int rc = st_header_build(&header, &header_len, &data_len, specs, n, "{\"format\":\"pt\"}", err);
+    int rc = sft_header_build(&header, &header_len, &data_len, specs, n, "{\"format\":\"pt\"}", err);
     free(specs);
     if (rc) {
         free(t);
@@ -303,13 +303,13 @@ static int write_weights(const char *dir, const gpt2_config *c, uint64_t seed, d
         for (size_t first = 0; ok && first < total; first += CHUNK) {
             size_t count = total - first < CHUNK ? total - first : CHUNK;
             fill_chunk(buf, &t[i], seed, i, first, count);
-            if (dtype == ST_F32) {
+            if (dtype == SFT_F32) {
                 ok = fwrite(buf, sizeof *buf, count, f) == count; /* little-endian host */
                 continue;
             }
             /* the float32 values rounded to nearest even, stored little-endian */
             for (size_t j = 0; j < count; j++) {
-                uint16_t h = dtype == ST_F16 ? st_f32_to_f16(buf[j]) : st_f32_to_bf16(buf[j]);
+                uint16_t h = dtype == SFT_F16 ? sft_f32_to_f16(buf[j]) : sft_f32_to_bf16(buf[j]);
                 half[2 * j] = (unsigned char)(h & 0xFF);
                 half[2 * j + 1] = (unsigned char)(h >> 8);
             }
@@ -324,13 +324,13 @@ static int write_weights(const char *dir, const gpt2_config *c, uint64_t seed, d
 }
 
 static int write_config(const char *dir, const gpt2_config *c, const char *preset, uint64_t seed,
-                        double qk_std, st_dtype dtype, as_err *err) {
+                        double qk_std, sft_dtype dtype, as_err *err) {
     /* The keys and values of Hugging Face's config.json for the GPT-2 family;
      * medium, large and xl add n_special, predict_special_tokens and
      * task_specific_params; a 16-bit file's torch_dtype names its dtype (F32 files
      * stay byte-identical to those written before 16-bit dtypes existed). */
     int family = strcmp(preset, "tiny") && strcmp(preset, "gpt2");
-    const char *torch_dtype = dtype == ST_F16 ? "float16" : dtype == ST_BF16 ? "bfloat16" : "float32";
+    const char *torch_dtype = dtype == SFT_F16 ? "float16" : dtype == SFT_BF16 ? "bfloat16" : "float32";
     char final[4200], tmp[4300];
     snprintf(final, sizeof final, "%s/config.json", dir);
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", final, (long)getpid());
@@ -376,18 +376,18 @@ static int write_config(const char *dir, const gpt2_config *c, const char *prese
                      family ? "  \"task_specific_params\": {\"text-generation\": {\"do_sample\": true, "
                               "\"max_length\": 50}},\n"
                             : "",
-                     dtype == ST_F32 ? "" : "  \"torch_dtype\": \"",
-                     dtype == ST_F32 ? "" : torch_dtype, dtype == ST_F32 ? "" : "\",\n",
+                     dtype == SFT_F32 ? "" : "  \"torch_dtype\": \"",
+                     dtype == SFT_F32 ? "" : torch_dtype, dtype == SFT_F32 ? "" : "\",\n",
                      c->vocab_size, preset, (unsigned long long)seed,
                      qk_std, SYNTH_QK_LOGIT_STD) > 0;
     return finish_file(f, tmp, final, ok, err);
 }
 
 int synth_write_config(const char *dir, const gpt2_config *cfg, const char *preset_name,
-                       uint64_t seed, st_dtype dtype, int force, as_err *err) {
-    if (dtype != ST_F32 && dtype != ST_F16 && dtype != ST_BF16)
+                       uint64_t seed, sft_dtype dtype, int force, as_err *err) {
+    if (dtype != SFT_F32 && dtype != SFT_F16 && dtype != SFT_BF16)
         return as_fail(err, "%s: synthetic weights are F32, F16 or BF16, not %s", dir,
-                       st_dtype_name(dtype));
+                       sft_dtype_name(dtype));
     char config_path[4200], weights_path[4200];
     snprintf(config_path, sizeof config_path, "%s/config.json", dir);
     snprintf(weights_path, sizeof weights_path, "%s/model.safetensors", dir);
@@ -403,7 +403,7 @@ int synth_write_config(const char *dir, const gpt2_config *cfg, const char *pres
     return write_config(dir, cfg, preset_name, seed, qk_std, dtype, err);
 }
 
-int synth_write_dtype(const char *dir, const char *preset, uint64_t seed, st_dtype dtype, int force,
+int synth_write_dtype(const char *dir, const char *preset, uint64_t seed, sft_dtype dtype, int force,
                       as_err *err) {
     gpt2_config cfg;
     if (synth_preset(&cfg, preset, err)) return -1;
@@ -411,5 +411,5 @@ int synth_write_dtype(const char *dir, const char *preset, uint64_t seed, st_dty
 }
 
 int synth_write(const char *dir, const char *preset, uint64_t seed, int force, as_err *err) {
-    return synth_write_dtype(dir, preset, seed, ST_F32, force, err);
+    return synth_write_dtype(dir, preset, seed, SFT_F32, force, err);
 }

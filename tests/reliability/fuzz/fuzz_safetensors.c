@@ -4,11 +4,11 @@
  * Each input is the whole bytes of a model.safetensors file. It is written
  * into the process's temp dir next to a fixed config.json (a 1-layer GPT-2
  * with n_embd 4, vocab 8, n_positions 4: a valid file is ~1.5 KB), then
- *   1. st_open(); on success the documented invariants are asserted (header
+ *   1. sft_open(); on success the documented invariants are asserted (header
  *      and data sizes add up, every tensor's byte range lies inside the data
  *      section and matches shape x dtype size, the ranges tile the data
- *      section, st_find() finds every tensor by name) and every float tensor
- *      is read with st_read_f32() (no NaN/inf may come out of a success);
+ *      section, sft_find() finds every tensor by name) and every float tensor
+ *      is read with sft_read_f32() (no NaN/inf may come out of a success);
  *   2. model_load() on the directory, which checks names and shapes against
  *      the config and copies the weights.
  * Build and run: tests/reliability/fuzz/build.sh, tests/reliability/fuzz/run.sh safetensors 60. */
@@ -35,29 +35,29 @@ static void init_once(void) {
 }
 
 static int by_begin(const void *a, const void *b) {
-    const st_tensor *x = *(const st_tensor *const *)a, *y = *(const st_tensor *const *)b;
+    const sft_tensor *x = *(const sft_tensor *const *)a, *y = *(const sft_tensor *const *)b;
     return (x->begin > y->begin) - (x->begin < y->begin);
 }
 
-static void check_open_file(const st_file *f) {
+static void check_open_file(const sft_file *f) {
     FUZZ_ASSERT(8 + f->header_len + f->data_len == f->file_size, "sizes %zu + %zu != %zu",
                 f->header_len, f->data_len, f->file_size);
     FUZZ_ASSERT(f->data == f->map + 8 + f->header_len, "data pointer");
-    const st_tensor **order = malloc((f->n_tensors + 1) * sizeof *order);
+    const sft_tensor **order = malloc((f->n_tensors + 1) * sizeof *order);
     FUZZ_ASSERT(order != NULL, "out of memory");
     for (size_t i = 0; i < f->n_tensors; i++) {
-        const st_tensor *t = &f->tensors[i];
+        const sft_tensor *t = &f->tensors[i];
         FUZZ_ASSERT(memchr(t->name, 0, sizeof t->name) != NULL, "name not terminated");
-        FUZZ_ASSERT(t->ndim <= ST_MAX_DIMS, "ndim %zu", t->ndim);
+        FUZZ_ASSERT(t->ndim <= SFT_MAX_DIMS, "ndim %zu", t->ndim);
         FUZZ_ASSERT(t->begin <= t->end && t->end <= f->data_len, "%s: range [%zu, %zu) of %zu",
                     t->name, t->begin, t->end, f->data_len);
         size_t numel = 1;
         for (size_t d = 0; d < t->ndim; d++) numel *= t->shape[d];
         FUZZ_ASSERT(numel == t->numel, "%s: numel %zu != product %zu", t->name, t->numel, numel);
-        FUZZ_ASSERT(t->numel * st_dtype_size(t->dtype) == t->end - t->begin, "%s: bytes",
+        FUZZ_ASSERT(t->numel * sft_dtype_size(t->dtype) == t->end - t->begin, "%s: bytes",
                     t->name);
-        const st_tensor *found = st_find(f, t->name);
-        FUZZ_ASSERT(found && !strcmp(found->name, t->name), "st_find(%s)", t->name);
+        const sft_tensor *found = sft_find(f, t->name);
+        FUZZ_ASSERT(found && !strcmp(found->name, t->name), "sft_find(%s)", t->name);
         order[i] = t;
     }
     /* Tiling: sorted by begin, each starts where the previous ended. Zero-size
@@ -73,12 +73,12 @@ static void check_open_file(const st_file *f) {
     free(order);
 
     for (size_t i = 0; i < f->n_tensors; i++) {
-        const st_tensor *t = &f->tensors[i];
-        if (t->dtype != ST_F32 && t->dtype != ST_F16 && t->dtype != ST_BF16) continue;
+        const sft_tensor *t = &f->tensors[i];
+        if (t->dtype != SFT_F32 && t->dtype != SFT_F16 && t->dtype != SFT_BF16) continue;
         float *dst = malloc(t->numel ? t->numel * sizeof *dst : 1);
         FUZZ_ASSERT(dst != NULL, "out of memory");
         as_err err;
-        if (st_read_f32(f, t, dst, &err) == 0)
+        if (sft_read_f32(f, t, dst, &err) == 0)
             for (size_t k = 0; k < t->numel; k++)
                 FUZZ_ASSERT(isfinite(dst[k]), "%s[%zu] not finite after success", t->name, k);
         free(dst);
@@ -89,11 +89,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     init_once();
     fuzz_write("model/model.safetensors", data, size, st_path, sizeof st_path);
 
-    st_file f;
+    sft_file f;
     as_err err;
-    if (st_open(&f, st_path, &err) == 0) {
+    if (sft_open(&f, st_path, &err) == 0) {
         check_open_file(&f);
-        st_close(&f);
+        sft_close(&f);
     } else {
         /* Not asserted one line: messages quote input values (paths, names) verbatim. */
         FUZZ_ASSERT(err.msg[0], "failure without a message");

@@ -44,7 +44,7 @@ static void test_all_patterns(void) {
         int sign = (h & 0x8000) != 0;
         /* F16: 1 sign, 5 exponent (bias 15), 10 mantissa */
         int e = (h >> 10) & 31, m = h & 1023;
-        float f = st_f16_to_f32((uint16_t)h);
+        float f = sft_f16_to_f32((uint16_t)h);
         if (e == 31) {
             bad_f16 += m ? !isnan(f) : !(isinf(f) && (signbit(f) != 0) == sign);
         } else {
@@ -52,18 +52,18 @@ static void test_all_patterns(void) {
             if (sign) want = -want;
             bad_f16 += (double)f != want || (signbit(f) != 0) != sign;
             subnormals += e == 0 && m != 0;
-            bad_rt16 += st_f32_to_f16(f) != h;
+            bad_rt16 += sft_f32_to_f16(f) != h;
         }
         /* BF16: 1 sign, 8 exponent (bias 127), 7 mantissa */
         int be = (h >> 7) & 255, bm = h & 127;
-        float b = st_bf16_to_f32((uint16_t)h);
+        float b = sft_bf16_to_f32((uint16_t)h);
         if (be == 255) {
             bad_bf16 += bm ? !isnan(b) : !(isinf(b) && (signbit(b) != 0) == sign);
         } else {
             double want = be ? ldexp(128.0 + bm, be - 134) : ldexp((double)bm, -133);
             if (sign) want = -want;
             bad_bf16 += (double)b != want || (signbit(b) != 0) != sign;
-            bad_rtbf += st_f32_to_bf16(b) != h;
+            bad_rtbf += sft_f32_to_bf16(b) != h;
         }
     }
     CHECK(bad_f16 == 0, "%d F16 patterns convert wrongly", bad_f16);
@@ -99,45 +99,45 @@ static void test_all_patterns(void) {
         {INFINITY, 0x7C00, 0x7F80},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        uint16_t h = st_f32_to_f16(cases[i].v), b = st_f32_to_bf16(cases[i].v);
+        uint16_t h = sft_f32_to_f16(cases[i].v), b = sft_f32_to_bf16(cases[i].v);
         CHECK(h == cases[i].f16, "f16(%a) = 0x%04X want 0x%04X", (double)cases[i].v, h,
               cases[i].f16);
         CHECK(b == cases[i].bf16, "bf16(%a) = 0x%04X want 0x%04X", (double)cases[i].v, b,
               cases[i].bf16);
     }
-    CHECK(isnan(st_f16_to_f32(st_f32_to_f16(NAN))) && isnan(st_bf16_to_f32(st_f32_to_bf16(NAN))),
+    CHECK(isnan(sft_f16_to_f32(sft_f32_to_f16(NAN))) && isnan(sft_bf16_to_f32(sft_f32_to_bf16(NAN))),
           "NaN stays NaN");
-    CHECK(isnan(st_bf16_to_f32(st_f32_to_bf16(float_of(0x7F800001u)))),
+    CHECK(isnan(sft_bf16_to_f32(sft_f32_to_bf16(float_of(0x7F800001u)))),
           "a NaN whose payload sits in the dropped bits stays NaN");
 }
 
 /* 16 bits -> float32 by the formula, not by the code under test. */
-static float widen(uint16_t h, st_dtype dtype) {
-    if (dtype == ST_BF16) return float_of((uint32_t)h << 16);
+static float widen(uint16_t h, sft_dtype dtype) {
+    if (dtype == SFT_BF16) return float_of((uint32_t)h << 16);
     int e = (h >> 10) & 31, m = h & 1023; /* finite only: the files hold no inf/NaN */
     double v = e ? ldexp(1024.0 + m, e - 25) : ldexp((double)m, -24);
     return (float)(h & 0x8000 ? -v : v);
 }
 
 /* The arena of a 16-bit file against the F32 arena rounded to that dtype. */
-static void check_rounded(const gpt2_model *m32, const gpt2_model *m16, st_dtype dtype,
+static void check_rounded(const gpt2_model *m32, const gpt2_model *m16, sft_dtype dtype,
                           const char *label) {
     CHECK(m32->arena_floats == m16->arena_floats, "%s: arena sizes", label);
     size_t bad = 0, subnormal = 0, changed = 0, first_bad = 0;
     for (size_t i = 0; i < m32->arena_floats; i++) {
         float v = m32->arena[i];
-        uint16_t h = dtype == ST_F16 ? st_f32_to_f16(v) : st_f32_to_bf16(v);
+        uint16_t h = dtype == SFT_F16 ? sft_f32_to_f16(v) : sft_f32_to_bf16(v);
         float want = widen(h, dtype);
         if (bits_of(m16->arena[i]) != bits_of(want) && !bad++) first_bad = i;
         changed += bits_of(want) != bits_of(v);
-        subnormal += dtype == ST_F16 && (h & 0x7C00) == 0 && (h & 0x3FF) != 0;
+        subnormal += dtype == SFT_F16 && (h & 0x7C00) == 0 && (h & 0x3FF) != 0;
     }
     CHECK(bad == 0, "%s: %zu of %zu floats differ from the rounded F32 arena (first at %zu: %a "
                     "vs F32 %a)",
           label, bad, m32->arena_floats, first_bad, (double)m16->arena[first_bad],
           (double)m32->arena[first_bad]);
     CHECK(changed > m32->arena_floats / 2, "%s: rounding changed only %zu floats", label, changed);
-    if (dtype == ST_F16)
+    if (dtype == SFT_F16)
         CHECK(subnormal > 100, "%s: only %zu F16 subnormals: the test misses them", label,
               subnormal);
     printf("%s: %zu floats, %zu changed by rounding, %zu F16 subnormals; arena equal\n", label,
@@ -148,12 +148,12 @@ static void check_rounded(const gpt2_model *m32, const gpt2_model *m16, st_dtype
 static int poke16(const char *dir, const char *name, size_t index, uint16_t pattern) {
     char path[512];
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    st_file f;
+    sft_file f;
     as_err err;
-    if (st_open(&f, path, &err)) return -1;
-    const st_tensor *t = st_find(&f, name);
+    if (sft_open(&f, path, &err)) return -1;
+    const sft_tensor *t = sft_find(&f, name);
     long offset = t ? (long)(f.data - f.map) + (long)t->begin + 2 * (long)index : -1;
-    st_close(&f);
+    sft_close(&f);
     FILE *out = offset >= 0 ? fopen(path, "r+b") : NULL;
     if (!out) return -1;
     unsigned char le[2] = {(unsigned char)(pattern & 0xFF), (unsigned char)(pattern >> 8)};
@@ -167,25 +167,25 @@ static void test_synth_dtypes(const char *dir) {
     snprintf(d16, sizeof d16, "%s/f16", dir);
     snprintf(dbf, sizeof dbf, "%s/bf16", dir);
     as_err err = {{0}};
-    CHECK(synth_write_dtype(d32, "tiny", 11, ST_F32, 0, &err) == 0, "f32: %s", err.msg);
-    CHECK(synth_write_dtype(d16, "tiny", 11, ST_F16, 0, &err) == 0, "f16: %s", err.msg);
-    CHECK(synth_write_dtype(dbf, "tiny", 11, ST_BF16, 0, &err) == 0, "bf16: %s", err.msg);
-    CHECK(synth_write_dtype(dbf, "tiny", 11, ST_I32, 1, &err) == -1 && strstr(err.msg, "I32"),
+    CHECK(synth_write_dtype(d32, "tiny", 11, SFT_F32, 0, &err) == 0, "f32: %s", err.msg);
+    CHECK(synth_write_dtype(d16, "tiny", 11, SFT_F16, 0, &err) == 0, "f16: %s", err.msg);
+    CHECK(synth_write_dtype(dbf, "tiny", 11, SFT_BF16, 0, &err) == 0, "bf16: %s", err.msg);
+    CHECK(synth_write_dtype(dbf, "tiny", 11, SFT_I32, 1, &err) == -1 && strstr(err.msg, "I32"),
           "I32 refused: %s", err.msg);
-    st_dtype dt;
-    CHECK(synth_dtype_parse(&dt, "bf16", &err) == 0 && dt == ST_BF16, "parse bf16");
+    sft_dtype dt;
+    CHECK(synth_dtype_parse(&dt, "bf16", &err) == 0 && dt == SFT_BF16, "parse bf16");
     CHECK(synth_dtype_parse(&dt, "fp8", &err) == -1 && strstr(err.msg, "fp8"), "parse fp8");
 
     /* the files declare the dtype for every tensor and are half the size */
     char path[400];
     snprintf(path, sizeof path, "%s/model.safetensors", dbf);
-    st_file f;
-    if (st_open(&f, path, &err) == 0) {
+    sft_file f;
+    if (sft_open(&f, path, &err) == 0) {
         size_t n_bf16 = 0;
-        for (size_t i = 0; i < f.n_tensors; i++) n_bf16 += f.tensors[i].dtype == ST_BF16;
+        for (size_t i = 0; i < f.n_tensors; i++) n_bf16 += f.tensors[i].dtype == SFT_BF16;
         CHECK(n_bf16 == f.n_tensors && f.n_tensors == 4 + 13 * 2, "%zu of %zu tensors BF16",
               n_bf16, f.n_tensors);
-        st_close(&f);
+        sft_close(&f);
     } else {
         CHECK(0, "open %s: %s", path, err.msg);
     }
@@ -197,8 +197,8 @@ static void test_synth_dtypes(const char *dir) {
     }
     CHECK(model_load(&m16, d16, &err) == 0, "load f16: %s", err.msg);
     CHECK(model_load(&mbf, dbf, &err) == 0, "load bf16: %s", err.msg);
-    if (m16.arena) check_rounded(&m32, &m16, ST_F16, "tiny F16");
-    if (mbf.arena) check_rounded(&m32, &mbf, ST_BF16, "tiny BF16");
+    if (m16.arena) check_rounded(&m32, &m16, SFT_F16, "tiny F16");
+    if (mbf.arena) check_rounded(&m32, &mbf, SFT_BF16, "tiny BF16");
     CHECK(strcmp(m16.weights_sha256, m32.weights_sha256) && strcmp(mbf.weights_sha256, m16.weights_sha256),
           "each file has its own sha256");
     model_free(&m32);
@@ -222,7 +222,7 @@ static int widen_table(const char *out) {
     if (!f) return 1;
     for (int pass = 0; pass < 2; pass++)
         for (uint32_t h = 0; h < 65536; h++) {
-            float v = pass ? st_bf16_to_f32((uint16_t)h) : st_f16_to_f32((uint16_t)h);
+            float v = pass ? sft_bf16_to_f32((uint16_t)h) : sft_f16_to_f32((uint16_t)h);
             fwrite(&v, 4, 1, f); /* little-endian host (safetensors.h) */
         }
     return fclose(f) != 0;
@@ -237,9 +237,9 @@ static int round_file(const char *in, const char *out) {
     float *v = malloc(n * 4 + 4);
     uint16_t *h = malloc(n * 2 + 2);
     if (!v || !h || fread(v, 4, n, f) != n) return 1;
-    for (size_t i = 0; i < n; i++) h[i] = st_f32_to_f16(v[i]);
+    for (size_t i = 0; i < n; i++) h[i] = sft_f32_to_f16(v[i]);
     fwrite(h, 2, n, g);
-    for (size_t i = 0; i < n; i++) h[i] = st_f32_to_bf16(v[i]);
+    for (size_t i = 0; i < n; i++) h[i] = sft_f32_to_bf16(v[i]);
     fwrite(h, 2, n, g);
     free(v);
     free(h);

@@ -28,11 +28,11 @@ static void write_raw(const char *header, long long declared, const void *data, 
 }
 
 static void expect_reject(const char *label, const char *want1, const char *want2) {
-    st_file f;
+    sft_file f;
     as_err err = {{0}};
-    int rc = st_open(&f, path, &err);
+    int rc = sft_open(&f, path, &err);
     CHECK(rc == -1, "%s: accepted", label);
-    if (rc == 0) st_close(&f);
+    if (rc == 0) sft_close(&f);
     CHECK(strstr(err.msg, path) != NULL, "%s: message lacks the path: %s", label, err.msg);
     CHECK(strstr(err.msg, want1) != NULL, "%s: message lacks '%s': %s", label, want1, err.msg);
     if (want2) CHECK(strstr(err.msg, want2) != NULL, "%s: message lacks '%s': %s", label, want2, err.msg);
@@ -127,9 +127,9 @@ static void test_rejections(void) {
     /* nonexistent file */
     char missing[160];
     snprintf(missing, sizeof missing, "%s/nope.safetensors", dir);
-    st_file sf;
+    sft_file sf;
     as_err err = {{0}};
-    CHECK(st_open(&sf, missing, &err) == -1 && strstr(err.msg, "nope.safetensors"), "missing: %s",
+    CHECK(sft_open(&sf, missing, &err) == -1 && strstr(err.msg, "nope.safetensors"), "missing: %s",
           err.msg);
 }
 
@@ -169,50 +169,50 @@ static void test_conversions(void) {
     memset(data + 32, 0, 4);
     write_raw(header, -1, data, sizeof data);
 
-    st_file f;
+    sft_file f;
     as_err err = {{0}};
-    if (st_open(&f, path, &err)) {
+    if (sft_open(&f, path, &err)) {
         CHECK(0, "conversions file rejected: %s", err.msg);
         return;
     }
     CHECK(((uintptr_t)f.data & 1) == 1, "data section should start at an odd address");
     CHECK(f.n_tensors == 5, "n_tensors %zu", f.n_tensors);
-    const st_tensor *t = st_find(&f, "f32");
+    const sft_tensor *t = sft_find(&f, "f32");
     float out[8];
-    CHECK(t && st_read_f32(&f, t, out, &err) == 0, "f32: %s", err.msg);
+    CHECK(t && sft_read_f32(&f, t, out, &err) == 0, "f32: %s", err.msg);
     for (int i = 0; i < 3; i++) CHECK(memcmp(&out[i], &f32[i], 4) == 0, "f32[%d] = %g", i, out[i]);
-    t = st_find(&f, "f16");
+    t = sft_find(&f, "f16");
     CHECK(t && t->ndim == 2 && t->shape[0] == 2 && t->shape[1] == 3 && t->numel == 6, "f16 shape");
-    CHECK(t && st_read_f32(&f, t, out, &err) == 0, "f16: %s", err.msg);
+    CHECK(t && sft_read_f32(&f, t, out, &err) == 0, "f16: %s", err.msg);
     for (int i = 0; i < 6; i++)
         CHECK(memcmp(&out[i], &half_want[i], 4) == 0, "f16[%d] = %.10g want %.10g", i, out[i],
               half_want[i]);
-    t = st_find(&f, "bf16");
-    CHECK(t && st_read_f32(&f, t, out, &err) == 0, "bf16: %s", err.msg);
+    t = sft_find(&f, "bf16");
+    CHECK(t && sft_read_f32(&f, t, out, &err) == 0, "bf16: %s", err.msg);
     for (int i = 0; i < 4; i++)
         CHECK(memcmp(&out[i], &bf_want[i], 4) == 0, "bf16[%d] = %.10g want %.10g", i, out[i],
               bf_want[i]);
-    t = st_find(&f, "i32");
-    CHECK(t && st_read_f32(&f, t, out, &err) == -1 && strstr(err.msg, "tensor i32") &&
+    t = sft_find(&f, "i32");
+    CHECK(t && sft_read_f32(&f, t, out, &err) == -1 && strstr(err.msg, "tensor i32") &&
               strstr(err.msg, "dtype I32"),
           "i32 must be refused: %s", err.msg);
-    t = st_find(&f, "empty");
-    CHECK(t && t->numel == 0 && st_read_f32(&f, t, out, &err) == 0, "empty tensor");
-    CHECK(st_find(&f, "__metadata__") == NULL, "metadata is not a tensor");
-    st_close(&f);
+    t = sft_find(&f, "empty");
+    CHECK(t && t->numel == 0 && sft_read_f32(&f, t, out, &err) == 0, "empty tensor");
+    CHECK(sft_find(&f, "__metadata__") == NULL, "metadata is not a tensor");
+    sft_close(&f);
 
     /* every F16 bit pattern against the IEEE formula (finite ones) */
     int bad = 0;
     for (uint32_t h = 0; h < 65536; h++) {
         int e = (h >> 10) & 31, m = h & 1023;
         if (e == 31) {
-            float v = st_f16_to_f32((uint16_t)h);
+            float v = sft_f16_to_f32((uint16_t)h);
             if (m ? !isnan(v) : !isinf(v)) bad++;
             continue;
         }
         double want = e ? ldexp(1.0 + m / 1024.0, e - 15) : ldexp(m / 1024.0, -14);
         if (h & 0x8000) want = -want;
-        if ((double)st_f16_to_f32((uint16_t)h) != want) bad++;
+        if ((double)sft_f16_to_f32((uint16_t)h) != want) bad++;
     }
     CHECK(bad == 0, "%d F16 patterns convert wrongly", bad);
 }
@@ -225,29 +225,29 @@ static void test_nonfinite(void) {
     memcpy(data + 4, &nan_value, 4);
     put16(data + 14, 0xFC00); /* -inf */
     write_raw(h, -1, data, sizeof data);
-    st_file f;
+    sft_file f;
     as_err err = {{0}};
-    if (st_open(&f, path, &err)) {
+    if (sft_open(&f, path, &err)) {
         CHECK(0, "nonfinite file rejected at open: %s", err.msg);
         return;
     }
     float out[3];
-    CHECK(st_read_f32(&f, st_find(&f, "w"), out, &err) == -1 && strstr(err.msg, "tensor w") &&
+    CHECK(sft_read_f32(&f, sft_find(&f, "w"), out, &err) == -1 && strstr(err.msg, "tensor w") &&
               strstr(err.msg, "element 1 is NaN"),
           "NaN: %s", err.msg);
-    CHECK(st_read_f32(&f, st_find(&f, "h"), out, &err) == -1 && strstr(err.msg, "tensor h") &&
+    CHECK(sft_read_f32(&f, sft_find(&f, "h"), out, &err) == -1 && strstr(err.msg, "tensor h") &&
               strstr(err.msg, "element 1 is infinite"),
           "inf: %s", err.msg);
-    st_close(&f);
+    sft_close(&f);
 }
 
-/* st_header_build's output parses back to the same specs. */
+/* sft_header_build's output parses back to the same specs. */
 static void test_writer(void) {
-    st_spec specs[2] = {{"x\"y", ST_F32, 2, {2, 3}}, {"z", ST_BF16, 1, {5}}};
+    sft_spec specs[2] = {{"x\"y", SFT_F32, 2, {2, 3}}, {"z", SFT_BF16, 1, {5}}};
     unsigned char *buf;
     size_t len, data_len;
     as_err err = {{0}};
-    CHECK(st_header_build(&buf, &len, &data_len, specs, 2, "{\"format\":\"pt\"}", &err) == 0,
+    CHECK(sft_header_build(&buf, &len, &data_len, specs, 2, "{\"format\":\"pt\"}", &err) == 0,
           "build: %s", err.msg);
     CHECK(len % 8 == 0 && data_len == 34, "len %zu data %zu", len, data_len);
     FILE *f = fopen(path, "wb");
@@ -255,14 +255,14 @@ static void test_writer(void) {
     fwrite(zeros, 1, data_len, f);
     fclose(f);
     free(buf);
-    st_file sf;
-    CHECK(st_open(&sf, path, &err) == 0, "reopen: %s", err.msg);
+    sft_file sf;
+    CHECK(sft_open(&sf, path, &err) == 0, "reopen: %s", err.msg);
     if (!sf.map) return;
-    const st_tensor *t = st_find(&sf, "x\"y");
-    CHECK(t && t->dtype == ST_F32 && t->shape[1] == 3 && t->begin == 0 && t->end == 24, "x\"y");
-    t = st_find(&sf, "z");
-    CHECK(t && t->dtype == ST_BF16 && t->begin == 24 && t->end == 34, "z");
-    st_close(&sf);
+    const sft_tensor *t = sft_find(&sf, "x\"y");
+    CHECK(t && t->dtype == SFT_F32 && t->shape[1] == 3 && t->begin == 0 && t->end == 24, "x\"y");
+    t = sft_find(&sf, "z");
+    CHECK(t && t->dtype == SFT_BF16 && t->begin == 24 && t->end == 34, "z");
+    sft_close(&sf);
 }
 
 int main(void) {
