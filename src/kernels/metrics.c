@@ -592,6 +592,23 @@ static size_t separability(double *xi_sum, double *upper_sum, size_t *marginal, 
     return (size_t)nsum;
 }
 
+/* |sum_{j not in I_N} a_j x_j - s|^2 with both parts formed explicitly (the aggregate
+ * dist_true where the expansion cancels): S - 2 s would subtract two nearly equal vectors
+ * again, and S's own rounding (~1e-16 |S|) then dominates a difference of that size. */
+MET_NO_CONTRACT static double unsel_minus_s_sq(const unsel_in *in, size_t n) {
+    MET_NO_CONTRACT_BODY
+    double *s = in->s_vec, t = 0;
+    form_s(s, in, NULL);
+    for (size_t k = 0; k < in->dim; k++) {
+        double o = 0;
+        for (size_t j = 0; j < n; j++)
+            if (in->is_unsel[j] > 0 && in->a[j] != 0) o += in->a[j] * in->X[j * in->dim + k];
+        double dk = o - s[k];
+        t += dk * dk;
+    }
+    return t;
+}
+
 /* Section 4 in the aggregate reading (metrics.distance = "aggregate"): with S = sum_j a_j x_j
  * and s the selected part, the unselected sum minus s is S - 2 s, so
  *   dist_true   = |S - 2 s|, |S - 2s|^2 = |S|^2 - 4 S.s + 4 |s|^2, S.s = sum_{j in I_N} a_j e_j
@@ -605,10 +622,8 @@ static void aggregate_distance(double *val, const unsel_in *in, size_t n, const 
     for (size_t q = 0; q < in->N; q++) /* a zero weight's e_j may be unset (sparse T) */
         Ss += sa[q] != 0 ? sa[q] * in->e[in->order[q]] : 0.0;
     double v2 = S_sq - 4 * Ss + 4 * s_sq;
-    if (v2 < MET_CANCEL * (S_sq + 4 * s_sq)) {
-        form_s(in->s_vec, in, NULL);
-        v2 = sq_diff(in->S, 1.0, in->s_vec, 2.0, in->dim);
-    }
+    if (v2 < MET_CANCEL * (S_sq + 4 * s_sq)) /* S - 2 s would cancel too: the two parts */
+        v2 = unsel_minus_s_sq(in, n);
     val[MET_DIST_TRUE] = sqrt(v2 > 0 ? v2 : 0);
     val[MET_DIST_BOUND] = U * d1 + fabs(U - A) * m;
     double k = (double)n - 2.0 * (double)in->N;
@@ -799,7 +814,7 @@ static void row_weights(met_ws *w, size_t t, size_t n, size_t iZ) {
                      * the output: each z[j] is taken from it before the normalizer writes */
                     for (size_t j = 0; j < nv; j++) w->ap[j] = w->l[j] + eps * uu[j];
                     met_weights_with_z(w->ap, w->z, NULL, w->ap, nv, n, T, zn, ax->ssmax_scale);
-                    dn = sqrt(lane_sqdiff(w->ap, 1.0, a, nv));
+                    dn = lane_normdiff(w->ap, 1.0, a, nv);
                 } else {
                     dn = met_softmax_change_norm(a, p, w->l, uu, w->u_range[2 * iE],
                                              w->u_range[2 * iE + 1], f, eps, nv, w->ap, w->z);

@@ -255,7 +255,7 @@ static void ref_head(double *out, const float *scores, int ld, const float *vec,
                         u[j] = met_normal(key, j);
                         un += u[j] * u[j];
                     }
-                    double dd = 0;
+                    double dd = 0, fdn = -1; /* fdn: the norm itself (quad branch) */
                     if (zn == MET_SPARSEMAX) {
                         for (int j = 0; j < nv; j++) /* shifted, as above */
                             z[j] = f * ((l[j] - lmax) + eps * u[j] / sqrt(un)) / T;
@@ -277,9 +277,10 @@ static void ref_head(double *out, const float *scores, int ld, const float *vec,
                                 rest += dj;
                                 ddq += dj * dj;
                             }
-                        dd = (double)(ddq + rest * rest);
+                        /* the root in quad: changes below ~1e-154 square below double's range */
+                        fdn = (double)REFQ_SQRT(ddq + rest * rest);
                     }
-                    sum[met_at_grad_fd(ax, iT, iE, iZ)] += sqrt(dd) / eps;
+                    sum[met_at_grad_fd(ax, iT, iE, iZ)] += (fdn >= 0 ? fdn : sqrt(dd)) / eps;
                 }
                 for (size_t iN = 0; iN < ax->n_N; iN++) {
                     int N = ax->N[iN];

@@ -1,0 +1,91 @@
+/* test_metrics_audit.c -- the kernel audit's smaller findings, each on a constructed head of
+ * the kind that exposed it, against the float64/quad brute force of metrics_ref.h or the
+ * definition evaluated directly (docs/metrics.md sections 4, 6, 7). Small heads (L <= 12):
+ * the whole file runs in well under a second. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "metrics.h"
+#include "metrics_ref.h"
+
+/* run met_head on one cut Lc = L; returns the output block (caller frees) */
+static double *run_head(const float *scores, const float *vec, int L, int d, const met_axes *ax) {
+    size_t cut = (size_t)L, nout = met_out_count(ax), wsb = met_workspace_bytes(L, d, ax);
+    void *ws = malloc(wsb);
+    double *out = malloc(nout * sizeof *out);
+    as_err err = {0};
+    CHECK(met_head(out, ws, wsb, scores, L, vec, L, d, &cut, 1, ax, &err) == 0, "met_head");
+    free(ws);
+    return out;
+}
+
+/* grad_fd (section 7) when every weight change is below ~1e-154: the squares underflow and the
+ * norm came out exactly 0. Rows with one dominant key and the rest 380-420 logits below at
+ * T = 1 (weights ~1e-170, changes ~1e-173 at eps = 1e-3); the quad brute force keeps them. */
+static void test_grad_fd_tiny_changes(void) {
+    enum { L = 8, d = 4 };
+    float scores[L * L], vec[L * d];
+    for (int i = 0; i < L * d; i++) vec[i] = (float)(0.3 * ((i * 7) % 11) - 1.2);
+    for (int t = 0; t < L; t++)
+        for (int j = 0; j < L; j++)
+            scores[t * L + j] = j > t ? NAN : (float)(j == 0 ? 0 : -380 - 5 * ((j * 3 + t) % 9));
+    static const int32_t N1[] = {1};
+    static const double T1[] = {1, 2};
+    static const double E1[] = {1e-3, 10};
+    static const met_normalizer z1[] = {MET_SOFTMAX, MET_SSMAX, MET_SPARSEMAX};
+    met_axes ax = {.N = N1, .n_N = 1, .T = T1, .n_T = 2, .eps = E1, .n_eps = 2, .norm = z1,
+                   .n_norm = 3, .seed = 7, .window = 1, .layer = 2, .head = 3};
+    double *got = run_head(scores, vec, L, d, &ax);
+    double *want = calloc(met_out_count(&ax), sizeof *want);
+    ref_head(want, scores, L, vec, L, d, &ax);
+    for (size_t iT = 0; iT < 2; iT++)
+        for (size_t iE = 0; iE < 2; iE++)
+            for (size_t iZ = 0; iZ < 3; iZ++) {
+                size_t at = met_at_grad_fd(&ax, iT, iE, iZ);
+                char lab[96];
+                snprintf(lab, sizeof lab, "grad_fd T=%g eps=%g %s (tiny changes)", T1[iT], E1[iE],
+                         met_normalizer_name(z1[iZ]));
+                CHECK_CLOSE(got[at], want[at], 0, 1e-8, lab);
+                if (z1[iZ] != MET_SPARSEMAX && iE == 0)
+                    CHECK(got[at] > 0, "%s: exactly 0", lab);
+            }
+    free(got), free(want);
+}
+
+/* Aggregate dist_true (section 4.5) where the unselected sum nearly cancels s: L = 2, row 1's
+ * logits 1, 0 at T = 1 / (ln 2 (1 + 3e-14)), so a_0 = 2 a_1 (1 + 3e-14), and x_1 = 2 x_0:
+ * a_1 x_1 - a_0 x_0 is ~1e-14 |x|. Formed as S - 2 s it carries S's rounding (~1e-16 |x|,
+ * 1e-3 relative and more); both parts formed apart, it matches the brute force. */
+static void test_aggregate_cancel(void) {
+    enum { L = 2, d = 5 };
+    float scores[L * L] = {1, NAN, 1, 0}, vec[L * d];
+    static const int32_t N1[] = {1};
+    static const double T1[] = {1.4426950408889634 / (1 + 3e-14)};
+    static const met_normalizer z1[] = {MET_SOFTMAX};
+    met_axes ax = {.N = N1, .n_N = 1, .T = T1, .n_T = 1, .norm = z1, .n_norm = 1,
+                   .aggregate = 1, .seed = 3};
+    double worst = 0;
+    for (int c = 0; c < 8; c++) { /* eight vectors: the rounding of S varies with them */
+        for (int k = 0; k < d; k++) {
+            vec[k] = (float)(0.7 + 0.31 * k + 0.173 * c * (k % 3));
+            vec[d + k] = 2 * vec[k];
+        }
+        double *got = run_head(scores, vec, L, d, &ax);
+        double *want = calloc(met_out_count(&ax), sizeof *want);
+        ref_head(want, scores, L, vec, L, d, &ax);
+        size_t at = met_at_per_n(&ax, MET_DIST_TRUE, 0, 0, 0);
+        CHECK(want[at] > 0, "the case cancels to a nonzero value (%g)", want[at]);
+        double e = fabs(got[at] - want[at]) / want[at];
+        worst = e > worst ? e : worst;
+        free(got), free(want);
+    }
+    CHECK(worst <= 1e-6, "aggregate dist_true, unselected sum ~ s: %.3g relative off the brute force", worst);
+}
+
+int main(void) {
+    test_grad_fd_tiny_changes();
+    test_aggregate_cancel();
+    return check_summary("test_metrics_audit");
+}
