@@ -84,8 +84,98 @@ static void test_aggregate_cancel(void) {
     CHECK(worst <= 1e-6, "aggregate dist_true, unselected sum ~ s: %.3g relative off the brute force", worst);
 }
 
+/* Section 6.2 where weights underflow: a sink head with raw logits (key 0 some 300 above keys
+ * of spread 100, as test_metrics_regimes' sink-raw-logits) at T = 0.1 has logit gaps of
+ * 10^3-10^4 T: every weight but the sink's is 0 in double, and each selected one used to tie
+ * at g = 0 with the unselected ones and count outside (sep_ratio 1/N). The referee: the count
+ * in quad precision (exponent range 1e-4932: every weight here is representable), weights
+ * from the shifted logits, y and s^y formed explicitly, g_i = a_i^2 |y_i|^2 - 2 a_i s.y_i
+ * against the least unselected g. A decision whose margin is below 1e-20 of |g| is a tie
+ * the library may take either way (the band [lo, hi]). */
+static unsigned long long rs = 0x9E3779B97F4A7C15ull;
+static double ur(void) {
+    rs ^= rs << 13, rs ^= rs >> 7, rs ^= rs << 17;
+    return ((double)(rs >> 11) + 0.5) * 0x1p-53;
+}
+static double gs(void) { return sqrt(-2 * log(ur())) * cos(6.283185307179586 * ur()); }
+
+static void quad_count(double *lo, double *hi, const float *scores, const float *vec, int L, int d,
+                       int t, int N, double f) {
+    int n = t + 1, ord[64], insel[64];
+    refq a[64], y[64][16], sy[16] = {0}, g[64], lmax = scores[t * L];
+    for (int j = 0; j < n; j++) lmax = scores[t * L + j] > lmax ? scores[t * L + j] : lmax;
+    refq Z = 0;
+    for (int j = 0; j < n; j++) Z += REFQ_EXP((refq)f * ((refq)scores[t * L + j] - lmax));
+    for (int j = 0; j < n; j++) a[j] = REFQ_EXP((refq)f * ((refq)scores[t * L + j] - lmax)) / Z;
+    for (int j = 0; j < n; j++) {
+        refq nn = 0;
+        for (int k = 0; k < d; k++) nn += (refq)vec[j * d + k] * vec[j * d + k];
+        nn = REFQ_SQRT(nn);
+        for (int k = 0; k < d; k++) y[j][k] = nn > 0 ? vec[j * d + k] / nn : 0;
+        ord[j] = j;
+    }
+    for (int i = 1; i < n; i++) /* logit descending, ties to the lower index */
+        for (int j = i; j > 0 && scores[t * L + ord[j]] > scores[t * L + ord[j - 1]]; j--) {
+            int tt = ord[j]; ord[j] = ord[j - 1]; ord[j - 1] = tt;
+        }
+    memset(insel, 0, sizeof insel);
+    for (int q = 0; q < N; q++) insel[ord[q]] = 1;
+    for (int j = 0; j < n; j++)
+        if (insel[j])
+            for (int k = 0; k < d; k++) sy[k] += a[j] * y[j][k];
+    refq gmin = (refq)1e30;
+    for (int j = 0; j < n; j++) {
+        refq p = 0, yy = 0;
+        for (int k = 0; k < d; k++) p += sy[k] * y[j][k], yy += y[j][k] * y[j][k];
+        g[j] = a[j] * a[j] * yy - 2 * a[j] * p;
+        if (!insel[j] && g[j] < gmin) gmin = g[j];
+    }
+    int nlo = 0, nhi = 0;
+    for (int i = 0; i < n; i++) {
+        if (!insel[i]) continue;
+        refq m = g[i] - gmin, ag = g[i] < 0 ? -g[i] : g[i], am = gmin < 0 ? -gmin : gmin;
+        refq big = ag > am ? ag : am;
+        nlo += m < -(refq)1e-20 * big;
+        nhi += m < (refq)1e-20 * big;
+    }
+    *lo += (double)nlo / N, *hi += (double)nhi / N;
+}
+
+static void test_sep_underflow(void) {
+    enum { L = 24, d = 8 };
+    float scores[L * L], vec[L * d];
+    for (int t = 0; t < L; t++)
+        for (int j = 0; j < L; j++)
+            scores[t * L + j] = j > t ? NAN : (float)(100 * gs() + (j == 0 ? 300 + 40 * ur() : 0));
+    for (int i = 0; i < L * d; i++) vec[i] = (float)gs() * (i < d ? 0.02f : 1.0f);
+    static const int32_t N1[] = {1, 2, 4, 8, 16};
+    static const double T1[] = {1, 0.3, 0.1};
+    static const met_normalizer z1[] = {MET_SOFTMAX, MET_SSMAX};
+    met_axes ax = {.N = N1, .n_N = 5, .T = T1, .n_T = 3, .norm = z1, .n_norm = 2, .seed = 5};
+    double *got = run_head(scores, vec, L, d, &ax);
+    for (size_t iZ = 0; iZ < 2; iZ++)
+        for (size_t iT = 0; iT < 3; iT++)
+            for (size_t iN = 0; iN < 5; iN++) {
+                double lo = 0, hi = 0, rows = 0;
+                for (int t = 1; t < L; t++) {
+                    if (N1[iN] >= t + 1) continue;
+                    double f = 1 / T1[iT];
+                    if (z1[iZ] == MET_SSMAX) f *= log(t + 1.0) / log(1024.0);
+                    quad_count(&lo, &hi, scores, vec, L, d, t, N1[iN], f);
+                    rows += 1;
+                }
+                lo /= rows, hi /= rows;
+                double sr = got[met_at_per_n(&ax, MET_SEP_RATIO, iN, iT, iZ)];
+                CHECK(sr >= lo - 1e-12 && sr <= hi + 1e-12,
+                      "sep_ratio %s T=%g N=%d (weights underflow): %.6f, quad referee [%.6f, %.6f]",
+                      met_normalizer_name(z1[iZ]), T1[iT], N1[iN], sr, lo, hi);
+            }
+    free(got);
+}
+
 int main(void) {
     test_grad_fd_tiny_changes();
     test_aggregate_cancel();
+    test_sep_underflow();
     return check_summary("test_metrics_audit");
 }
