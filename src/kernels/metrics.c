@@ -537,10 +537,11 @@ static void selected_mass(met_ws *w, size_t iT, size_t k0, size_t N) {
 static double gather_selected(met_ws *w, size_t iT, size_t N, size_t K, double *sy_sq) {
     const double *sa = w->sel_w + 2 * iT * K, *c = w->c_T + 2 * iT * w->L, *cy = c + w->L;
     const double *xi = w->sel_gather;
-    double *sc = w->sel_gather + K, *scy = sc + K;
+    double *sc = w->sel_gather + K, *scy = sc + K, *sraw = sc + 3 * K;
     for (size_t q = 0; q < N; q++) {
         uint32_t j = w->order[q];
         sc[q] = c[j], scy[q] = xi[q] * cy[j];
+        sraw[q] = cy[j]; /* separability's g from the unselected side's expression */
     }
     *sy_sq = lane_dot(sa, scy, N);
     return lane_dot(sa, sc, N);
@@ -564,14 +565,14 @@ static void gather_rows(met_ws *w, size_t K) {
 static size_t separability(double *xi_sum, double *upper_sum, size_t *marginal, const double *sa,
                            double *sel_gather, size_t K, size_t N, double A, double Q,
                            double sy_sq, double g_min, double r, double delta) {
-    const double *scy = sel_gather + 2 * K, *syy = sel_gather + 3 * K;
+    const double *sxi = sel_gather, *syy = sel_gather + 3 * K;
     double *sarg = sel_gather + 4 * K;
     double d2h = 0.5 * delta * delta, nsl[LANES] = {0}, nml[LANES] = {0}, xil[LANES] = {0};
     double tie = MET_MARGINAL * sy_sq;
 #define MET_SEP_TERM(lane, q)                                                       \
     do {                                                                            \
         double ai = sa[q];                                                          \
-        double g = ai * ai * syy[q] - 2 * ai * scy[q];                              \
+        double g = ai * ai * syy[q] - 2 * ai * sxi[q] * sarg[q];                    \
         nsl[lane] += g < g_min ? 1.0 : 0.0;                                         \
         nml[lane] += fabs(g - g_min) <= tie ? 1.0 : 0.0;                            \
         double B = A - ai, Qi = Q - ai * ai;                                        \
@@ -732,6 +733,7 @@ static size_t tiny_weight_count(const met_ws *w, const unsel_in *in, size_t n, s
             }
             continue;
         }
+        g = aj * aj * in->y_sq[j] - 2 * aj * in->x_inv[j] * in->cy[j]; /* as the fast pass */
         if (g < best.g) best = g_exact(g);
     }
     if (any_log) {
@@ -759,7 +761,7 @@ static size_t tiny_weight_count(const met_ws *w, const unsel_in *in, size_t n, s
         if (i < nv && !(fabs(g) >= MET_G_SAFE) && !(g == 0 && vi == 0))
             v = g_log(((double)srow[i] - lmax) * f + lna, vi, scy[q], syy[q]);
         else
-            v = g_exact(ai * ai * syy[q] - 2 * ai * scy[q]);
+            v = g_exact(ai * ai * in->y_sq[i] - 2 * ai * in->x_inv[i] * in->cy[i]);
         Ns += g_less(v, best);
     }
     return Ns;

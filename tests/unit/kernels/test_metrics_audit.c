@@ -173,9 +173,49 @@ static void test_sep_underflow(void) {
     free(got);
 }
 
+/* Exact twins straddling the cut (section 6.2): key 1 and key 2 have the same logit and the
+ * same vector, N = 2 selects key 0 and key 1, key 2 is unselected, so D_1 = D_2 >= r and key 1
+ * is outside by the strict <. Every other unselected key has a much smaller weight and a
+ * vector orthogonal-ish to s^y, so key 2 decides r. Random vectors and logits over 200 heads
+ * of one row each: the count must be exactly that of key 0 (g_0 < g_2 decided by a wide
+ * margin) -- sep_ratio 0.5 -- in every one; a selected and an unselected g formed by two
+ * different expressions round differently and count key 1 inside. */
+static void test_twins_straddling(void) {
+    enum { L = 6, d = 6 };
+    float scores[L * L], vec[L * d];
+    static const int32_t N1[] = {2};
+    static const double T1[] = {1};
+    static const met_normalizer z1[] = {MET_SOFTMAX};
+    met_axes ax = {.N = N1, .n_N = 1, .T = T1, .n_T = 1, .norm = z1, .n_norm = 1, .seed = 9};
+    int bad = 0;
+    for (int h = 0; h < 200; h++) {
+        for (int i = 0; i < L * L; i++) scores[i] = NAN;
+        for (int i = 0; i < L * d; i++) vec[i] = (float)gs();
+        memcpy(vec + 2 * d, vec + d, d * sizeof *vec);
+        /* only the last row matters for N = 2 < n ... rows 2..5 all enter; give every row
+         * the same shape: key 0 top, keys 1, 2 twins, keys 3.. 30 logits below */
+        float l1 = (float)(-1 - ur());
+        for (int t = 0; t < L; t++)
+            for (int j = 0; j <= t; j++)
+                scores[t * L + j] = j == 0 ? 0.0f : j <= 2 ? l1 : -30.0f - (float)ur();
+        double *got = run_head(scores, vec, L, d, &ax);
+        double *want = calloc(met_out_count(&ax), sizeof *want);
+        ref_head(want, scores, L, vec, L, d, &ax);
+        size_t at = met_at_per_n(&ax, MET_SEP_RATIO, 0, 0, 0);
+        /* rows t = 2..5 (n > N); the twin decides r in each with t >= 2 */
+        double sr = got[at];
+        if (!(fabs(sr - want[at]) <= 1e-12)) bad++;
+        if (bad == 1 && !(fabs(sr - want[at]) <= 1e-12))
+            fprintf(stderr, "twins head %d: sep_ratio %.6f, brute force %.6f\n", h, sr, want[at]);
+        free(got), free(want);
+    }
+    CHECK(bad == 0, "exact twins straddling the cut: %d of 200 heads counted by round-off", bad);
+}
+
 int main(void) {
     test_grad_fd_tiny_changes();
     test_aggregate_cancel();
     test_sep_underflow();
+    test_twins_straddling();
     return check_summary("test_metrics_audit");
 }
