@@ -212,10 +212,41 @@ static void test_twins_straddling(void) {
     CHECK(bad == 0, "exact twins straddling the cut: %d of 200 heads counted by round-off", bad);
 }
 
+/* Twins at the top with N = 1 (section 6): keys 0 and 1 share the largest logit and the
+ * vector, so s^y = a_0 y_0 = a_1 y_1 and r = |s^y - a_1 y_1| = 0 exactly (the radius's
+ * explicit fallback); D_0 = 0 is not < 0, N_s = 0 in every row. g_0 and g_1 (= -|s^y|^2)
+ * must come from one expression: formed apart, 178 of the 800 cells counted key 0 inside. */
+static void test_twins_top(void) {
+    enum { L = 5, d = 7 };
+    float scores[L * L], vec[L * d];
+    static const int32_t N1[] = {1};
+    static const double T1[] = {0.5, 3};
+    static const met_normalizer z1[] = {MET_SOFTMAX, MET_SPARSEMAX};
+    met_axes ax = {.N = N1, .n_N = 1, .T = T1, .n_T = 2, .norm = z1, .n_norm = 2, .seed = 4};
+    int bad = 0;
+    for (int h = 0; h < 200; h++) {
+        for (int i = 0; i < L * d; i++) vec[i] = (float)(gs() * (1 + 10 * ur()));
+        memcpy(vec + d, vec, d * sizeof *vec);
+        for (int t = 0; t < L; t++)
+            for (int j = 0; j < L; j++)
+                scores[t * L + j] = j > t ? NAN : j <= 1 ? 2.0f : (float)(-3 * ur());
+        double *got = run_head(scores, vec, L, d, &ax);
+        for (size_t iT = 0; iT < 2; iT++)
+            for (size_t iZ = 0; iZ < 2; iZ++) {
+                double v = got[met_at_per_n(&ax, MET_SEP_RATIO, 0, iT, iZ)];
+                if (v != 0 && bad++ == 0)
+                    fprintf(stderr, "twins at the top: head %d T=%g %s: sep_ratio %g\n", h, T1[iT], met_normalizer_name(z1[iZ]), v);
+            }
+        free(got);
+    }
+    CHECK(bad == 0, "twins at the top, N = 1 (r = 0): %d of 800 cells count a token inside", bad);
+}
+
 int main(void) {
     test_grad_fd_tiny_changes();
     test_aggregate_cancel();
     test_sep_underflow();
     test_twins_straddling();
+    test_twins_top();
     return check_summary("test_metrics_audit");
 }
