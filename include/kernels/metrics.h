@@ -24,7 +24,7 @@
  *    pass per cut (visible rows are shared: one pass serves every cut).
  *  - distance="aggregate" (issue 16's second reading of section 4): dist_true =
  *    || sum_{i not in I_N} a_i x_i - s || = || S - 2 s || (S = sum_j a_j x_j), dist_bound =
- *    U d1 + |U - A| m (U = 1 - A, summed), dist_expect = (|n - 2N| / n) ||S|| (the norm of
+ *    U d1 + |U - A| m (U the unselected mass, summed over its weights), dist_expect = (|n - 2N| / n) ||S|| (the norm of
  *    the expected difference for I_N uniform: P(i in I_N) = N/n). Separability is unchanged.
  *  - ssmax (section 10): a = softmax((s ln n) * l / T), s = ssmax_scale (0 -> 1/ln 1024).
  *  - grad_exact is NaN for sparsemax and ssmax (section 10); grad_bound is the
@@ -42,8 +42,9 @@
  *    1e-30 of the dominant one is decided by its true margin (a direct evaluation of D_i and
  *    r rounds both to |s^y| and counts by round-off). sep_marginal = the share of selected i
  *    with |D_i^2 - r^2| <= 1e-12 |s^y|^2: decisions a float evaluation of D_i could not make
- *    (and exact ties: twins, weights underflowed to 0 at T <= 0.01, where N_s is the
- *    strict-< convention).
+ *    (and exact ties: twins, where N_s is the strict-< convention). Where g underflows (weights below DBL_MIN: logit gaps above
+ *    ~708 T), N_s is decided on g held as sign and ln|g| from the log weights (metrics.c,
+ *    tiny_weight_count; docs/metrics.md section 6.2).
  *  - dist_bound uses the unselected mass U summed from the tail (U_N = U_{N+1} + a_order[N]),
  *    not 1 - A (which is 0 below 1e-16 and made the bound 0 < dist_true).
  *  - grad_fd (softmax, ssmax) without the difference of two nearly equal softmaxes:

@@ -2,6 +2,7 @@
 #include "metrics.h"
 
 #include <cblas.h>
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -536,10 +537,11 @@ static void selected_mass(met_ws *w, size_t iT, size_t k0, size_t N) {
 static double gather_selected(met_ws *w, size_t iT, size_t N, size_t K, double *sy_sq) {
     const double *sa = w->sel_w + 2 * iT * K, *c = w->c_T + 2 * iT * w->L, *cy = c + w->L;
     const double *xi = w->sel_gather;
-    double *sc = w->sel_gather + K, *scy = sc + K;
+    double *sc = w->sel_gather + K, *scy = sc + K, *sraw = sc + 3 * K;
     for (size_t q = 0; q < N; q++) {
         uint32_t j = w->order[q];
         sc[q] = c[j], scy[q] = xi[q] * cy[j];
+        sraw[q] = cy[j]; /* separability's g from the unselected side's expression */
     }
     *sy_sq = lane_dot(sa, scy, N);
     return lane_dot(sa, sc, N);
@@ -563,14 +565,14 @@ static void gather_rows(met_ws *w, size_t K) {
 static size_t separability(double *xi_sum, double *upper_sum, size_t *marginal, const double *sa,
                            double *sel_gather, size_t K, size_t N, double A, double Q,
                            double sy_sq, double g_min, double r, double delta) {
-    const double *scy = sel_gather + 2 * K, *syy = sel_gather + 3 * K;
+    const double *sxi = sel_gather, *syy = sel_gather + 3 * K;
     double *sarg = sel_gather + 4 * K;
     double d2h = 0.5 * delta * delta, nsl[LANES] = {0}, nml[LANES] = {0}, xil[LANES] = {0};
     double tie = MET_MARGINAL * sy_sq;
 #define MET_SEP_TERM(lane, q)                                                       \
     do {                                                                            \
         double ai = sa[q];                                                          \
-        double g = ai * ai * syy[q] - 2 * ai * scy[q];                              \
+        double g = ai * ai * syy[q] - 2 * ai * sxi[q] * sarg[q];                    \
         nsl[lane] += g < g_min ? 1.0 : 0.0;                                         \
         nml[lane] += fabs(g - g_min) <= tie ? 1.0 : 0.0;                            \
         double B = A - ai, Qi = Q - ai * ai;                                        \
@@ -592,6 +594,179 @@ static size_t separability(double *xi_sum, double *upper_sum, size_t *marginal, 
     return (size_t)nsum;
 }
 
+/* |sum_{j not in I_N} a_j x_j - s|^2 with both parts formed explicitly (the aggregate
+ * dist_true where the expansion cancels): S - 2 s would subtract two nearly equal vectors
+ * again, and S's own rounding (~1e-16 |S|) then dominates a difference of that size. */
+MET_NO_CONTRACT static double unsel_minus_s_sq(const unsel_in *in, size_t n) {
+    MET_NO_CONTRACT_BODY
+    double *s = in->s_vec, t = 0;
+    form_s(s, in, NULL);
+    for (size_t k = 0; k < in->dim; k++) {
+        double o = 0;
+        for (size_t j = 0; j < n; j++)
+            if (in->is_unsel[j] > 0 && in->a[j] != 0) o += in->a[j] * in->X[j * in->dim + k];
+        double dk = o - s[k];
+        t += dk * dk;
+    }
+    return t;
+}
+
+/* ---- section 6.2: D_i < r where weights underflow (the log domain) ----
+ * A weight below DBL_MIN (0 once e^(z_j - z_max) < 4.9e-324, i.e. any logit gap above
+ * ~745 T) has lost its digits, and g = D^2 - |s^y|^2 = a (a |y|^2 - 2 p) (p = s^y . y) with
+ * it: every such token gave g = 0 and lost the strict < to every other. Its true weight is
+ * e^lam with lam = z_j - z_max - ln Z = f (l_j - l_max) + ln a_top (a_top = 1 / Z, the
+ * largest logit's weight, >= 1/n: exact to a rounding); then g = -sign(p) e^(lam + ln 2|p|)
+ * (the a^2 |y|^2 term is below 1e-308 |y|^2 next to 2 |p| a; p = 0 gives e^(2 lam) |y|^2).
+ * g is held as a sign and the logarithm of its magnitude where a weight is tiny, and as the
+ * double itself otherwise, so that N_s follows the definition at every T. */
+typedef struct {
+    int s;    /* -1, 0, +1: the sign of g */
+    double m; /* ln |g| (when log-held) */
+    double g; /* g itself (when exact) */
+    int lg;   /* 1: log-held */
+} g_val;
+
+static g_val g_exact(double g) { return (g_val){(g > 0) - (g < 0), 0, g, 0}; }
+/* g = e^lam v, v = a |y|^2 - 2 p (a = e^lam in double, 0 where it underflowed: then
+ * v = -2 p, the a |y|^2 term being below 1e-308 next to it); v = 0 with p = 0: e^(2 lam) |y|^2 */
+static g_val g_log(double lam, double v, double p, double ysq) {
+    if (v != 0) return (g_val){v > 0 ? 1 : -1, lam + log(fabs(v)), 0, 1};
+    if (p == 0 && ysq > 0 && lam > -INFINITY) return (g_val){1, 2 * lam + log(ysq), 0, 1};
+    return (g_val){0, -INFINITY, 0, 1};
+}
+/* g (or its factors) of this size or the weight below MET_G_SAFE_W lose digits to underflow */
+#define MET_G_SAFE 0x1p-960
+#define MET_G_SAFE_W 0x1p-900
+/* A < B */
+static int g_less(g_val A, g_val B) {
+    if (!A.lg && !B.lg) return A.g < B.g;
+    if (A.s != B.s) return A.s < B.s;
+    if (A.s == 0) return 0;
+    double mA = A.lg ? A.m : log(fabs(A.g)), mB = B.lg ? B.m : log(fabs(B.g));
+    return A.s > 0 ? mA < mB : mA > mB;
+}
+
+/* The count when s^y itself is made of weights below DBL_MIN (every selected key of
+ * nonzero vector is tiny, e.g. a sink of zero vector): s^y = e^lref s~ with
+ * s~ = sum_{I_N} e^(lam_i - lref) y_i (lref the largest such lam), formed explicitly, and
+ * g_j = e^(lam_j + lref) v_j, v_j = e^(lam_j - lref) |y_j|^2 - 2 s~ . y_j: held as the sign
+ * of v_j and lam_j + lref + ln |v_j| (lam = -inf: a masked key, g = 0). O((N + n) d), rare. */
+MET_NO_CONTRACT static size_t tiny_sy_count(const met_ws *w, const unsel_in *in, size_t n,
+                                            size_t nv, double f, double lmax, double lna) {
+    MET_NO_CONTRACT_BODY
+    const float *srow = w->scores + (nv - 1) * w->ld;
+    const size_t dim = in->dim;
+    double lref = -INFINITY, *st = in->s_vec;
+#define MET_LAM(j) ((j) < nv ? ((double)srow[j] - lmax) * f + lna : -INFINITY)
+    for (size_t q = 0; q < in->N; q++) {
+        uint32_t i = in->order[q];
+        double lam = MET_LAM(i);
+        if (in->y_sq[i] > 0 && lam > lref) lref = lam;
+    }
+    memset(st, 0, dim * sizeof *st);
+    const int s0 = lref == -INFINITY; /* s^y = 0 exactly: g_j = e^(2 lam_j) |y_j|^2 */
+    for (size_t q = 0; q < in->N; q++) {
+        uint32_t i = in->order[q];
+        if (!(in->y_sq[i] > 0)) continue;
+        double e = exp(MET_LAM(i) - lref);
+        const double *xi = in->X + (size_t)i * dim;
+        for (size_t k = 0; k < dim; k++) st[k] += e * y_of(xi, k, in->x_norm[i]);
+    }
+    g_val best = g_exact(INFINITY);
+    int first = 1;
+    for (int pass = 0; pass < 2; pass++) {
+        size_t Ns = 0;
+        for (size_t j = 0; j < n; j++) {
+            int sel = !(in->is_unsel[j] > 0);
+            if (sel != pass) continue;
+            double lam = MET_LAM(j);
+            g_val v = {0, -INFINITY, 0, 1};
+            if (s0 && lam > -INFINITY && in->y_sq[j] > 0) {
+                v = (g_val){1, 2 * lam + log(in->y_sq[j]), 0, 1};
+            } else if (lam > -INFINITY && in->y_sq[j] > 0) {
+                const double *xj = in->X + j * dim;
+                double p = 0;
+                for (size_t k = 0; k < dim; k++) p += st[k] * y_of(xj, k, in->x_norm[j]);
+                double vj = exp(lam - lref) * in->y_sq[j] - 2 * p;
+                if (vj != 0) v = (g_val){vj > 0 ? 1 : -1, lam + lref + log(fabs(vj)), 0, 1};
+            }
+            if (pass == 0 && (first || g_less(v, best))) best = v, first = 0;
+            if (pass == 1) Ns += g_less(v, best);
+        }
+        if (pass == 1) return Ns;
+    }
+#undef MET_LAM
+    return 0;
+}
+
+/* N_s of one (row, grid N, T) for softmax / ssmax (f the logit factor, nv the visible keys)
+ * when some selected weight is below DBL_MIN. Unselected j: the minimum of g over them, with
+ * the log form for the tiny weights; of those only the ones that can beat the tiny entry of
+ * largest lam with p > 0 take a logarithm (lam_j + ln P < Lam + ln p_Lam, P the largest such
+ * p, cannot). Selected i: g_i against that minimum. sa, scy, syy: the selected weights, their
+ * p_i and |y_i|^2 in order (separability's inputs). */
+static size_t tiny_weight_count(const met_ws *w, const unsel_in *in, size_t n, size_t nv,
+                                double f, const double *sa, const double *scy,
+                                const double *syy) {
+    const float *srow = w->scores + (nv - 1) * w->ld;
+    const double lmax = (double)srow[w->order[0]], lna = log(in->a[w->order[0]]);
+    const double *a = in->a;
+    double big_y = 0; /* the largest selected weight with y != 0 */
+    for (size_t q = 0; q < in->N; q++)
+        if (syy[q] > 0 && sa[q] > big_y) big_y = sa[q];
+    if (!(big_y >= MET_G_SAFE_W)) return tiny_sy_count(w, in, n, nv, f, lmax, lna);
+    g_val best = g_exact(INFINITY);
+    double Lam = -INFINITY, vLam = 0, V = 0;
+    int any_neg = 0, any_log = 0;
+    for (size_t j = 0; j < n; j++) { /* the safe entries; the others' largest lam, v < 0 */
+        if (!(in->is_unsel[j] > 0)) continue;
+        double aj = a[j], p = in->x_inv[j] * in->cy[j], vj = aj * in->y_sq[j] - 2 * p;
+        double g = aj * vj;
+        if (j < nv && !(fabs(g) >= MET_G_SAFE) && !(g == 0 && vj == 0)) {
+            any_log = 1;
+            if (vj < 0) {
+                double lam = ((double)srow[j] - lmax) * f + lna;
+                any_neg = 1;
+                if (lam > Lam) Lam = lam, vLam = -vj;
+                V = -vj > V ? -vj : V;
+            }
+            continue;
+        }
+        g = aj * aj * in->y_sq[j] - 2 * aj * in->x_inv[j] * in->cy[j]; /* as the fast pass */
+        if (g < best.g) best = g_exact(g);
+    }
+    if (any_log) {
+        g_val tb = g_exact(INFINITY);
+        int first = 1;
+        double theta = any_neg ? Lam + log(vLam) - log(V) : -INFINITY;
+        for (size_t j = 0; j < nv; j++) {
+            if (!(in->is_unsel[j] > 0)) continue;
+            double aj = a[j], p = in->x_inv[j] * in->cy[j], vj = aj * in->y_sq[j] - 2 * p;
+            double g = aj * vj;
+            if (fabs(g) >= MET_G_SAFE || (g == 0 && vj == 0)) continue;
+            if (any_neg && !(vj < 0)) continue; /* a negative g exists: v >= 0 cannot be least */
+            double lam = ((double)srow[j] - lmax) * f + lna;
+            if (any_neg && lam < theta) continue;
+            g_val v = g_log(lam, vj, p, in->y_sq[j]);
+            if (first || g_less(v, tb)) tb = v, first = 0;
+        }
+        if (!first && g_less(tb, best)) best = tb;
+    }
+    size_t Ns = 0;
+    for (size_t q = 0; q < in->N; q++) {
+        uint32_t i = w->order[q];
+        double ai = sa[q], vi = ai * syy[q] - 2 * scy[q], g = ai * vi;
+        g_val v;
+        if (i < nv && !(fabs(g) >= MET_G_SAFE) && !(g == 0 && vi == 0))
+            v = g_log(((double)srow[i] - lmax) * f + lna, vi, scy[q], syy[q]);
+        else
+            v = g_exact(ai * ai * in->y_sq[i] - 2 * ai * in->x_inv[i] * in->cy[i]);
+        Ns += g_less(v, best);
+    }
+    return Ns;
+}
+
 /* Section 4 in the aggregate reading (metrics.distance = "aggregate"): with S = sum_j a_j x_j
  * and s the selected part, the unselected sum minus s is S - 2 s, so
  *   dist_true   = |S - 2 s|, |S - 2s|^2 = |S|^2 - 4 S.s + 4 |s|^2, S.s = sum_{j in I_N} a_j e_j
@@ -605,10 +780,8 @@ static void aggregate_distance(double *val, const unsel_in *in, size_t n, const 
     for (size_t q = 0; q < in->N; q++) /* a zero weight's e_j may be unset (sparse T) */
         Ss += sa[q] != 0 ? sa[q] * in->e[in->order[q]] : 0.0;
     double v2 = S_sq - 4 * Ss + 4 * s_sq;
-    if (v2 < MET_CANCEL * (S_sq + 4 * s_sq)) {
-        form_s(in->s_vec, in, NULL);
-        v2 = sq_diff(in->S, 1.0, in->s_vec, 2.0, in->dim);
-    }
+    if (v2 < MET_CANCEL * (S_sq + 4 * s_sq)) /* S - 2 s would cancel too: the two parts */
+        v2 = unsel_minus_s_sq(in, n);
     val[MET_DIST_TRUE] = sqrt(v2 > 0 ? v2 : 0);
     val[MET_DIST_BOUND] = U * d1 + fabs(U - A) * m;
     double k = (double)n - 2.0 * (double)in->N;
@@ -638,6 +811,7 @@ static void row_per_n(met_ws *w, size_t n, size_t nv, size_t K, double delta, si
                       int sums_done) {
     const met_axes *ax = w->ax;
     const size_t L = w->L, n_T = ax->n_T;
+    const met_normalizer zn = ax->norm[iZ];
     size_t n16 = row_n16(w, n);
 
     if (!sums_done) {
@@ -676,6 +850,15 @@ static void row_per_n(met_ws *w, size_t n, size_t nv, size_t K, double delta, si
             const double *sa = w->sel_w + 2 * iT * K;
             size_t Nm, Ns = separability(&xisum, &up, &Nm, sa, w->sel_gather, K, N, A, Q, sy_sq,
                                          g_min, r, delta);
+            size_t qv = N; /* the last visible selected key has the least visible weight */
+            while (qv > 0 && w->order[qv - 1] >= nv) qv--;
+            /* g_i ~ 2 a_i (s^y . y_i) underflows (6.2): decide in the log domain */
+            if (zn != MET_SPARSEMAX && qv > 0 && sa[qv - 1] * sqrt(sy_sq) < 0x1p-950) {
+                double f = 1.0 / ax->T[iT]; /* the logit factor, as row_weights forms it */
+                if (zn == MET_SSMAX) f *= ssmax_factor(ax->ssmax_scale, n);
+                Ns = tiny_weight_count(w, &in, n, nv, f, sa, w->sel_gather + 2 * K,
+                                       w->sel_gather + 3 * K);
+            }
             double val[NVAL];
             /* section 4 */
             if (ax->aggregate) {
@@ -799,7 +982,7 @@ static void row_weights(met_ws *w, size_t t, size_t n, size_t iZ) {
                      * the output: each z[j] is taken from it before the normalizer writes */
                     for (size_t j = 0; j < nv; j++) w->ap[j] = w->l[j] + eps * uu[j];
                     met_weights_with_z(w->ap, w->z, NULL, w->ap, nv, n, T, zn, ax->ssmax_scale);
-                    dn = sqrt(lane_sqdiff(w->ap, 1.0, a, nv));
+                    dn = lane_normdiff(w->ap, 1.0, a, nv);
                 } else {
                     dn = met_softmax_change_norm(a, p, w->l, uu, w->u_range[2 * iE],
                                              w->u_range[2 * iE + 1], f, eps, nv, w->ap, w->z);

@@ -94,6 +94,10 @@ MET_SHARED double lane_dot(const double *x, const double *y, size_t n) {
     for (int q = 0; q < LANES; q++) s += acc[q];
     return s;
 }
+/* grad_fd (docs/metrics.md section 7): a sum of squared weight changes below this has lost
+ * digits to underflow (every change below ~1e-154 squares to 0 or a subnormal), so the norm is
+ * taken again with the changes divided by the largest one. Above it nothing changes. */
+#define MET_FD_TINY 0x1p-900
 /* sum_j (s x_j - y_j)^2 */
 MET_SHARED double lane_sqdiff(const double *x, double s, const double *y, size_t n) {
     double acc[LANES] = {0};
@@ -110,6 +114,23 @@ MET_SHARED double lane_sqdiff(const double *x, double s, const double *y, size_t
     double t = 0;
     for (int q = 0; q < LANES; q++) t += acc[q];
     return t;
+}
+/* || s x - y || (n entries), scaled by the largest difference where the squares underflow */
+MET_SHARED double lane_normdiff(const double *x, double s, const double *y, size_t n) {
+    double t = lane_sqdiff(x, s, y, n);
+    if (!(t < MET_FD_TINY)) return sqrt(t);
+    double big = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs(s * x[i] - y[i]);
+        big = d > big ? d : big;
+    }
+    if (!(big > 0)) return sqrt(t);
+    t = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = (s * x[i] - y[i]) / big;
+        t += d * d;
+    }
+    return big * sqrt(t);
 }
 
 MET_SHARED double ssmax_factor(double scale, size_t n) {

@@ -239,6 +239,20 @@ double met_softmax_change_norm(const double *a, size_t p, const double *l, const
         }
         double ss = 0;
         for (int q = 0; q < LANES; q++) ss += acc[q];
+        if (ss < MET_FD_TINY) { /* the squares underflowed: again, scaled by the largest */
+            double big = 0;
+            for (i = 0; i < n; i++) {
+                double d = fabs(a[i] * (ap[i] - mu) * inv);
+                big = d > big ? d : big;
+            }
+            if (!(big > 0)) return sqrt(ss);
+            ss = 0;
+            for (i = 0; i < n; i++) {
+                double d = a[i] * (ap[i] - mu) * inv / big;
+                ss += d * d;
+            }
+            return big * sqrt(ss);
+        }
         return sqrt(ss);
     }
     for (size_t j = 0; j < n; j++) ap[j] = l[j] + eps * u[j];
@@ -257,6 +271,20 @@ double met_softmax_change_norm(const double *a, size_t p, const double *l, const
     }
     double ss = 0, rest = 0;
     for (int q = 0; q < LANES; q++) ss += acc[q], rest += rl[q];
+    if (ss + rest * rest < MET_FD_TINY) { /* underflowed squares: scaled by the largest */
+        double big = fabs(rest);
+        for (i = 0; i < n; i++) {
+            double d = i == p ? 0.0 : fabs(ap[i] - a[i]);
+            big = d > big ? d : big;
+        }
+        if (!(big > 0)) return sqrt(ss + rest * rest);
+        double sc = (rest / big) * (rest / big);
+        for (i = 0; i < n; i++) {
+            double d = i == p ? 0.0 : (ap[i] - a[i]) / big;
+            sc += d * d;
+        }
+        return big * sqrt(sc);
+    }
     return sqrt(ss + rest * rest);
 }
 

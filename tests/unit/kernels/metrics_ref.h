@@ -17,6 +17,7 @@
 #ifndef ATTNSWEEP_METRICS_REF_H
 #define ATTNSWEEP_METRICS_REF_H
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -160,6 +161,61 @@ static void ref_sep_row(int *Ns, int *Nm, double *r_out, int *Nlo, int *Nhi, int
     *r_out = r;
 }
 
+/* Section 6.2's count where double weights underflow (softmax / ssmax rows whose selected
+ * weights fall below DBL_MIN): every g = D^2 - |s|^2 = e^lam (e^lam |y|^2 - 2 s.y) from the
+ * log weights lam [n] (quad: z - ln Z; -inf for masked keys), held as its sign and
+ * logarithm in quad, s scaled by the largest selected weight of nonzero y. Two g of one sign
+ * whose logarithms differ by <= 1e-9 are a tie the library may take either way (its lam
+ * carries the rounding of f (l - l_max), ~1e-16 of |z|): they widen the band only. */
+static int ref_glog_less(int sa, refq ma, int sb, refq mb) {
+    if (sa != sb) return sa < sb;
+    if (sa == 0) return 0;
+    return sa > 0 ? ma < mb : ma > mb;
+}
+static void ref_sep_row_log(int *Ns, int *Nlo, int *Nhi, const refq *lam, const double *Y,
+                            const int *insel, int n, int d) {
+    refq *sq = calloc(d, sizeof *sq), *m = malloc(n * sizeof *m);
+    int *sg = malloc(n * sizeof *sg);
+    /* s = e^lref sum e^(lam - lref) y (lref: the largest selected lam of nonzero y), so that
+     * weights below even quad's range (T = 1e-3: lam ~ -1e4) keep their ratios */
+    refq lref = -INFINITY;
+    for (int j = 0; j < n; j++) {
+        double yy = 0;
+        for (int k = 0; k < d; k++) yy += Y[j * d + k] * Y[j * d + k];
+        if (insel[j] && yy > 0 && lam[j] > lref) lref = lam[j];
+    }
+    int s0 = lref == -INFINITY; /* s = 0: g = e^(2 lam) |y|^2 */
+    for (int j = 0; j < n; j++) {
+        double yy = 0;
+        for (int k = 0; k < d; k++) yy += Y[j * d + k] * Y[j * d + k];
+        if (insel[j] && !s0 && yy > 0) /* a zero vector adds 0 (its factor may overflow) */
+            for (int k = 0; k < d; k++) sq[k] += REFQ_EXP(lam[j] - lref) * (refq)Y[j * d + k];
+    }
+    int smin = 2, imin = -1;
+    refq mmin = 0;
+    for (int j = 0; j < n; j++) {
+        refq p = 0, yy = 0;
+        for (int k = 0; k < d; k++) p += sq[k] * Y[j * d + k], yy += (refq)Y[j * d + k] * Y[j * d + k];
+        /* g = e^(lam + lref) v; a zero vector's v is 0 (its e^(lam - lref) may overflow) */
+        refq v = s0 ? yy : (yy > 0 ? REFQ_EXP(lam[j] - lref) * yy : 0) - 2 * p;
+        sg[j] = lam[j] == -INFINITY || v == 0 ? 0 : (v > 0 ? 1 : -1);
+        m[j] = sg[j] ? lam[j] + (s0 ? lam[j] : lref) + REFQ_LOG(v > 0 ? v : -v) : 0;
+        if (!insel[j] && (imin < 0 || ref_glog_less(sg[j], m[j], smin, mmin)))
+            smin = sg[j], mmin = m[j], imin = j;
+    }
+    *Ns = *Nlo = *Nhi = 0;
+    for (int i = 0; i < n; i++) {
+        if (!insel[i]) continue;
+        refq dm = m[i] - mmin;
+        int tie = sg[i] == smin && sg[i] != 0 && (dm < 0 ? -dm : dm) <= (refq)1e-9;
+        int less = ref_glog_less(sg[i], m[i], smin, mmin);
+        *Ns += less;
+        *Nlo += less && !tie;
+        *Nhi += less || tie;
+    }
+    free(sq), free(m), free(sg);
+}
+
 /* Band of the counting variables (sep_ratio, sep_marginal): the library must fall in
  * [ref_lo, ref_hi] at those indices (elsewhere they are unused). */
 static double *ref_lo, *ref_hi;
@@ -255,7 +311,7 @@ static void ref_head(double *out, const float *scores, int ld, const float *vec,
                         u[j] = met_normal(key, j);
                         un += u[j] * u[j];
                     }
-                    double dd = 0;
+                    double dd = 0, fdn = -1; /* fdn: the norm itself (quad branch) */
                     if (zn == MET_SPARSEMAX) {
                         for (int j = 0; j < nv; j++) /* shifted, as above */
                             z[j] = f * ((l[j] - lmax) + eps * u[j] / sqrt(un)) / T;
@@ -277,9 +333,10 @@ static void ref_head(double *out, const float *scores, int ld, const float *vec,
                                 rest += dj;
                                 ddq += dj * dj;
                             }
-                        dd = (double)(ddq + rest * rest);
+                        /* the root in quad: changes below ~1e-154 square below double's range */
+                        fdn = (double)REFQ_SQRT(ddq + rest * rest);
                     }
-                    sum[met_at_grad_fd(ax, iT, iE, iZ)] += sqrt(dd) / eps;
+                    sum[met_at_grad_fd(ax, iT, iE, iZ)] += (fdn >= 0 ? fdn : sqrt(dd)) / eps;
                 }
                 for (size_t iN = 0; iN < ax->n_N; iN++) {
                     int N = ax->N[iN];
@@ -341,6 +398,21 @@ static void ref_head(double *out, const float *scores, int ld, const float *vec,
                     double r, xs = 0, up = 0;
                     int Ns, Nm, Nlo, Nhi, Nmlo, Nmhi;
                     ref_sep_row(&Ns, &Nm, &r, &Nlo, &Nhi, &Nmlo, &Nmhi, a, Y, insel, n, d, s, g);
+                    double amin_sel = INFINITY;
+                    for (int q = 0; q < N; q++)
+                        if (ord[q] < nv && a[ord[q]] < amin_sel) amin_sel = a[ord[q]];
+                    /* g = a (a |y|^2 - 2 s.y) may underflow in double: in logs, in quad */
+                    if (zn != MET_SPARSEMAX && amin_sel < 1e-100) {
+                        refq c = 0, R = 0, *lam = malloc(n * sizeof *lam);
+                        for (int j = 0; j < nv; j++)
+                            zq[j] = (refq)f * ((refq)l[j] - (refq)lmax) / (refq)T;
+                        for (int j = 0; j < nv; j++)
+                            if (zq[j] == 0) c += 1; else R += REFQ_EXP(zq[j]);
+                        refq lnZ = REFQ_LOG(c) + REFQ_LOG1P(R / c);
+                        for (int j = 0; j < n; j++) lam[j] = j < nv ? zq[j] - lnZ : -INFINITY;
+                        ref_sep_row_log(&Ns, &Nlo, &Nhi, lam, Y, insel, n, d);
+                        free(lam);
+                    }
                     for (int i = 0; i < n; i++) {
                         if (!insel[i]) continue;
                         double B = A - a[i], Q = 0;
