@@ -189,7 +189,9 @@ static size_t axis_len(const store *s, int d) {
  * STORE_COMPRESSED the chunks get shuffle + deflate level 1: both filters are
  * built into every HDF5, so h5py, xarray and netCDF read the file without
  * plugins. Level 1: higher levels gain ~2% on results files for more of the
- * master's CPU, which every commit already spends mostly on deflate. */
+ * master's CPU, which every commit already spends mostly on deflate. Cell chunks of views
+ * created since checksums end with HDF5's Fletcher32 (built in too), so a damaged chunk
+ * is an error for every reader, never other numbers (docs/results.md "Checksums"). */
 static hid_t create_var(hid_t file, const store *s, const char *name, vtype t, const int *dims,
                         int rank, int chunk_per_cell, const void *fill, const char *long_name,
                         const char *units) {
@@ -206,6 +208,9 @@ static hid_t create_var(hid_t file, const store *s, const char *name, vtype t, c
             H5Pset_shuffle(dcpl);
             H5Pset_deflate(dcpl, 1);
         }
+        /* last, so the checksum covers the bytes stored: a reader checks a chunk before
+         * inflating it, and the store checks one raw (chunks.c) */
+        if (s->fletcher) H5Pset_fletcher32(dcpl);
     }
     else H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_EARLY);
     if (fill) {
