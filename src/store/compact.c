@@ -15,6 +15,7 @@
 
 #include <hdf5.h>
 
+#include "merge.h"
 #include "testhook.h"
 
 static int find_L(const store *s, int32_t L) {
@@ -222,11 +223,18 @@ static int read_stored(store *s, const char *path, journal *j, const journal_rec
         if (f >= 0) H5Fclose(f);
     } H5E_END_TRY;
     H5Pclose(fapl);
-    if (rc)
+    if (rc) {
+        /* the advice: the command that made the output, run again, resumes it -- and a
+         * resume computes damaged cells again (store.c verify_view) */
+        char base[4096], cmd[64] = "";
+        int si, sk;
+        if (merge_parse_shard_name(path, base, sizeof base, &si, &sk) == 0)
+            snprintf(cmd, sizeof cmd, " --shard %d/%d", si, sk);
         return as_fail(err, "%s: cell (model %u, window %d, L %d) is compacted in its journal and "
-                       "the file does not hold it intact (a damaged or missing chunk); `attnsweep run "
-                       "%s` computes such cells again, then merge", path, r->model, r->window, r->L,
-                       path);
+                       "the file does not hold it intact (a damaged or missing chunk); run the "
+                       "command that made it again, `attnsweep run CONFIG%s` with its CONFIG: the "
+                       "resume computes such cells again", path, r->model, r->window, r->L, cmd);
+    }
     return 0;
 }
 

@@ -25,6 +25,8 @@ real `attnsweep_test` (the program with the store's test hooks, src/store/testho
                         cell again and the file equals an undisturbed run
   checksum_form_kept    an output from before checksums keeps its form when extended; its
                         damage is still found (the journal's CRC-32)
+  merge_damaged_shard   merge refuses a shard with a damaged chunk, and the command its
+                        message names repairs the shard so the merge then succeeds
 
 Every wait is for a state (a hook's phase line, a process's exit), never a sleep.
 
@@ -559,10 +561,39 @@ def case_checksum_form_kept():
     same_values(reference(), f"{d}/out.h5", f"{name}: repaired file vs undisturbed run")
 
 
+def case_merge_damaged_shard():
+    """merge refuses a shard with a damaged compacted cell, and its advice works: the command
+    it names computes the cell again, and the merge then equals an undisturbed run."""
+    name = "merge_damaged_shard"
+    d = setup(name)
+    for i in range(2):
+        p = cli(["run", "a.cfg", "--shard", f"{i}/2"], d)
+        check(p.returncode == 0, f"{name}: shard {i}: exit {p.returncode}: {p.stderr[-300:]}")
+    shards = ["out.shard-0-of-2.h5", "out.shard-1-of-2.h5"]
+    with h5py.File(f"{d}/{shards[1]}", "r") as f:
+        st = f["status"][0]
+        w, l = [(w, l) for w in range(st.shape[0]) for l in range(st.shape[1]) if st[w, l] == 1][0]
+    flip_chunk_byte(f"{d}/{shards[1]}", "grad_fd", w, l)
+    p = cli(["merge"] + shards, d)
+    msg = one_line(p)
+    check(p.returncode != 0 and shards[1] in msg and "attnsweep run" in msg,
+          f"{name}: merge refuses the damaged shard and names what to run: exit {p.returncode}: {msg!r}")
+    advice = msg.split("`")[1] if msg.count("`") >= 2 else ""
+    check(advice == "attnsweep run CONFIG --shard 1/2", f"{name}: the advice is the shard's command: {advice!r}")
+    if advice.startswith("attnsweep run "):
+        p = cli(advice.replace("CONFIG", "a.cfg").split()[1:], d)
+        check(p.returncode == 0 and "1 done cell failed its checksum" in p.stderr,
+              f"{name}: the advised run computes the cell again: exit {p.returncode}: {p.stderr[-400:]!r}")
+    p = cli(["merge"] + shards, d)
+    check(p.returncode == 0, f"{name}: merge after the advised run: exit {p.returncode}: {p.stderr[-300:]}")
+    same_values(reference(), f"{d}/out.h5", f"{name}: merged file vs undisturbed run")
+
+
 CASES = [case_journal_flip_middle, case_journal_cut_middle, case_journal_identity, case_lock_race,
          case_lock_overwritten, case_lock_pid_reused, case_lock_other_host, case_merge_killed,
          case_status_no_journal, case_compact_killed, case_disk_full_compacted,
-         case_chunk_flip_compressed, case_chunk_flip_plain, case_checksum_form_kept]
+         case_chunk_flip_compressed, case_chunk_flip_plain, case_checksum_form_kept,
+         case_merge_damaged_shard]
 
 if __name__ == "__main__":
     os.makedirs(SCRATCH, exist_ok=True)
