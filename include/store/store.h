@@ -273,6 +273,11 @@ int store_write_status(store *s, size_t in_flight, const char *state, as_err *er
  * given state, closes the files and removes the lock. Always frees s. */
 int store_close(store *s, const char *state, as_err *err);
 
+/* Call once at the start of a command that writes results files, before MPI_Init: HDF5
+ * then never runs its library termination, which crashes (SIGSEGV) on a file whose close
+ * failed after a full disk (schema.c has the HDF5 1.10 details). */
+void store_library_init(void);
+
 /* Sidecar names: OUT.h5 + suffix (".journal", ".lock", ".status"). */
 int store_sidecar(char *out, size_t size, const char *path, const char *suffix);
 

@@ -5,6 +5,7 @@
 
 #include "cli.h"
 #include "merge.h"
+#include "store.h"
 
 static void usage(FILE *out) {
     fprintf(out,
@@ -70,6 +71,7 @@ int cmd_merge(int argc, char **argv) {
     }
     merge_summary sum;
     as_err err = {{0}};
+    store_library_init(); /* a full disk must not crash the exit (store.h) */
     int rc = merge_shards(&o, &sum, &err);
     free(shards);
     if (rc) {
