@@ -200,14 +200,17 @@ void store_pack_cell(const cr_layout *lay, const double *block, unsigned char *o
  * cell) is stored through HDF5's shuffle + deflate level 1 filters. store_deflate_cell
  * computes those filters' output outside HDF5 -- on the workers -- in a self-describing
  * form (deflate.c: "ASZ1", the chunk lengths, the chunks), which store_commit_deflated
- * writes to the view with H5Dwrite_chunk and to the journal as it is. out must hold
- * store_deflate_bound() bytes, scratch store_pack_bytes(); *len gets the bytes used. */
+ * writes to the view with H5Dwrite_chunk and to the journal as it is. fletcher32: each
+ * chunk ends with the Fletcher32 checksum HDF5's filter appends (a view with checksums,
+ * store_checksummed). out must hold store_deflate_bound() bytes, scratch store_pack_bytes();
+ * *len gets the bytes used. */
 size_t store_deflate_bound(const cr_layout *lay);
 int store_deflate_cell(const cr_layout *lay, const unsigned char *packed, unsigned char *out,
-                       size_t cap, size_t *len, unsigned char *scratch, as_err *err);
+                       size_t cap, size_t *len, unsigned char *scratch, int fletcher32, as_err *err);
 /* Bytes of the deflated cell at in (at most avail), 0 when it is not one of this layout. */
 size_t store_deflated_size(const cr_layout *lay, const unsigned char *in, size_t avail);
-/* Back to the packed form (store_pack_bytes() bytes); scratch as for store_deflate_cell. */
+/* Back to the packed form (store_pack_bytes() bytes); scratch as for store_deflate_cell.
+ * Chunks with checksums are verified first. */
 int store_inflate_cell(const cr_layout *lay, const unsigned char *in, size_t len, unsigned char *packed,
                        unsigned char *scratch, as_err *err);
 
@@ -240,6 +243,20 @@ int store_compressed(const store *s);
  * carry exactly shuffle + deflate 1, 0 not, -1 unreadable. */
 int store_file_compressed(const char *path);
 
+/* Checksums (docs/results.md "Checksums"): 1 when this output's cell chunks end with HDF5's
+ * Fletcher32 checksum, which every HDF5 reader verifies. Every view created now has them;
+ * an existing view keeps its own form (one created without them stays without). Every
+ * open of an existing view checks each done cell's stored chunks (and, always, the
+ * journal's CRC-32 of its values): a damaged cell is written again from the journal, or,
+ * compacted, made pending and computed again (one line in store_journal_damage). */
+int store_checksummed(const store *s);
+/* The same for the results file at path, read-only: 1, 0, or -1 unreadable. */
+int store_file_checksummed(const char *path);
+/* Checks the stored chunks of every done cell of the output at path against its journal,
+ * read-only, without the lock (the caller makes sure no writer runs): *checked done cells,
+ * *damaged of them not intact. 0, or -1 with one line (no journal, unreadable file). */
+int store_verify_file(const char *path, size_t *checked, size_t *damaged, as_err *err);
+
 /* store_commit_packed for cells in the deflated form (store_deflate_cell; NULL for a failed
  * cell). Into a compressed view the chunks go as they are (H5Dwrite_chunk) and the journal
  * record holds the same bytes (flag JF_DEFLATE, its CRC over them); into a plain view they
@@ -255,6 +272,11 @@ int store_write_status(store *s, size_t in_flight, const char *state, as_err *er
 /* Ends the segment, writes attempts, flushes, writes the status file with the
  * given state, closes the files and removes the lock. Always frees s. */
 int store_close(store *s, const char *state, as_err *err);
+
+/* Call once at the start of a command that writes results files, before MPI_Init: HDF5
+ * then never runs its library termination, which crashes (SIGSEGV) on a file whose close
+ * failed after a full disk (schema.c has the HDF5 1.10 details). */
+void store_library_init(void);
 
 /* Sidecar names: OUT.h5 + suffix (".journal", ".lock", ".status"). */
 int store_sidecar(char *out, size_t size, const char *path, const char *suffix);

@@ -7,6 +7,7 @@
 #include "args.h"
 #include "cli.h"
 #include "merge.h"
+#include "store.h"
 
 static const char merge_about[] =
     "Joins the files of `attnsweep run CONFIG --shard I/K` (OUT.shard-I-of-K.h5, one per\n"
@@ -44,6 +45,7 @@ int cmd_merge(int argc, char **argv) {
     o.n_shards = shards.n;
     merge_summary sum;
     as_err err = {{0}};
+    store_library_init(); /* a full disk must not crash the exit (store.h) */
     int rc = merge_shards(&o, &sum, &err);
     args_free(&spec);
     if (rc) {

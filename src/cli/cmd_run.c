@@ -7,6 +7,7 @@
 #include "args.h"
 #include "cli.h"
 #include "signals.h"
+#include "store.h"
 #include "sweep.h"
 
 static const char run_about[] =
@@ -107,6 +108,7 @@ int cmd_run(int argc, char **argv) {
     /* FUNNELED: the master's writer thread (src/mpi/writer.c) commits while this
      * thread alone calls MPI; granted less, the master commits synchronously. */
     int thread_level = MPI_THREAD_SINGLE;
+    store_library_init(); /* before MPI: a full disk must not crash the exit (store.h) */
     MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &thread_level);
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);

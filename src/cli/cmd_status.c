@@ -24,9 +24,11 @@ static const char status_about[] =
     "last update and\n"
     "whether the writer is alive or dead (a killed run: run it again to resume).\n"
     "Reads OUT.h5.status and OUT.h5.journal (the journal is the truth); without\n"
-    "them it reads the status variable of OUT.h5.\n";
+    "them it reads the status variable of OUT.h5. When no writer runs, it also checks\n"
+    "the stored chunks of every done cell against their checksums (reading OUT.h5)\n"
+    "and reports damaged cells, which the next `attnsweep run` computes again.\n";
 static const char status_exit[] =
-    "exit status: 0 every cell done; 3 cells pending or failed (run again to resume);\n"
+    "exit status: 0 every cell done; 3 cells pending, failed or damaged (run again to resume);\n"
     "             1 error (nothing readable); 2 bad usage\n";
 
 int cmd_status(int argc, char **argv) {
@@ -81,6 +83,22 @@ int cmd_status(int argc, char **argv) {
         else
             printf("  L=%-6ld %zu windows done, %zu failed\n", (long)r->L, r->done, r->failed);
     }
+    /* the stored chunks, checked against the journal (store_verify_file), unless a writer
+     * may be changing the file under the reader */
+    lock_info held;
+    size_t checked = 0, damaged = 0;
+    if (!p.journal_missing && done) {
+        if (lock_in_use(lpath, &held) != 0) {
+            printf("checksums: not checked while a writer may hold the output (lock %s)\n", lpath);
+        } else if (store_verify_file(path, &checked, &damaged, &err)) {
+            printf("checksums: cannot check: %s\n", err.msg);
+        } else if (damaged) {
+            printf("checksums: DAMAGED: %zu of %zu done cells do not match their checksums in %s; "
+                   "`attnsweep run %s` computes them again\n", damaged, checked, path, path);
+        } else {
+            printf("checksums: the %zu done cells' stored chunks are intact\n", checked);
+        }
+    }
     if (p.journal_missing)
         printf("journal %s is missing: the counts above are the HDF5 file's own, which only the "
                "journal can confirm; `attnsweep run` refuses this output until the journal is "
@@ -123,6 +141,6 @@ int cmd_status(int argc, char **argv) {
         printf("writer: none (no lock file)\n");
     }
     store_progress_free(&p);
-    int complete = total > 0 && done == total;
+    int complete = total > 0 && done == total && !damaged;
     return complete ? AS_EXIT_OK : AS_EXIT_RESUMABLE;
 }

@@ -135,7 +135,8 @@ static int compute_unit(void *ctx, int64_t unit, double *block_out, as_err *err)
         double tz = as_monotonic_s();
         size_t len = 0;
         store_pack_cell(&st->worker.layout, blocks[k], st->pack_buf);
-        rc = store_deflate_cell(&st->worker.layout, st->pack_buf, out, room, &len, st->dz_scratch, err);
+        rc = store_deflate_cell(&st->worker.layout, st->pack_buf, out, room, &len, st->dz_scratch,
+                                st->deflate == 2, err);
         if (rc == 0) memset(out + len, 0, room - len);
         st->timing[TM_DEFLATE] += as_monotonic_s() - tz;
         st->timing[TM_DEFLATE_IN] += (double)pb, st->timing[TM_DEFLATE_OUT] += (double)len;
@@ -495,7 +496,7 @@ int sweep_run(MPI_Comm comm, const sweep_opts *opts, sweep_summary *sum, as_err 
     }
     free(todo);
     /* how the output stores cells (its own datasets decide, store_compressed) */
-    if (st.rank == 0 && st.out) st.deflate = store_compressed(st.out);
+    if (st.rank == 0 && st.out) st.deflate = store_compressed(st.out) ? 1 + store_checksummed(st.out) : 0;
     MPI_Bcast(&st.deflate, 1, MPI_INT, 0, comm);
     if (!all_ok(comm, ok) || share_units(&st, comm, e)) {
         if (st.out) store_close(st.out, "failed", &local), st.out = NULL;

@@ -49,7 +49,8 @@ typedef struct {
     size_t slot_doubles;         /* one cell in a unit's message (see compute_unit) */
     double *scratch;             /* worker: the unit's blocks of doubles before packing */
     int deflate;                 /* the output stores compressed chunks: workers deflate their
-                                  * cells (store_deflate_cell), the master stores them as sent */
+                                  * cells (store_deflate_cell), the master stores them as sent;
+                                  * 2: with the chunks' Fletcher32 checksums (store_checksummed) */
     unsigned char *pack_buf, *dz_scratch; /* worker, deflating: one cell packed; shuffle buffer */
     size_t cells_done, cells_failed; /* committed, counted in cells (rank 0) */
     /* rank 0: sha256 of the inputs as read (the text's bytes, its tokenizer files) */

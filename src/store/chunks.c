@@ -15,25 +15,30 @@
 
 #include <hdf5.h>
 
-int st_view_filters(hid_t f) {
+int st_view_form(hid_t f) {
     int rc = -1;
     H5E_BEGIN_TRY {
         hid_t ds = H5Dopen2(f, cr_var_name(CR_DIST_TRUE), H5P_DEFAULT);
         hid_t dcpl = ds >= 0 ? H5Dget_create_plist(ds) : -1;
         if (dcpl >= 0) {
             int n = H5Pget_nfilters(dcpl);
-            rc = 0;
-            if (n == 2) {
-                unsigned flags, cd[4];
+            H5Z_filter_t id[8];
+            unsigned cd0[8];
+            for (int i = 0; i < n && i < 8; i++) {
+                unsigned flags, cd[4] = {0};
                 size_t ncd = 4;
                 char name[64];
-                H5Z_filter_t f0 = H5Pget_filter2(dcpl, 0, &flags, &ncd, cd, sizeof name, name, NULL);
-                ncd = 4;
-                H5Z_filter_t f1 = H5Pget_filter2(dcpl, 1, &flags, &ncd, cd, sizeof name, name, NULL);
-                /* the filters deflate.c reproduces, in their order; any other pipeline
-                 * (an h5repack'd file, another level) is written through HDF5 instead */
-                rc = f0 == H5Z_FILTER_SHUFFLE && f1 == H5Z_FILTER_DEFLATE && ncd >= 1 && cd[0] == 1;
+                id[i] = H5Pget_filter2(dcpl, (unsigned)i, &flags, &ncd, cd, sizeof name, name, NULL);
+                cd0[i] = ncd >= 1 ? cd[0] : 0;
             }
+            rc = 0;
+            /* a checksum last covers the stored bytes, whatever came before it */
+            int sum = n >= 1 && n <= 8 && id[n - 1] == H5Z_FILTER_FLETCHER32;
+            if (sum) rc |= ST_FORM_FLETCHER;
+            /* the filters deflate.c reproduces, in their order; any other pipeline
+             * (an h5repack'd file, another level) is written through HDF5 instead */
+            if (n - sum == 2 && id[0] == H5Z_FILTER_SHUFFLE && id[1] == H5Z_FILTER_DEFLATE && cd0[1] == 1)
+                rc |= ST_FORM_DEFLATE;
             H5Pclose(dcpl);
         }
         if (ds >= 0) H5Dclose(ds);
@@ -41,18 +46,33 @@ int st_view_filters(hid_t f) {
     return rc;
 }
 
-int store_file_compressed(const char *path) {
+int st_view_filters(hid_t f) {
+    int form = st_view_form(f);
+    return form < 0 ? -1 : (form & ST_FORM_DEFLATE) != 0;
+}
+
+int st_file_form(const char *path) {
     hid_t fapl = st_file_access(), f;
     int rc = -1;
     H5E_BEGIN_TRY {
         f = H5Fopen(path, H5F_ACC_RDONLY, fapl);
         if (f >= 0) {
-            rc = st_view_filters(f);
+            rc = st_view_form(f);
             H5Fclose(f);
         }
     } H5E_END_TRY;
     H5Pclose(fapl);
     return rc;
+}
+
+int store_file_compressed(const char *path) {
+    int form = st_file_form(path);
+    return form < 0 ? -1 : (form & ST_FORM_DEFLATE) != 0;
+}
+
+int store_file_checksummed(const char *path) {
+    int form = st_file_form(path);
+    return form < 0 ? -1 : (form & ST_FORM_FLETCHER) != 0;
 }
 
 /* The chunk offset of cell (m, w, l) in dataset ds, and whether the dataset is from
@@ -72,6 +92,12 @@ static int chunk_offset(hid_t ds, cr_var v, size_t m, size_t w, size_t l, hsize_
 }
 
 int st_write_cell_chunks(store *s, size_t m, size_t w, size_t l, const unsigned char *dz) {
+    /* a cell deflated in the other checksum form (a journal or a shard from before
+     * checksums, or one of them into an older view): its chunks as this view stores them */
+    if (st_deflated_summed(dz) != s->fletcher) {
+        if (st_dz_buffers(s) || !st_deflated_convert(dz, s->dz_conv, s->dz_cap, s->fletcher)) return -1;
+        dz = s->dz_conv;
+    }
     for (int v = 0; v < N_METRICS; v++) {
         hsize_t off[9];
         const unsigned char *chunk;
@@ -83,8 +109,8 @@ int st_write_cell_chunks(store *s, size_t m, size_t w, size_t l, const unsigned 
     return 0;
 }
 
-int st_read_cell_chunks(const store *s, hid_t f, size_t m, size_t w, size_t l, unsigned char *out,
-                        size_t cap, size_t *len) {
+int st_read_cell_chunks(const store *s, hid_t f, size_t m, size_t w, size_t l, int fletcher32,
+                        unsigned char *out, size_t cap, size_t *len) {
     (void)s;
     uint64_t lens[N_METRICS];
     size_t at = st_deflated_header_bytes();
@@ -98,12 +124,14 @@ int st_read_cell_chunks(const store *s, hid_t f, size_t m, size_t w, size_t l, u
             size == 0 || size > cap - at || H5Dread_chunk(ds, H5P_DEFAULT, off, &mask, out + at) < 0 ||
             mask != 0)
             rc = -1;
+        /* the checksum HDF5's filter would verify before inflating, checked raw */
+        if (!rc && fletcher32 && !st_fletcher32_ok(out + at, (size_t)size)) rc = -1;
         H5Dclose(ds);
         lens[v] = size;
         at += (size_t)size;
     }
     if (rc) return -1;
-    st_deflated_header(out, lens);
+    st_deflated_header(out, lens, fletcher32);
     *len = at;
     return 0;
 }
@@ -113,10 +141,11 @@ int st_dz_buffers(store *s) {
     if (s->dz_buf) return 0;
     s->dz_cap = store_deflate_bound(&s->lay);
     s->dz_buf = malloc(s->dz_cap);
-    s->dz_scratch = malloc(s->payload_bytes ? s->payload_bytes : 1);
-    if (s->dz_buf && s->dz_scratch) return 0;
-    free(s->dz_buf), free(s->dz_scratch);
-    s->dz_buf = s->dz_scratch = NULL;
+    s->dz_conv = malloc(s->dz_cap);
+    if (!s->dz_scratch) s->dz_scratch = malloc(s->payload_bytes ? s->payload_bytes : 1);
+    if (s->dz_buf && s->dz_conv && s->dz_scratch) return 0;
+    free(s->dz_buf), free(s->dz_conv), free(s->dz_scratch);
+    s->dz_buf = s->dz_conv = s->dz_scratch = NULL;
     return -1;
 }
 
@@ -129,15 +158,34 @@ int st_read_cell_as(store *s, hid_t f, size_t m, size_t w, size_t l, int deflate
     }
     if (st_dz_buffers(s)) return -1;
     *out = s->dz_buf;
-    if (f == s->file ? s->compress : st_view_filters(f) == 1) return st_read_cell_chunks(s, f, m, w, l, s->dz_buf, s->dz_cap, len);
+    int form = f == s->file ? (s->compress ? ST_FORM_DEFLATE : 0) | (s->fletcher ? ST_FORM_FLETCHER : 0)
+                            : st_view_form(f);
+    if (form >= 0 && (form & ST_FORM_DEFLATE))
+        return st_read_cell_chunks(s, f, m, w, l, (form & ST_FORM_FLETCHER) != 0, s->dz_buf, s->dz_cap, len);
     /* a cell journaled deflated in a view that stores it plain (e.g. a rebuild with other
      * filters): deflate what the view holds, which gives the journaled bytes when the
      * values are the same (zlib is deterministic) */
     as_err ignored;
     if (st_read_cell_values(s, f, m, w, l, s->packed) ||
-        store_deflate_cell(&s->lay, s->packed, s->dz_buf, s->dz_cap, len, s->dz_scratch, &ignored))
+        store_deflate_cell(&s->lay, s->packed, s->dz_buf, s->dz_cap, len, s->dz_scratch, 0, &ignored))
         return -1;
     return 0;
+}
+
+int st_cell_intact(store *s, hid_t f, size_t m, size_t w, size_t l, int deflated, uint32_t crc,
+                   const unsigned char **out, size_t *len) {
+    int rc;
+    H5E_BEGIN_TRY { rc = st_read_cell_as(s, f, m, w, l, deflated, out, len); } H5E_END_TRY;
+    if (rc) return 0;
+    if (journal_crc32(0, *out, *len) == crc) return 1;
+    if (!deflated) return 0;
+    /* journaled in the other checksum form: compared in that form */
+    size_t n = st_deflated_convert(*out, s->dz_conv, s->dz_cap, !st_deflated_summed(*out));
+    if (!n || journal_crc32(0, s->dz_conv, n) != crc) return 0;
+    /* the caller gets the journaled bytes, in s->dz_buf as from st_read_cell_as */
+    memcpy(s->dz_buf, s->dz_conv, n);
+    *out = s->dz_buf, *len = n;
+    return 1;
 }
 
 int st_write_cell_any(store *s, size_t m, size_t w, size_t l, const unsigned char *data, size_t len,

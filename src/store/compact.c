@@ -15,6 +15,7 @@
 
 #include <hdf5.h>
 
+#include "merge.h"
 #include "testhook.h"
 
 static int find_L(const store *s, int32_t L) {
@@ -68,8 +69,7 @@ int st_compact(store *s, as_err *err) {
              * exactly the bytes a later rebuild would salvage, with no inflate */
             const unsigned char *vals;
             size_t len;
-            if (st_read_cell_as(s, s->file, m, w, l, s->deflated[c], &vals, &len) == 0 &&
-                journal_crc32(0, vals, len) == s->values_crc[c])
+            if (st_cell_intact(s, s->file, m, w, l, s->deflated[c], s->values_crc[c], &vals, &len))
                 ok[c] = 1, to_compact++;
             else
                 mismatched++;
@@ -171,7 +171,7 @@ int st_compact(store *s, as_err *err) {
 
 /* A store that only knows the layout of axes, for st_read_cell_as (reading an output
  * without being its writer). */
-static void layout_store(store *s, const store_axes *axes) {
+void st_layout_store(store *s, const store_axes *axes) {
     memset(s, 0, sizeof *s);
     s->ax = *axes;
     cr_layout_init(&s->lay, axes->n_N, axes->n_T, axes->n_eps, axes->n_norm, axes->n_layer,
@@ -219,21 +219,29 @@ static int read_stored(store *s, const char *path, journal *j, const journal_rec
     int rc = -1;
     H5E_BEGIN_TRY {
         f = H5Fopen(path, H5F_ACC_RDONLY, fapl);
-        if (f >= 0) rc = st_read_cell_as(s, f, r->model, (size_t)r->window, (size_t)li, dz, out, len);
+        if (f >= 0) rc = !st_cell_intact(s, f, r->model, (size_t)r->window, (size_t)li, dz, crc, out, len);
         if (f >= 0) H5Fclose(f);
     } H5E_END_TRY;
     H5Pclose(fapl);
-    if (rc || journal_crc32(0, *out, *len) != crc)
+    if (rc) {
+        /* the advice: the command that made the output, run again, resumes it -- and a
+         * resume computes damaged cells again (store.c verify_view) */
+        char base[4096], cmd[64] = "";
+        int si, sk;
+        if (merge_parse_shard_name(path, base, sizeof base, &si, &sk) == 0)
+            snprintf(cmd, sizeof cmd, " --shard %d/%d", si, sk);
         return as_fail(err, "%s: cell (model %u, window %d, L %d) is compacted in its journal and "
-                       "the file does not hold it intact (run the shard once: it is computed again)",
-                       path, r->model, r->window, r->L);
+                       "the file does not hold it intact (a damaged or missing chunk); run the "
+                       "command that made it again, `attnsweep run CONFIG%s` with its CONFIG: the "
+                       "resume computes such cells again", path, r->model, r->window, r->L, cmd);
+    }
     return 0;
 }
 
 int store_read_cell(const char *path, const store_axes *axes, journal *j, const journal_record *r,
                     unsigned char *out, as_err *err) {
     store s;
-    layout_store(&s, axes);
+    st_layout_store(&s, axes);
     s.packed = out;
     const unsigned char *vals;
     size_t len;
@@ -243,14 +251,14 @@ int store_read_cell(const char *path, const store_axes *axes, journal *j, const 
         rc = store_inflate_cell(&s.lay, vals, len, out, s.dz_scratch, err)
                  ? as_wrap(err, "%s: cell (model %u, window %d, L %d)", path, r->model, r->window, r->L)
                  : 0;
-    free(s.dz_buf), free(s.dz_scratch);
+    free(s.dz_buf), free(s.dz_conv), free(s.dz_scratch);
     return rc;
 }
 
 int store_read_cell_stored(const char *path, const store_axes *axes, journal *j, const journal_record *r,
                            unsigned char *out, size_t cap, size_t *len, as_err *err) {
     store s;
-    layout_store(&s, axes);
+    st_layout_store(&s, axes);
     unsigned char *packed = malloc(s.payload_bytes ? s.payload_bytes : 1);
     if (!packed) return as_fail(err, "%s: out of memory", path);
     s.packed = packed;
@@ -258,6 +266,6 @@ int store_read_cell_stored(const char *path, const store_axes *axes, journal *j,
     int rc = read_stored(&s, path, j, r, &vals, len, err);
     if (!rc && *len > cap) rc = as_fail(err, "%s: cell of %zu bytes, %zu of room", path, *len, cap);
     if (!rc) memcpy(out, vals, *len);
-    free(packed), free(s.dz_buf), free(s.dz_scratch);
+    free(packed), free(s.dz_buf), free(s.dz_conv), free(s.dz_scratch);
     return rc;
 }

@@ -4,20 +4,25 @@
  * cell). With runtime.compress the datasets carry HDF5's shuffle filter and its deflate
  * filter at level 1; this file computes, outside HDF5, the bytes that pipeline produces
  * for a chunk, so the workers can compress and the master store them as they come
- * (H5Dwrite_chunk, chunks.c). The two steps, as HDF5 1.10 defines them:
+ * (H5Dwrite_chunk, chunks.c). The steps, as HDF5 1.10 defines them:
  *   shuffle  the chunk's n elements of size k bytes are transposed byte-wise: byte j of
  *            element i goes to j * n + i (all first bytes, then all second bytes, ...);
  *            elements of one byte, or a chunk of one element, are left as they are;
  *   deflate  one zlib stream (RFC 1950: header, deflate data, Adler-32) of the shuffled
- *            bytes, as zlib's compress2 at the filter's level writes it.
+ *            bytes, as zlib's compress2 at the filter's level writes it;
+ *   fletcher32  (outputs created since stored chunks carry a checksum) the filter HDF5
+ *            runs last appends the 4-byte Fletcher32 checksum of the deflated bytes
+ *            (fletcher32.c), so a reader -- h5py, xarray, h5dump, or the store itself
+ *            checking a chunk raw -- notices a damaged chunk instead of decoding it.
  * zlib is deterministic for a given version, level and input, and the master's HDF5
  * links the same libz as the workers, so the bytes are HDF5's own: tests/unit/store/
  * test_deflate.c checks them against H5Dread_chunk of a file HDF5 wrote itself.
  *
  * The deflated form of a cell (what the workers send, the journal holds with JF_DEFLATE
  * and the view's chunks hold piece by piece), little-endian:
- *   "ASZ1"  uint32 n_vars (N_METRICS)  uint64 len[n_vars]  then the n_vars chunks in
- *   cr_var order, len[v] bytes each.
+ *   "ASZ1" or "ASZ2"  uint32 n_vars (N_METRICS)  uint64 len[n_vars]  then the n_vars
+ *   chunks in cr_var order, len[v] bytes each; "ASZ2": each chunk ends with its Fletcher32
+ *   checksum (len[v] counts it), the chunk of a view with the fletcher32 filter.
  * It is self-describing, so the store checks a payload before writing it. */
 #include "store_int.h"
 
@@ -27,6 +32,8 @@
 #include <zlib.h>
 
 #define DZ_MAGIC "ASZ1"
+#define DZ_MAGIC_SUM "ASZ2" /* chunks end with their Fletcher32 checksum */
+#define DZ_SUM 4
 #define DZ_HEADER_BYTES (8 + 8 * (size_t)N_METRICS)
 /* HDF5's deflate level for runtime.compress (schema.c create_var). */
 #define DZ_LEVEL 1
@@ -34,7 +41,7 @@
 size_t store_deflate_bound(const cr_layout *lay) {
     size_t at = DZ_HEADER_BYTES;
     for (int v = 0; v < N_METRICS; v++)
-        at += (size_t)compressBound((uLong)(lay->count[v] * vtype_size(st_metric_defs[v].type)));
+        at += (size_t)compressBound((uLong)(lay->count[v] * vtype_size(st_metric_defs[v].type))) + DZ_SUM;
     return at;
 }
 
@@ -73,9 +80,9 @@ static uint64_t get64(const unsigned char *p) {
 }
 
 int store_deflate_cell(const cr_layout *lay, const unsigned char *packed, unsigned char *out,
-                       size_t cap, size_t *len, unsigned char *scratch, as_err *err) {
+                       size_t cap, size_t *len, unsigned char *scratch, int fletcher32, as_err *err) {
     if (cap < DZ_HEADER_BYTES) return as_fail(err, "deflate: %zu-byte buffer below the header", cap);
-    memcpy(out, DZ_MAGIC, 4);
+    memcpy(out, fletcher32 ? DZ_MAGIC_SUM : DZ_MAGIC, 4);
     uint32_t nv = N_METRICS;
     for (int i = 0; i < 4; i++) out[4 + i] = (unsigned char)(nv >> (8 * i));
     size_t at = DZ_HEADER_BYTES;
@@ -83,11 +90,18 @@ int store_deflate_cell(const cr_layout *lay, const unsigned char *packed, unsign
         size_t k = vtype_size(st_metric_defs[v].type), n = lay->count[v];
         shuffle(scratch, packed, n, k);
         packed += n * k;
-        uLongf got = (uLongf)(cap - at);
+        size_t room = cap - at;
+        if (fletcher32 && room < DZ_SUM)
+            return as_fail(err, "deflate: variable %s: no room for its checksum", cr_var_name((cr_var)v));
+        uLongf got = (uLongf)(room - (fletcher32 ? DZ_SUM : 0));
         int zr = compress2(out + at, &got, scratch, (uLong)(n * k), DZ_LEVEL);
         if (zr != Z_OK)
             return as_fail(err, "deflate: variable %s: zlib error %d (%zu bytes of room)",
-                           cr_var_name((cr_var)v), zr, cap - at);
+                           cr_var_name((cr_var)v), zr, room);
+        if (fletcher32) {
+            st_fletcher32_put(out + at, got);
+            got += DZ_SUM;
+        }
         put64(out + 8 + 8 * (size_t)v, (uint64_t)got);
         at += got;
     }
@@ -95,17 +109,20 @@ int store_deflate_cell(const cr_layout *lay, const unsigned char *packed, unsign
     return 0;
 }
 
+int st_deflated_summed(const unsigned char *in) { return memcmp(in, DZ_MAGIC_SUM, 4) == 0; }
+
 size_t store_deflated_size(const cr_layout *lay, const unsigned char *in, size_t avail) {
-    if (avail < DZ_HEADER_BYTES || memcmp(in, DZ_MAGIC, 4)) return 0;
+    if (avail < DZ_HEADER_BYTES || (memcmp(in, DZ_MAGIC, 4) && memcmp(in, DZ_MAGIC_SUM, 4))) return 0;
+    size_t sum = st_deflated_summed(in) ? DZ_SUM : 0;
     uint32_t nv = (uint32_t)in[4] | (uint32_t)in[5] << 8 | (uint32_t)in[6] << 16 | (uint32_t)in[7] << 24;
     if (nv != N_METRICS) return 0;
     size_t at = DZ_HEADER_BYTES;
     for (int v = 0; v < N_METRICS; v++) {
         uint64_t l = get64(in + 8 + 8 * (size_t)v);
         /* a zlib stream is at least 8 bytes (header + Adler-32) and never far above
-         * compressBound of what it holds */
+         * compressBound of what it holds (then the checksum, in "ASZ2") */
         size_t raw = lay->count[v] * vtype_size(st_metric_defs[v].type);
-        if (l < 8 || l > (uint64_t)compressBound((uLong)raw) || l > avail - at) return 0;
+        if (l < 8 + sum || l > (uint64_t)compressBound((uLong)raw) + sum || l > avail - at) return 0;
         at += (size_t)l;
     }
     return at;
@@ -118,8 +135,8 @@ size_t st_deflated_var(const unsigned char *in, int v, const unsigned char **chu
     return (size_t)get64(in + 8 + 8 * (size_t)v);
 }
 
-void st_deflated_header(unsigned char *out, const uint64_t *len) {
-    memcpy(out, DZ_MAGIC, 4);
+void st_deflated_header(unsigned char *out, const uint64_t *len, int fletcher32) {
+    memcpy(out, fletcher32 ? DZ_MAGIC_SUM : DZ_MAGIC, 4);
     uint32_t nv = N_METRICS;
     for (int i = 0; i < 4; i++) out[4 + i] = (unsigned char)(nv >> (8 * i));
     for (int v = 0; v < N_METRICS; v++) put64(out + 8 + 8 * (size_t)v, len[v]);
@@ -131,10 +148,17 @@ int store_inflate_cell(const cr_layout *lay, const unsigned char *in, size_t len
                        unsigned char *scratch, as_err *err) {
     if (store_deflated_size(lay, in, len) != len)
         return as_fail(err, "inflate: %zu bytes are not a deflated cell of this layout", len);
+    int summed = st_deflated_summed(in);
     for (int v = 0; v < N_METRICS; v++) {
         size_t k = vtype_size(st_metric_defs[v].type), n = lay->count[v];
         const unsigned char *chunk;
         size_t cl = st_deflated_var(in, v, &chunk);
+        if (summed) {
+            if (!st_fletcher32_ok(chunk, cl))
+                return as_fail(err, "inflate: variable %s: the chunk fails its Fletcher32 checksum",
+                               cr_var_name((cr_var)v));
+            cl -= DZ_SUM;
+        }
         uLongf got = (uLongf)(n * k);
         int zr = uncompress(scratch, &got, chunk, (uLong)cl);
         if (zr != Z_OK || got != n * k)
@@ -144,4 +168,22 @@ int store_inflate_cell(const cr_layout *lay, const unsigned char *in, size_t len
         packed += n * k;
     }
     return 0;
+}
+
+size_t st_deflated_convert(const unsigned char *in, unsigned char *out, size_t cap, int fletcher32) {
+    int summed = st_deflated_summed(in);
+    uint64_t lens[N_METRICS];
+    size_t at = DZ_HEADER_BYTES;
+    for (int v = 0; v < N_METRICS; v++) {
+        const unsigned char *chunk;
+        size_t cl = st_deflated_var(in, v, &chunk), body = summed ? cl - DZ_SUM : cl;
+        size_t want = body + (fletcher32 ? DZ_SUM : 0);
+        if (cl < (summed ? DZ_SUM : 0) || want > cap - at) return 0;
+        memcpy(out + at, chunk, body);
+        if (fletcher32) st_fletcher32_put(out + at, body);
+        lens[v] = want;
+        at += want;
+    }
+    st_deflated_header(out, lens, fletcher32);
+    return at;
 }

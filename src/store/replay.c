@@ -245,11 +245,8 @@ static int salvage(store *s, const old_view *ov, size_t m, size_t w, size_t l,
     size_t lo = 0;
     while (lo < ov->n_L && ov->L[lo] != s->Lv[l]) lo++;
     if (lo == ov->n_L) return -1;
-    int rc;
     size_t c = cell_at(s, m, w, l);
-    H5E_BEGIN_TRY { rc = st_read_cell_as(s, ov->file, m, w, lo, s->deflated[c], out, len); } H5E_END_TRY;
-    if (rc || journal_crc32(0, *out, *len) != s->values_crc[c]) return -1;
-    return 0;
+    return st_cell_intact(s, ov->file, m, w, lo, s->deflated[c], s->values_crc[c], out, len) ? 0 : -1;
 }
 
 /* Writes a complete view from the in-memory state (journal replay) into

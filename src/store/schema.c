@@ -189,7 +189,9 @@ static size_t axis_len(const store *s, int d) {
  * STORE_COMPRESSED the chunks get shuffle + deflate level 1: both filters are
  * built into every HDF5, so h5py, xarray and netCDF read the file without
  * plugins. Level 1: higher levels gain ~2% on results files for more of the
- * master's CPU, which every commit already spends mostly on deflate. */
+ * master's CPU, which every commit already spends mostly on deflate. Cell chunks of views
+ * created since checksums end with HDF5's Fletcher32 (built in too), so a damaged chunk
+ * is an error for every reader, never other numbers (docs/results.md "Checksums"). */
 static hid_t create_var(hid_t file, const store *s, const char *name, vtype t, const int *dims,
                         int rank, int chunk_per_cell, const void *fill, const char *long_name,
                         const char *units) {
@@ -206,6 +208,9 @@ static hid_t create_var(hid_t file, const store *s, const char *name, vtype t, c
             H5Pset_shuffle(dcpl);
             H5Pset_deflate(dcpl, 1);
         }
+        /* last, so the checksum covers the bytes stored: a reader checks a chunk before
+         * inflating it, and the store checks one raw (chunks.c) */
+        if (s->fletcher) H5Pset_fletcher32(dcpl);
     }
     else H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_EARLY);
     if (fill) {
@@ -447,11 +452,25 @@ void st_close_handles(store *s) {
     s->file = -1;
 }
 
+/* HDF5 1.10 (Debian 12: 1.10.8) cannot close a file once a flush of its metadata failed
+ * (a full disk): the failed flush leaves the metadata cache's skip list enabled, so every
+ * later flush, and the flush inside H5Fclose, fails at once ("H5C_set_slist_enabled():
+ * slist already enabled?"), however much space is free by then. The failed H5Fclose
+ * leaves the file in HDF5's ID table half destroyed, and library termination -- at
+ * MPI_Finalize through HDF5's MPI_COMM_SELF attribute, or atexit -- then crashes on it
+ * with SIGSEGV in H5F__close_cb (HDFFV-11052). So a command that writes results files
+ * starts HDF5 before MPI (no attribute) with its exit handler off: at exit every file
+ * the store opened is closed, or is one HDF5 cannot close, and nothing is left for
+ * termination to do but that crash. */
+void store_library_init(void) {
+    H5dont_atexit();
+    H5open();
+}
+
 /* Closes and removes a view being built that failed (typically: the disk is
- * full). HDF5 1.10 cannot survive a failed H5Fclose: the file stays in its ID
- * table half destroyed and library termination (at MPI_Finalize) crashes on
- * it (HDFFV-11052). Truncating the doomed file first gives its space back, so
- * the metadata writes of the close succeed. */
+ * full). Truncating the doomed file first gives its space back, so the metadata
+ * writes of the close succeed when the flush that failed was of raw data; after a
+ * failed metadata flush the close fails whatever the space (store_library_init). */
 void st_discard_view(store *s, const char *path) {
     if (truncate(path, 0)) { /* the close may then fail; nothing better to do */ }
     if (s->file >= 0) H5E_BEGIN_TRY { H5Fflush(s->file, H5F_SCOPE_GLOBAL); } H5E_END_TRY;

@@ -49,6 +49,7 @@ size_t store_total(const store *s) { return s->ax.n_model * s->ax.n_window * s->
 size_t store_block_doubles(const store *s) { return s->lay.total; }
 int store_was_rebuilt(const store *s) { return s->rebuilt; }
 int store_compressed(const store *s) { return s->compress; }
+int store_checksummed(const store *s) { return s->fletcher; }
 long long store_torn_bytes(const store *s) { return s->torn; }
 const char *store_journal_damage(const store *s) { return s->damage_note ? s->damage_note : ""; }
 int store_cell_status(const store *s, size_t m, size_t w, size_t l) { return s->status[cell_at(s, m, w, l)]; }
@@ -121,7 +122,7 @@ static void store_free(store *s) {
     free(s->status), free(s->attempts), free(s->rank), free(s->wall_time), free(s->in_flight);
     free(s->last_commit);
     free(s->values_crc), free(s->compacted), free(s->batch), free(s->batch_crc);
-    free(s->deflated), free(s->dz_buf), free(s->dz_scratch);
+    free(s->deflated), free(s->dz_buf), free(s->dz_conv), free(s->dz_scratch);
     for (size_t i = 0; i < s->n_segs; i++)
         free(s->segs[i].hosts), free(s->segs[i].job), free(s->segs[i].note);
     free(s->damage_note);
@@ -346,6 +347,77 @@ static int note_lost(store *s, as_err *err) {
     return rc ? as_fail(err, "%s: cannot update provenance", s->path) : 0;
 }
 
+/* Appends text to the open's note (store_journal_damage: stderr, and this segment's row of
+ * /provenance, written with the next st_write_segments). */
+static int note_add(store *s, const char *text, as_err *err) {
+    char buf[8192];
+    snprintf(buf, sizeof buf, "%s%s%s", s->damage_note ? s->damage_note : "",
+             s->damage_note && s->damage_note[0] ? "; " : "", text);
+    free(s->damage_note);
+    s->damage_note = st_dupstr(buf);
+    segment *sg = &s->segs[s->seg_index];
+    free(sg->note);
+    sg->note = st_dupstr(buf);
+    return s->damage_note && sg->note ? 0 : as_fail(err, "%s: out of memory", s->path);
+}
+
+/* Checks the stored chunks of every done cell of the view just opened against the journal's
+ * CRC-32 of its values, and the Fletcher32 checksums the chunks carry (chunks.c, without
+ * inflating). A damaged cell whose values the journal still holds is written again from it;
+ * a compacted one (only the view held it) is pending again -- journaled with status 0, its
+ * values back to the fill -- and so computed again. The count goes into the open's note. */
+static int verify_view(store *s, as_err *err) {
+    size_t rewritten = 0;
+    s->damaged = 0;
+    int rc = 0;
+    for (size_t c = 0; c < store_total(s) && !rc; c++) {
+        if (s->status[c] != STORE_DONE) continue;
+        size_t m, w, l;
+        cell_of(s, c, &m, &w, &l);
+        const unsigned char *vals;
+        size_t len;
+        if (st_cell_intact(s, s->file, m, w, l, s->deflated[c], s->values_crc[c], &vals, &len)) continue;
+        if (!s->compacted[c]) {
+            unsigned char *buf = s->packed;
+            if (s->deflated[c] && st_dz_buffers(s)) return as_fail(err, "%s: out of memory", s->path);
+            if (s->deflated[c]) buf = s->dz_buf;
+            if (journal_read_payload(s->jr, &s->last_commit[c], buf, err)) return -1;
+            H5E_BEGIN_TRY {
+                rc = st_write_cell_any(s, m, w, l, buf, (size_t)s->last_commit[c].payload_len, s->deflated[c]);
+            } H5E_END_TRY;
+            if (rc) return as_fail(err, "%s: cannot write a damaged cell again from the journal", s->path);
+            rewritten++;
+            continue;
+        }
+        journal_record r = s->last_commit[c];
+        r.status = STORE_PENDING, r.flags = 0, r.payload_len = 0;
+        if (journal_append(s->jr, &r, NULL, err)) return -1;
+        s->last_commit[c].type = 0;
+        s->status[c] = STORE_PENDING;
+        s->compacted[c] = 0;
+        st_fill_packed(s, s->packed);
+        H5E_BEGIN_TRY {
+            rc = st_write_cell_values(s, m, w, l, s->packed) || st_write_bookkeeping_cell(s, m, w, l);
+        } H5E_END_TRY;
+        if (rc) return as_fail(err, "%s: cannot reset a damaged cell", s->path);
+        s->damaged++;
+    }
+    char text[4608];
+    if (s->damaged) {
+        snprintf(text, sizeof text, "%s: %zu done cell%s failed %s checksum (a damaged chunk in the "
+                 "file, whose only copy it was); computed again", s->path, s->damaged,
+                 s->damaged == 1 ? "" : "s", s->damaged == 1 ? "its" : "their");
+        if (note_add(s, text, err)) return -1;
+    }
+    if (rewritten) {
+        snprintf(text, sizeof text, "%s: %zu done cell%s failed %s checksum in the file and %s "
+                 "written again from the journal", s->path, rewritten, rewritten == 1 ? "" : "s",
+                 rewritten == 1 ? "its" : "their", rewritten == 1 ? "was" : "were");
+        if (note_add(s, text, err)) return -1;
+    }
+    return 0;
+}
+
 store *store_open(const char *path, const store_axes *axes, const store_provenance *prov,
                   store_mode mode, int flags, as_err *err) {
     store *s = calloc(1, sizeof *s);
@@ -357,6 +429,9 @@ store *store_open(const char *path, const store_axes *axes, const store_provenan
     for (int v = 0; v < N_METRICS; v++) s->metric_ds[v] = -1;
     s->t_open = st_now();
     s->compress = (flags & STORE_COMPRESSED) != 0;
+    /* a view created now checksums its chunks (the test build can make one as attnsweep did
+     * before checksums, to test that such an output keeps its form) */
+    s->fletcher = st_test_number("ATTNSWEEP_TEST_NO_CHECKSUMS") != 1;
     if (store_sidecar(s->path, sizeof s->path, path, "") ||
         store_sidecar(s->journal_path, sizeof s->journal_path, path, ".journal") ||
         store_sidecar(s->lock_path, sizeof s->lock_path, path, ".lock") ||
@@ -385,11 +460,11 @@ store *store_open(const char *path, const store_axes *axes, const store_provenan
     st_reserve_create(s);
     int have_journal = fileio_exists(s->journal_path, 0), have_file = fileio_exists(s->path, 0);
     /* An existing view's own filters decide how cells are stored, not the flag: an
-     * output created plain stays plain, a compressed one stays compressed (and a
-     * rebuild follows the view it replaces). */
+     * output created plain stays plain, a compressed one stays compressed, one without
+     * chunk checksums stays without (and a rebuild follows the view it replaces). */
     if (have_file && have_journal) {
-        int f = store_file_compressed(s->path);
-        if (f >= 0) s->compress = f;
+        int f = st_file_form(s->path);
+        if (f >= 0) s->compress = (f & ST_FORM_DEFLATE) != 0, s->fletcher = (f & ST_FORM_FLETCHER) != 0;
     }
     journal_header want;
     memset(&want, 0, sizeof want);
@@ -483,6 +558,7 @@ store *store_open(const char *path, const store_axes *axes, const store_provenan
                 s->last_commit[c].type = 0;
             }
         } else {
+            if (verify_view(s, err)) goto fail;
             int rc;
             H5E_BEGIN_TRY {
                 rc = st_write_root_attrs(s, s->file) || st_write_segments(s, s->file) ||

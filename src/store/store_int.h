@@ -67,8 +67,12 @@ struct store {
     size_t payload_bytes, var_offset[N_METRICS];
     unsigned char *packed; /* one cell's packed payload */
     int compress;          /* the view's chunks have shuffle + deflate (store_compressed) */
+    int fletcher;          /* the view's cell chunks end with HDF5's Fletcher32 checksum
+                            * (store_checksummed; deflate.c "ASZ2") */
+    size_t damaged;        /* done cells whose stored chunks failed their check at this open */
     unsigned char *dz_scratch; /* payload_bytes: shuffle buffer for deflate.c */
     unsigned char *dz_buf;     /* store_deflate_bound(): one cell deflated (salvage, compaction) */
+    unsigned char *dz_conv;    /* dz_cap: a deflated cell in the other checksum form (chunks.c) */
     size_t dz_cap;
 
     /* per cell, [model][window][l_index] */
@@ -171,24 +175,50 @@ int st_read_cell_values(const store *s, hid_t f, size_t m, size_t w, size_t l, u
 int st_var_rank(cr_var v);
 /* The chunk of variable v in a deflated cell; returns its length. */
 size_t st_deflated_var(const unsigned char *in, int v, const unsigned char **chunk);
-void st_deflated_header(unsigned char *out, const uint64_t *len); /* len[N_METRICS] */
+/* len[N_METRICS]; fletcher32: the "ASZ2" form (each chunk ends with its checksum) */
+void st_deflated_header(unsigned char *out, const uint64_t *len, int fletcher32);
 size_t st_deflated_header_bytes(void);
+/* 1 when a deflated cell is in the "ASZ2" form (chunks end with their Fletcher32). */
+int st_deflated_summed(const unsigned char *in);
+/* A deflated cell (either form, already checked) copied into the form fletcher32 asks for
+ * (its checksums dropped or computed); its size, 0 when it does not fit in cap. */
+size_t st_deflated_convert(const unsigned char *in, unsigned char *out, size_t cap, int fletcher32);
+/* ---- HDF5's Fletcher32 checksum (fletcher32.c) ---- */
+uint32_t st_fletcher32(const unsigned char *p, size_t n);
+/* Appends the checksum of chunk[0..n) at chunk + n (4 bytes, as HDF5 stores it). */
+void st_fletcher32_put(unsigned char *chunk, size_t n);
+/* 1 when the last 4 of len bytes are the Fletcher32 of the ones before. */
+int st_fletcher32_ok(const unsigned char *chunk, size_t len);
 /* 1 when the view file f's metric datasets carry shuffle + deflate, 0 when not, -1 when
  * it cannot tell (no dist_true). */
 int st_view_filters(hid_t f);
+/* The view file f's cell form: ST_FORM_* bits, -1 when it cannot tell (no dist_true).
+ * ST_FORM_DEFLATE: exactly shuffle + deflate 1 (+ fletcher32 last), what deflate.c makes;
+ * ST_FORM_FLETCHER: the last filter is fletcher32. */
+enum { ST_FORM_DEFLATE = 1, ST_FORM_FLETCHER = 2 };
+int st_view_form(hid_t f);
+int st_file_form(const char *path);
 /* Writes a deflated cell's chunks into the open view as they are (H5Dwrite_chunk). */
 int st_write_cell_chunks(store *s, size_t m, size_t w, size_t l, const unsigned char *dz);
 /* Reads a cell's stored chunks from view f (H5Dread_chunk) into the deflated form at out
- * (cap bytes); *len gets its size. -1 when a chunk is missing, was stored with a filter
- * skipped, or does not fit. A file from before the model axis holds model 0 only. */
-int st_read_cell_chunks(const store *s, hid_t f, size_t m, size_t w, size_t l, unsigned char *out,
-                        size_t cap, size_t *len);
+ * (cap bytes); *len gets its size. fletcher32: the view's chunks end with the checksum
+ * (the "ASZ2" form), each is verified. -1 when a chunk is missing, was stored with a
+ * filter skipped, fails its checksum, or does not fit. A file from before the model axis
+ * holds model 0 only. */
+int st_read_cell_chunks(const store *s, hid_t f, size_t m, size_t w, size_t l, int fletcher32,
+                        unsigned char *out, size_t cap, size_t *len);
 /* s->dz_buf (dz_cap bytes) and s->dz_scratch, made on first use; 0 or -1. */
 int st_dz_buffers(store *s);
 /* A cell's values as journaled (packed, or deflated when deflated is 1) read back from
  * view f into s->packed or s->dz_buf; *out points at them, *len their size. 0 or -1. */
 int st_read_cell_as(store *s, hid_t f, size_t m, size_t w, size_t l, int deflated,
                     const unsigned char **out, size_t *len);
+/* st_read_cell_as checked against crc, the CRC-32 the journal holds for the cell's values
+ * as journaled: 1 intact (*out, *len: the journaled bytes), 0 damaged or unreadable. A
+ * deflated cell is compared in both checksum forms ("ASZ1"/"ASZ2": a cell journaled in one
+ * and stored in the other, e.g. merged from an older shard). */
+int st_cell_intact(store *s, hid_t f, size_t m, size_t w, size_t l, int deflated, uint32_t crc,
+                   const unsigned char **out, size_t *len);
 /* Writes a cell's values held in either form into the open view in its form. */
 int st_write_cell_any(store *s, size_t m, size_t w, size_t l, const unsigned char *data, size_t len,
                       int deflated);
@@ -208,6 +238,9 @@ int st_reconcile_view(store *s, as_err *err); /* 1 = rebuild needed */
  * back from it, and rewrites the journal with those cells compacted (journal.h
  * "Compaction"). 0, or -1 with err filled (the journal is then unchanged). */
 int st_compact(store *s, as_err *err);
+/* A store that only knows the layout of axes (reading an output without being its writer):
+ * for st_read_cell_as and st_cell_intact; free its dz_buf, dz_conv and dz_scratch. */
+void st_layout_store(store *s, const store_axes *axes);
 
 /* ---- the status file (status.c) ---- */
 

@@ -24,6 +24,8 @@
  * the environment variable NAME, -1 when unset (production: always -1); the store reads
  *   ATTNSWEEP_TEST_COMPACT_BYTES=n    compact the journal once n payload bytes are
  *                                     uncompacted (0: never, not even at close)
+ *   ATTNSWEEP_TEST_NO_CHECKSUMS=1     a view created now has no Fletcher32 filter, as
+ *                                     views were before checksums (store.c)
  * Phases:
  *   dispatch_written   a dispatch record appended, not synced     (store.c)
  *   data_flushed, status_flushed, journal_written (before the fsync),

@@ -255,7 +255,7 @@ static double deflate_window(const cr_layout *lay, const unsigned char *sent, si
         for (int c = 0; c < CELLS; c++) {
             size_t len = 0;
             as_err err;
-            if (store_deflate_cell(lay, sent + (size_t)c * pb, out + (size_t)c * dzb, dzb, &len, scratch, &err))
+            if (store_deflate_cell(lay, sent + (size_t)c * pb, out + (size_t)c * dzb, dzb, &len, scratch, 1, &err))
                 fprintf(stderr, "bench_master: %s\n", err.msg);
             memset(out + (size_t)c * dzb + len, 0, dzb - len);
             *bytes += (double)len;

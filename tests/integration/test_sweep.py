@@ -90,14 +90,15 @@ JF_COMPACT, JF_DEFLATE = 1, 2
 
 def same_chunks_as_hdf5(z_path, plain_path, what):
     """Every chunk the workers deflated (z_path) equals the chunk HDF5's own shuffle +
-    deflate(1) pipeline stores for the same values (written here through h5py into a new
-    file), compared raw with read_direct_chunk."""
+    deflate(1) + fletcher32 pipeline stores for the same values (written here through h5py
+    into a new file), compared raw with read_direct_chunk: the worker-side Fletcher32
+    checksum is HDF5's, byte for byte."""
     ref = f"{SCRATCH}/hdf5_ref.h5"
     with h5py.File(z_path, "r") as z, h5py.File(plain_path, "r") as p, h5py.File(ref, "w") as r:
         n = 0
         for v in ("dist_true", "rows_used", "grad_fd", "ks_pvalue", "crit_N"):
             d = r.create_dataset(v, data=p[v][()], chunks=z[v].chunks, shuffle=True, compression="gzip",
-                                 compression_opts=1)
+                                 compression_opts=1, fletcher32=True)
             st = p["status"][()]
             for idx in zip(*np.nonzero(st == 1)):
                 off = tuple(int(i) for i in idx) + (0,) * (z[v].ndim - 3)
@@ -133,9 +134,10 @@ def case_compress():
     same_values(f"{SCRATCH}/cz1.h5", f"{SCRATCH}/cp.h5", "compressed (1 rank) vs plain chunks")
     with h5py.File(f"{SCRATCH}/cz.h5", "r") as z, h5py.File(f"{SCRATCH}/cp.h5", "r") as plain:
         for v in ("dist_true", "sep_ratio", "grad_fd", "ks_pvalue"):
-            check(z[v].compression == "gzip" and z[v].compression_opts == 1 and z[v].shuffle,
-                  f"{v}: default chunks not shuffle + deflate 1")
-            check(plain[v].compression is None and not plain[v].shuffle, f"{v}: compress = false chunks are filtered")
+            check(z[v].compression == "gzip" and z[v].compression_opts == 1 and z[v].shuffle and z[v].fletcher32,
+                  f"{v}: default chunks not shuffle + deflate 1 + fletcher32")
+            check(plain[v].compression is None and not plain[v].shuffle and plain[v].fletcher32,
+                  f"{v}: compress = false chunks are compressed, or carry no checksum")
     same_chunks_as_hdf5(f"{SCRATCH}/cz.h5", f"{SCRATCH}/cp.h5", "worker-deflated chunks")
     size_z, size_p = os.path.getsize(f"{SCRATCH}/cz.h5"), os.path.getsize(f"{SCRATCH}/cp.h5")
     check(size_z < size_p, f"compressed file {size_z} B is not smaller than the plain {size_p} B")

@@ -25,11 +25,13 @@ add_test(NAME test_hooks_only_in_test_build
                  $<TARGET_FILE:attnsweep> $<TARGET_FILE:attnsweep_test>)
 # store_recovery_*: journal damage in the middle, the stale-lock race (held open by a hook),
 # pid reuse, another host's lock, a killed merge, status without its journal, a kill at every
-# step of the journal's compaction (compact_killed)
+# step of the journal's compaction (compact_killed), a flipped byte in a stored chunk
+# (chunk_flip_*, checksum_form_kept)
 # (tests/reliability/test_store_recovery.py; a few seconds each).
 foreach(case journal_flip_middle journal_cut_middle journal_identity lock_race lock_overwritten
              lock_pid_reused lock_other_host merge_killed status_no_journal compact_killed
-             disk_full_compacted)
+             disk_full_compacted chunk_flip_compressed chunk_flip_plain checksum_form_kept
+             merge_damaged_shard)
   add_test(NAME store_recovery_${case}
            COMMAND ${AS_PYTHON} ${CMAKE_SOURCE_DIR}/tests/reliability/test_store_recovery.py
                    $<TARGET_FILE:attnsweep_test> ${CMAKE_BINARY_DIR}/models/tiny

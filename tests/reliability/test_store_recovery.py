@@ -19,6 +19,14 @@ real `attnsweep_test` (the program with the store's test hooks, src/store/testho
                         merge, or the next run, removes it
   status_no_journal     `status` without the journal: counts and L lines agree, and it says
                         the journal is missing
+  chunk_flip_compressed, chunk_flip_plain
+                        a byte flipped in a stored chunk of a finished, compacted output:
+                        h5py raises, status says damaged, the resume computes exactly that
+                        cell again and the file equals an undisturbed run
+  checksum_form_kept    an output from before checksums keeps its form when extended; its
+                        damage is still found (the journal's CRC-32)
+  merge_damaged_shard   merge refuses a shard with a damaged chunk, and the command its
+                        message names repairs the shard so the merge then succeeds
 
 Every wait is for a state (a hook's phase line, a process's exit), never a sleep.
 
@@ -462,9 +470,130 @@ def case_disk_full_compacted():
         subprocess.run(["umount", "-l", disk], capture_output=True)
 
 
+# ---- stored chunks carry checksums (docs/reliability.md "Stored chunks are checked") ----
+
+def flip_chunk_byte(path, var, w, l):
+    """Flips one byte in the middle of the stored chunk of cell (model 0, w, l) of var, in
+    the file itself (the chunk's address from h5py's chunk index), and returns its offset."""
+    with h5py.File(path, "r") as f:
+        ds = f[var]
+        info = ds.id.get_chunk_info_by_coord((0, w, l) + (0,) * (ds.ndim - 3))
+        at = info.byte_offset + info.size // 2
+    with open(path, "r+b") as f:
+        f.seek(at)
+        b = f.read(1)
+        f.seek(at)
+        f.write(bytes([b[0] ^ 0x01]))
+    return at
+
+
+def chunk_flip(name, sets):
+    """A finished, compacted output (the close compacts: the view holds the only copy of the
+    values) with one byte flipped inside one cell's chunk: h5py refuses to read it, `status`
+    says damaged, the resume computes exactly that cell again, and the file ends with the
+    values of an undisturbed run."""
+    d = setup(name)
+    p = cli(["run", "a.cfg"] + sets, d)
+    check(p.returncode == 0, f"{name}: first run exit {p.returncode}: {p.stderr[-300:]}")
+    check(all(r[5] == 16 for r in records(f"{d}/out.h5.journal") if r[1] == JR_COMMIT and r[4] == 1),
+          f"{name}: the finished output is compacted")
+    with h5py.File(f"{d}/out.h5", "r") as f:
+        check(f["dist_true"].fletcher32 and f["ks_pvalue"].fletcher32,
+              f"{name}: the cell datasets carry the Fletcher32 filter")
+        Ls = list(f["L"][()])
+    w, l = 1, 1
+    flip_chunk_byte(f"{d}/out.h5", "dist_true", w, l)
+    with h5py.File(f"{d}/out.h5", "r") as f:
+        try:
+            f["dist_true"][0, w, l]
+            raised = ""
+        except OSError as e:
+            raised = str(e)
+        check("checksum" in raised.lower() or "filter" in raised.lower(),
+              f"{name}: h5py reading the damaged cell raises (not other numbers): {raised!r}")
+        f["dist_true"][0, 0, 0]  # the other cells read
+    s = cli(["status", "out.h5"], d)
+    check(s.returncode == 3 and "DAMAGED: 1 of 9 done cells" in s.stdout,
+          f"{name}: status says one cell is damaged: exit {s.returncode}: {s.stdout[-500:]!r}")
+    p = cli(["run", "a.cfg"] + sets, d)
+    notes = [x for x in p.stderr.splitlines() if "its checksum" in x or "their checksum" in x]
+    check(p.returncode == 0 and len(notes) == 1 and "1 done cell failed its checksum" in notes[0],
+          f"{name}: the resume says in one line that 1 cell is computed again: exit "
+          f"{p.returncode}: {p.stderr[-500:]!r}")
+    att = attempts_by_cell(f"{d}/out.h5")
+    again = [c for c, n in att.items() if n != 1]
+    check(again == [(w, int(Ls[l]))], f"{name}: exactly the damaged cell is computed again: {again}")
+    same_values(reference(), f"{d}/out.h5", f"{name}: repaired file vs undisturbed run")
+    s = cli(["status", "out.h5"], d)
+    check(s.returncode == 0 and "9 done cells' stored chunks are intact" in s.stdout,
+          f"{name}: status after the repair: exit {s.returncode}: {s.stdout[-300:]!r}")
+
+
+def case_chunk_flip_compressed():
+    chunk_flip("chunk_flip_compressed", [])
+
+
+def case_chunk_flip_plain():
+    chunk_flip("chunk_flip_plain", ["--set", "runtime.compress=false"])
+
+
+def case_checksum_form_kept():
+    """An output made before checksums (the test build's ATTNSWEEP_TEST_NO_CHECKSUMS=1) keeps
+    its form when resumed and extended (the rebuild follows the old view; the workers then
+    send chunks without checksums), and its values equal an undisturbed run's. A flipped byte
+    in it is still found on resume, by the journal's CRC-32 of the cell."""
+    name = "checksum_form_kept"
+    d = setup(name)
+    old = dict(ENV, ATTNSWEEP_TEST_NO_CHECKSUMS="1")
+    p = cli(["run", "a.cfg", "--set", "windows.count=2"], d, old)
+    check(p.returncode == 0, f"{name}: first run exit {p.returncode}: {p.stderr[-300:]}")
+    p = cli(["run", "a.cfg"], d)
+    check(p.returncode == 0, f"{name}: extension exit {p.returncode}: {p.stderr[-300:]}")
+    with h5py.File(f"{d}/out.h5", "r") as f:
+        check(not f["dist_true"].fletcher32 and f["dist_true"].compression == "gzip",
+              f"{name}: the extended output keeps its form (compressed, no checksum): "
+              f"{f['dist_true'].compression} fletcher32={f['dist_true'].fletcher32}")
+    same_values(reference(), f"{d}/out.h5", f"{name}: extended file vs undisturbed run")
+    flip_chunk_byte(f"{d}/out.h5", "dist_true", 2, 0)
+    p = cli(["run", "a.cfg"], d)
+    check(p.returncode == 0 and "1 done cell failed its checksum" in p.stderr,
+          f"{name}: the damage is found without a Fletcher32 too: {p.stderr[-400:]!r}")
+    same_values(reference(), f"{d}/out.h5", f"{name}: repaired file vs undisturbed run")
+
+
+def case_merge_damaged_shard():
+    """merge refuses a shard with a damaged compacted cell, and its advice works: the command
+    it names computes the cell again, and the merge then equals an undisturbed run."""
+    name = "merge_damaged_shard"
+    d = setup(name)
+    for i in range(2):
+        p = cli(["run", "a.cfg", "--shard", f"{i}/2"], d)
+        check(p.returncode == 0, f"{name}: shard {i}: exit {p.returncode}: {p.stderr[-300:]}")
+    shards = ["out.shard-0-of-2.h5", "out.shard-1-of-2.h5"]
+    with h5py.File(f"{d}/{shards[1]}", "r") as f:
+        st = f["status"][0]
+        w, l = [(w, l) for w in range(st.shape[0]) for l in range(st.shape[1]) if st[w, l] == 1][0]
+    flip_chunk_byte(f"{d}/{shards[1]}", "grad_fd", w, l)
+    p = cli(["merge"] + shards, d)
+    msg = one_line(p)
+    check(p.returncode != 0 and shards[1] in msg and "attnsweep run" in msg,
+          f"{name}: merge refuses the damaged shard and names what to run: exit {p.returncode}: {msg!r}")
+    advice = msg.split("`")[1] if msg.count("`") >= 2 else ""
+    check(advice == "attnsweep run CONFIG --shard 1/2", f"{name}: the advice is the shard's command: {advice!r}")
+    if advice.startswith("attnsweep run "):
+        p = cli(advice.replace("CONFIG", "a.cfg").split()[1:], d)
+        check(p.returncode == 0 and "1 done cell failed its checksum" in p.stderr,
+              f"{name}: the advised run computes the cell again: exit {p.returncode}: {p.stderr[-400:]!r}")
+    p = cli(["merge"] + shards, d)
+    check(p.returncode == 0, f"{name}: merge after the advised run: exit {p.returncode}: {p.stderr[-300:]}")
+    same_values(reference(), f"{d}/out.h5", f"{name}: merged file vs undisturbed run")
+
+
 CASES = [case_journal_flip_middle, case_journal_cut_middle, case_journal_identity, case_lock_race,
          case_lock_overwritten, case_lock_pid_reused, case_lock_other_host, case_merge_killed,
-         case_status_no_journal, case_compact_killed, case_disk_full_compacted]
+         case_status_no_journal, case_compact_killed, case_disk_full_compacted,
+         case_chunk_flip_compressed, case_chunk_flip_plain, case_checksum_form_kept,
+         case_merge_damaged_shard]
 
 if __name__ == "__main__":
     os.makedirs(SCRATCH, exist_ok=True)

@@ -52,8 +52,9 @@ static void fill_noisy(double *b, const cr_layout *lay, unsigned seed) {
         }
 }
 
-/* The chunk HDF5 stores for n elements of variable v (its pipeline: shuffle, deflate 1). */
-static unsigned char *hdf5_chunk(int v, const unsigned char *data, size_t n, hsize_t *size) {
+/* The chunk HDF5 stores for n elements of variable v (its pipeline: shuffle, deflate 1, and
+ * with sum fletcher32). */
+static unsigned char *hdf5_chunk(int v, const unsigned char *data, size_t n, int sum, hsize_t *size) {
     const char *path = "test_deflate.ref.h5";
     hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
     hsize_t dim = n;
@@ -62,6 +63,7 @@ static unsigned char *hdf5_chunk(int v, const unsigned char *data, size_t n, hsi
     H5Pset_chunk(dcpl, 1, &dim);
     H5Pset_shuffle(dcpl);
     H5Pset_deflate(dcpl, 1);
+    if (sum) H5Pset_fletcher32(dcpl);
     hid_t t = elem_size(v) == 8 ? H5T_IEEE_F64LE : (v == CR_ROWS_USED || v == CR_CRIT_N) ? H5T_STD_I32LE
                                                                                           : H5T_IEEE_F32LE;
     hid_t ds = H5Dcreate2(f, "x", t, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
@@ -85,7 +87,7 @@ static unsigned char *hdf5_chunk(int v, const unsigned char *data, size_t n, hsi
 }
 
 static void test_equals_hdf5(size_t n_N, size_t n_T, size_t n_eps, size_t n_layer, size_t n_head,
-                             unsigned seed) {
+                             unsigned seed, int sum) {
     cr_layout lay;
     cr_layout_init(&lay, n_N, n_T, n_eps, 1, n_layer, n_head);
     double *block = malloc(lay.total * sizeof *block);
@@ -95,15 +97,15 @@ static void test_equals_hdf5(size_t n_N, size_t n_T, size_t n_eps, size_t n_laye
     store_pack_cell(&lay, block, packed);
     size_t len = 0;
     as_err err;
-    CHECK(store_deflate_cell(&lay, packed, dz, cap, &len, scratch, &err) == 0, "deflate: %s", err.msg);
-    CHECK(memcmp(dz, "ASZ1", 4) == 0 && dz[4] == NV && !dz[5] && !dz[6] && !dz[7], "header magic and count");
+    CHECK(store_deflate_cell(&lay, packed, dz, cap, &len, scratch, sum, &err) == 0, "deflate: %s", err.msg);
+    CHECK(memcmp(dz, sum ? "ASZ2" : "ASZ1", 4) == 0 && dz[4] == NV && !dz[5] && !dz[6] && !dz[7], "header magic and count");
     CHECK(store_deflated_size(&lay, dz, cap) == len, "self-described size %zu", len);
     size_t at = 8 + 8 * NV, off = 0;
     int equal = 0;
     for (int v = 0; v < NV; v++) {
         size_t cl = (size_t)get64(dz + 8 + 8 * (size_t)v), n = lay.count[v];
         hsize_t hs;
-        unsigned char *ref = hdf5_chunk(v, packed + off, n, &hs);
+        unsigned char *ref = hdf5_chunk(v, packed + off, n, sum, &hs);
         int same = hs == cl && at + cl <= len && memcmp(ref, dz + at, cl) == 0;
         CHECK(same, "%s (%zu elements of %zu bytes): our chunk %zu bytes, HDF5's %llu bytes%s",
               cr_var_name((cr_var)v), n, elem_size(v), cl, (unsigned long long)hs,
@@ -115,9 +117,9 @@ static void test_equals_hdf5(size_t n_N, size_t n_T, size_t n_eps, size_t n_laye
     CHECK(at == len, "chunks fill the payload: %zu of %zu", at, len);
     CHECK(store_inflate_cell(&lay, dz, len, back, scratch, &err) == 0 && memcmp(back, packed, pb) == 0,
           "inflate gives the packed values back");
-    printf("layout %zux%zux%zu, %zux%zu heads: %zu bytes packed, %zu deflated (%.2fx); %d of %d "
-           "chunks equal to HDF5's\n", n_N, n_T, n_eps, n_layer, n_head, pb, len,
-           (double)pb / (double)len, equal, NV);
+    printf("layout %zux%zux%zu, %zux%zu heads%s: %zu bytes packed, %zu deflated (%.2fx); %d of %d "
+           "chunks equal to HDF5's\n", n_N, n_T, n_eps, n_layer, n_head, sum ? ", Fletcher32" : "",
+           pb, len, (double)pb / (double)len, equal, NV);
     /* a damaged header is not a cell */
     dz[8 + 5] ^= 0x40; /* a length past what the layout allows */
     CHECK(store_deflated_size(&lay, dz, cap) == 0, "an impossible length is refused");
@@ -125,9 +127,71 @@ static void test_equals_hdf5(size_t n_N, size_t n_T, size_t n_eps, size_t n_laye
     dz[8] ^= 0x01; /* a plausible length: the sizes no longer add up to the payload */
     CHECK(store_inflate_cell(&lay, dz, len, back, scratch, &err) != 0, "inflate refuses a changed length");
     dz[8] ^= 0x01;
-    dz[at - 3] ^= 0xff; /* inside the last chunk's Adler-32 */
+    dz[at - 3] ^= 0xff; /* inside the last chunk's Adler-32 (with sum: its Fletcher32) */
     CHECK(store_inflate_cell(&lay, dz, len, back, scratch, &err) != 0, "inflate refuses a damaged stream");
+    dz[at - 3] ^= 0xff;
+    if (sum) {
+        dz[8 + 8 * NV + 2] ^= 0x10; /* inside the first chunk's deflate data: its checksum fails */
+        CHECK(store_inflate_cell(&lay, dz, len, back, scratch, &err) != 0 && strstr(err.msg, "Fletcher32"),
+              "inflate refuses a chunk that fails its checksum: %s", err.msg);
+        dz[8 + 8 * NV + 2] ^= 0x10;
+    }
     free(block), free(packed), free(dz), free(scratch), free(back);
+}
+
+/* ---- the Fletcher32 checksum alone (src/store/fletcher32.c, internal to the store) ---- */
+
+uint32_t st_fletcher32(const unsigned char *p, size_t n);
+
+/* The checksum HDF5's fletcher32 filter appends to a chunk of n bytes (uint8 elements, the
+ * filter alone), as stored: the last 4 bytes of H5Dread_chunk, least significant first. */
+static int hdf5_fletcher32(const unsigned char *data, size_t n, uint32_t *sum) {
+    const char *path = "test_deflate.f32.h5";
+    hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    hsize_t dim = n;
+    hid_t sp = H5Screate_simple(1, &dim, NULL);
+    hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    H5Pset_chunk(dcpl, 1, &dim);
+    H5Pset_fletcher32(dcpl);
+    hid_t ds = H5Dcreate2(f, "x", H5T_STD_U8LE, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    int rc = H5Dwrite(ds, H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0 ? -1 : 0;
+    hsize_t off = 0, size = 0;
+    uint32_t mask = 1;
+    unsigned char *buf = malloc(n + 4);
+    if (!rc && (H5Dget_chunk_storage_size(ds, &off, &size) < 0 || size != n + 4 ||
+                H5Dread_chunk(ds, H5P_DEFAULT, &off, &mask, buf) < 0 || mask != 0 || memcmp(buf, data, n)))
+        rc = -1;
+    *sum = 0;
+    for (int i = 3; !rc && i >= 0; i--) *sum = *sum << 8 | buf[n + (size_t)i];
+    free(buf);
+    H5Dclose(ds), H5Pclose(dcpl), H5Sclose(sp), H5Fclose(f);
+    unlink(path);
+    return rc;
+}
+
+/* Lengths around HDF5's 360-word reduction step and our 128-word block, odd lengths (the
+ * last byte a half word), and contents whose sums are 0 or a multiple of 65535 (the ones'-
+ * complement 0xffff), against HDF5's own filter. */
+static void test_fletcher32(void) {
+    static const size_t lens[] = {1, 2, 3, 4, 255, 256, 257, 719, 720, 721, 722, 1441, 65535, 1000003};
+    unsigned char *b = malloc(1000003);
+    uint64_t x = 42;
+    int cases = 0, equal = 0;
+    for (int kind = 0; kind < 4; kind++)
+        for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
+            size_t n = lens[i];
+            for (size_t k = 0; k < n; k++) {
+                x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+                b[k] = kind == 0 ? (unsigned char)x : kind == 1 ? 0 : kind == 2 ? 0xff : (unsigned char)(k % 2 ? 0xff : 0);
+            }
+            uint32_t want, got = st_fletcher32(b, n);
+            CHECK(hdf5_fletcher32(b, n, &want) == 0, "HDF5's fletcher32 chunk of %zu bytes", n);
+            CHECK(got == want, "Fletcher32 of %zu %s bytes: ours %08x, HDF5's %08x", n,
+                  kind == 0 ? "random" : kind == 1 ? "zero" : kind == 2 ? "0xff" : "0x00ff", got, want);
+            cases++, equal += got == want;
+        }
+    printf("Fletcher32: %d of %d buffers equal to HDF5's filter\n", equal, cases);
+    free(b);
 }
 
 /* ---- the store ---- */
@@ -152,7 +216,7 @@ static size_t cell_payload(const cr_layout *lay, size_t w, size_t l, unsigned ch
     store_pack_cell(lay, b, packed);
     size_t len = 0;
     as_err err;
-    store_deflate_cell(lay, packed, dz, cap, &len, scratch, &err);
+    store_deflate_cell(lay, packed, dz, cap, &len, scratch, 1, &err);
     free(b), free(scratch);
     return len;
 }
@@ -186,7 +250,7 @@ static int file_matches(const cr_layout *lay, size_t n_window, size_t n_L, int *
         hid_t ds = H5Dopen2(f, cr_var_name((cr_var)v), H5P_DEFAULT);
         hid_t dcpl = H5Dget_create_plist(ds);
         int nf = H5Pget_nfilters(dcpl);
-        if (*filtered < 0) *filtered = nf == 2;
+        if (*filtered < 0) *filtered = nf >= 2; /* shuffle + deflate (+ fletcher32) */
         H5Pclose(dcpl);
         size_t n = lay->count[v], total = n_window * n_L * n;
         int is_int = fx_is_int(v), is64 = elem_size(v) == 8;
@@ -324,9 +388,12 @@ static void test_old_journal(void) {
 
 int main(void) {
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    test_equals_hdf5(3, 2, 2, 2, 3, 1);
-    test_equals_hdf5(28, 22, 3, 4, 3, 2); /* the paper grid's N, T, eps; a small model */
-    test_equals_hdf5(1, 1, 1, 1, 1, 3);   /* one element per chunk: shuffle is the identity */
+    for (int sum = 0; sum <= 1; sum++) {
+        test_equals_hdf5(3, 2, 2, 2, 3, 1, sum);
+        test_equals_hdf5(28, 22, 3, 4, 3, 2, sum); /* the paper grid's N, T, eps; a small model */
+        test_equals_hdf5(1, 1, 1, 1, 1, 3, sum);   /* one element per chunk: shuffle is the identity */
+    }
+    test_fletcher32();
     test_store();
     test_old_journal();
     return check_summary("test_deflate");
