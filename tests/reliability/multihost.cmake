@@ -9,7 +9,7 @@ foreach(case pss kill_master kill_worker usr1 usr1_remote)
            COMMAND ${AS_PYTHON} ${CMAKE_SOURCE_DIR}/tests/reliability/test_multihost.py
                    $<TARGET_FILE:attnsweep_test> ${CMAKE_BINARY_DIR}/models/tiny
                    ${CMAKE_BINARY_DIR}/scratch/multihost_${case} ${case})
-  set_tests_properties(multihost_${case} PROPERTIES FIXTURES_REQUIRED model_tiny TIMEOUT 300
+  set_tests_properties(multihost_${case} PROPERTIES FIXTURES_REQUIRED model_tiny TIMEOUT 600
                        SKIP_RETURN_CODE 77 LABELS multihost
                        ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OPENBLAS_NUM_THREADS=1")
 endforeach()

@@ -47,7 +47,7 @@ BIN, MODEL, SCRATCH = (os.path.abspath(a) for a in sys.argv[1:4])
 ONLY = set(sys.argv[4:])
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "multihost")
 NET, AGENT = os.path.join(HERE, "net.sh"), os.path.join(HERE, "agent.sh")
-HANG = 300  # s: a hang limit only, far above any loaded machine's run of this grid
+HANG = 120  # s: a hang limit only, far above any loaded machine's run of this grid (~1 s)
 RUN_ID = f"asmh{os.getpid()}"
 WINDOWS, CELLS_PER_WINDOW = 12, 3
 RANK_COMM = os.path.basename(BIN)[:15]  # /proc/PID/comm of a rank
@@ -309,6 +309,10 @@ def usr1(target):
             # handler runs; then they go on (SIGCONT) and take it.
             for q in ranks:
                 os.kill(q, signal.SIGSTOP)
+            # stopped for certain before the signal comes (a SIGUSR1 arriving while the stop is
+            # still pending would be taken first: it is the lower number)
+            for q in ranks:
+                check(wait_state(q, "T"), f"usr1: rank pid {q} stopped")
             mpirun = h.pids(0, "mpirun")
             check(len(mpirun) == 1, f"usr1: one mpirun on host 0: {mpirun}")
             os.kill(mpirun[0], signal.SIGUSR1)
@@ -343,6 +347,20 @@ def usr1(target):
         rc, _, err = finish(r, f"usr1 {target}: resume")
         check(rc == 0, f"usr1 {target}: resume: exit {rc}: {err[-600:]}")
     same_values(reference(), f"{d}/out.h5", f"SIGUSR1 to {target} + resume vs one host")
+
+
+def wait_state(pid, state, timeout=HANG):
+    """Until pid's /proc/PID/status State is `state` (a letter); True when so."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                if any(l.split()[1] == state for l in f if l.startswith("State:")):
+                    return True
+        except OSError:
+            return False
+        time.sleep(0.005)
+    return False
 
 
 def wait_pending(pid, signo, timeout=HANG):
