@@ -118,17 +118,21 @@ class Hosts:
                 out.append(int(s))
         return out
 
-    def mpirun(self, d, ranks, args, env, **kw):
-        """`mpirun ... BIN run ARGS` started inside host 0 (with its own hostname), ranks
-        spread over the hosts by node (rank 0, the master, on host 0)."""
+    def mpirun(self, d, ranks, args, env, first=0, **kw):
+        """`mpirun ... BIN run ARGS` started inside host `first` (with its own hostname), ranks
+        spread over the hosts by node from there (rank 0, the master, on host `first`)."""
+        order = self.names[first:] + self.names[:first]
+        hostfile = f"{self.dir}/hostfile.{first}"
+        with open(hostfile, "w") as f:
+            f.writelines(f"{n} slots=8\n" for n in order)
         fwd = [a for k in sorted(env) if k.startswith(("ATTNSWEEP_", "OPENBLAS_", "OMPI_ALLOW"))
                for a in ("-x", k)]
-        cmd = ["mpirun", "--hostfile", f"{self.dir}/hostfile", "-np", str(ranks), "--map-by", "node",
+        cmd = ["mpirun", "--hostfile", hostfile, "-np", str(ranks), "--map-by", "node",
                "--mca", "plm_rsh_agent", AGENT, "--mca", "plm_rsh_no_tree_spawn", "1",
                "--mca", "btl", "self,vader,tcp", "--mca", "btl_tcp_if_include", "eth0",
                "--mca", "oob_tcp_if_include", "eth0"] + fwd + [BIN, "run"] + args
-        wrap = ["ip", "netns", "exec", self.names[0], "unshare", "--uts", "sh", "-c",
-                'hostname "$0" && exec "$@"', self.names[0]] + cmd
+        wrap = ["ip", "netns", "exec", self.names[first], "unshare", "--uts", "sh", "-c",
+                'hostname "$0" && exec "$@"', self.names[first]] + cmd
         return subprocess.Popen(wrap, cwd=d, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 text=True, **kw)
 
@@ -169,6 +173,12 @@ def done_cells(path):
 def hosts_of(path):
     with h5py.File(path, "r") as f:
         return [h.decode() if isinstance(h, bytes) else h for h in f["provenance/hosts"][()]]
+
+
+def digest(path):
+    import hashlib
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
 
 
 def held_env(d, phase):
@@ -268,6 +278,20 @@ def kill_host(victim):
         done = done_cells(f"{d}/out.h5") if os.path.exists(f"{d}/out.h5") else -1
         print(f"kill_{victim}: mpirun exit {rc}; {done} of {WINDOWS * CELLS_PER_WINDOW} cells in the file "
               f"after the kill; its last lines:\n  " + "\n  ".join(err.strip().splitlines()[-6:]), flush=True)
+        if victim == "master":
+            # The dead master's lock names its host: a resume whose master is on another
+            # host cannot tell that run is dead, and refuses in one line saying how to
+            # remove the lock (README, Reliability), leaving the files as they are.
+            before = {x: digest(f"{d}/out.h5{x}") for x in ("", ".journal", ".lock")}
+            r = h.mpirun(d, 3, ["s.cfg"], ENV, first=1)
+            rc, _, err = finish(r, "resume with the master on another host")
+            mine = [l for l in err.splitlines() if l.startswith("attnsweep")]
+            check(rc != 0 and len(mine) == 1 and f"locked by pid" in mine[0] and h.names[0] in mine[0]
+                  and "remove the lock: rm '" in mine[0],
+                  f"resume on another host: exit {rc}, want one line naming the dead master's host "
+                  f"and the rm: {mine}")
+            check(before == {x: digest(f"{d}/out.h5{x}") for x in before},
+                  "the refused resume on another host left the files unchanged")
         r = h.mpirun(d, 3, ["s.cfg"], ENV)
         rc, _, err = finish(r, f"resume after the {victim}'s host was killed")
         check(rc == 0, f"resume after the {victim}'s host was killed: exit {rc}: {err[-600:]}")
