@@ -317,9 +317,9 @@ def usr1(target):
     with Hosts(3, d) as h:
         # The commit on the master's receiving thread (ATTNSWEEP_SYNC_COMMIT=1) journals each
         # dispatch (one record per cell) just before sending it; held at the first cell of
-        # the third window, the master has sent two windows (one to each worker: each starts
-        # with one) and received at least one result, and waits right before sending the
-        # next: the windows are out on the other hosts when the signal comes.
+        # the third window, the master has sent two windows (normally one to each worker:
+        # each starts with one) and received at least one result, and waits right before
+        # sending the next: windows are out on the other hosts when the signal comes.
         third = 2 * CELLS_PER_WINDOW + 1
         env = dict(held_env(d, f"dispatch_written {third}"), ATTNSWEEP_SYNC_COMMIT="1")
         p = h.mpirun(d, 3, ["s.cfg"], env)
