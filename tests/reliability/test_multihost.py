@@ -29,7 +29,6 @@ limit, never a duration a verdict depends on.
 
 usage: test_multihost.py ATTNSWEEP_TEST MODEL_DIR SCRATCH [case ...]
 """
-import json
 import os
 import shutil
 import signal
@@ -286,7 +285,7 @@ def kill_host(victim):
             r = h.mpirun(d, 3, ["s.cfg"], ENV, first=1)
             rc, _, err = finish(r, "resume with the master on another host")
             mine = [l for l in err.splitlines() if l.startswith("attnsweep")]
-            check(rc != 0 and len(mine) == 1 and f"locked by pid" in mine[0] and h.names[0] in mine[0]
+            check(rc != 0 and len(mine) == 1 and "locked by pid" in mine[0] and h.names[0] in mine[0]
                   and "remove the lock: rm '" in mine[0],
                   f"resume on another host: exit {rc}, want one line naming the dead master's host "
                   f"and the rm: {mine}")

@@ -6,4 +6,5 @@
 # command line (Open MPI quotes its arguments for a remote shell), so sh -c reads it.
 host=$1
 shift
+# shellcheck disable=SC2016 # $0 and $1 are the inner shell's
 exec ip netns exec "$host" unshare --uts sh -c 'hostname "$0" && exec sh -c "$1"' "$host" "$*"

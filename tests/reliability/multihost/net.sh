@@ -44,6 +44,7 @@ down)
   id=$2
   for ns in $(ip netns list | awk '{print $1}' | grep -E "^${id}(sw|h[0-9]+)$"); do
     pids=$(ip netns pids "$ns" 2>/dev/null)
+    # shellcheck disable=SC2086 # one argument per pid
     [ -z "$pids" ] || kill -9 $pids 2>/dev/null
   done
   for ns in $(ip netns list | awk '{print $1}' | grep -E "^${id}(sw|h[0-9]+)$"); do
