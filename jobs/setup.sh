@@ -20,7 +20,7 @@ pkgs=(build-essential cmake pkg-config libopenmpi-dev openmpi-bin libhdf5-openmp
       libopenblas-dev libconfig-dev python3-h5py python3-numpy python3-xarray python3-h5netcdf
       python3-netcdf4 python3-matplotlib python3-scipy)
 if [ "$want_tests" = 1 ]; then
-  pkgs+=(python3-pytest python3-torch nodejs npm clang libclang-rt-14-dev slurm-wlm munge curl)
+  pkgs+=(python3-pytest python3-torch nodejs npm clang libclang-rt-14-dev slurm-wlm munge curl iproute2)
 fi
 
 missing=()
