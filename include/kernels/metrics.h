@@ -177,7 +177,14 @@ typedef struct {
      * (seed, window, layer, head, t, eps index) */
     uint64_t seed;
     int64_t window, layer, head;
+    /* metrics.per_N_T: per_n_T [n_T], 1 where the per-N family (distances, separability,
+     * rows_used) is computed at T[iT], 0 where it is skipped (its outputs are NaN); NULL:
+     * at every T. The per-N values of a computed T do not depend on which other T are. */
+    const uint8_t *per_n_T;
+    unsigned skip; /* MET_SKIP_* bits: families switched off (their outputs are NaN) */
 } met_axes;
+/* metrics.grad_exact = false, metrics.dist_expect = false: the work is not done */
+enum { MET_SKIP_GRAD_EXACT = 1u, MET_SKIP_DIST_EXPECT = 2u };
 
 /* Per-cut output block of one head (doubles), C order, last index fastest:
  *   per_N  [MET_NPERN][n_N][n_T][n_norm]    dist_true dist_bound dist_expect sep_ratio
