@@ -25,6 +25,13 @@
  *              (T, normalizer) the N walk of docs/metrics.md 4.4, one grad_fd per eps and row_ops for softmax,
  *              entropy, grad_exact and separability.
  *   speedup = 1 + (threads - 1) * thread_scale (metrics: threads = min(blas_threads, heads)).
+ * The switches of the metrics group (docs/performance.md): with the per-N family at n_W of
+ * the n_T temperatures (metrics.per_N_T), row_ops splits into AS_COST_WALK_OPS per walked T
+ * (separability's and dist_expect's per-key work) and the rest per T, so per (normalizer)
+ *   n_W * (n_N + walk_ops) + n_T * (n_eps + row_ops - walk_ops)
+ * (= the formula above when n_W = n_T); metrics.grad_exact = false takes
+ * AS_COST_GRAD_EXACT_OPS off every softmax T, metrics.dist_expect = false
+ * AS_COST_DIST_EXPECT_OPS off every walked T (grid_metric_seconds).
  * Fitted on measured runs of the paper's grid (README, Performance): GPT-2 small
  * and gpt2-medium (every GPT-2 size has d_head = 64, so the metrics scale with
  * the head count alone). A cell's own cost (grid_cell_cost: a pass at its L plus
@@ -57,6 +64,16 @@ typedef struct {
 #define AS_COST_THREAD_SCALE 0.95
 #define AS_COST_METRIC_NS 0.73
 #define AS_COST_ROW_OPS 8.0
+/* Fitted on bench_metrics --paper (L = 1024, 2 heads, one core, docs/performance.md): with
+ * --per-n-T8 a head took 0.2705 of the full grid's CPU time, which the split above gives for
+ * walk_ops = 4 (of row_ops = 8); --no-grad-exact took 0.035 s of the 0.247 s per head over
+ * 22 T: 1.6 steps per T. dist_expect's share is taken from the fixed cost's profile (its S and
+ * e were ~24 % of a minimal head): 3 of the walk's 4. Both are rough: the model is fitted on
+ * the paper grid, where the walk over N dominates; on a minimal grid it underestimates what
+ * the switches save (bench_metrics --minimal: 1.9x with both off, the model ~1.06x). */
+#define AS_COST_WALK_OPS 4.0
+#define AS_COST_GRAD_EXACT_OPS 1.6
+#define AS_COST_DIST_EXPECT_OPS 3.0
 /* PSS of one rank's process besides the buffers grid_rank_memory counts (code,
  * libraries, Open MPI's own buffers): measured ~12 MB per rank. */
 #define AS_MEM_PROCESS_BYTES ((size_t)12 << 20)

@@ -152,11 +152,49 @@ static void test_flops(void) {
     config_free(&c);
 }
 
+/* The metrics switches in the cost model (grid.h): per_N_T leaves the walk over N out at the
+ * other T, grad_exact and dist_expect their per-key steps; all on is the formula of
+ * grid_metric_steps. */
+static void test_switch_cost(void) {
+    const char *gpt2 = "{\"n_layer\": 12, \"n_head\": 12, \"n_embd\": 768, \"n_positions\": 1024, "
+                       "\"vocab_size\": 50257}";
+    const char *grid = "grid = { L = [1024]; N = [1, 2, 4]; T = [0.1, 1.0, 8.0]; eps = [0.1]; };\n";
+    const char *sw[] = {"", "metrics = { per_N_T = [8.0]; };\n", "metrics = { grad_exact = false; };\n",
+                        "metrics = { dist_expect = false; };\n",
+                        "metrics = { per_N_T = [1.0, 8.0]; dist_expect = false; grad_exact = false; };\n"};
+    /* skipped steps per key: (n_T - n_W)(n_N + walk) + n_W de + n_T ge, one normalizer */
+    const double skip[] = {0, 2 * (3 + AS_COST_WALK_OPS), 3 * AS_COST_GRAD_EXACT_OPS,
+                           3 * AS_COST_DIST_EXPECT_OPS,
+                           1 * (3 + AS_COST_WALK_OPS) + 2 * AS_COST_DIST_EXPECT_OPS + 3 * AS_COST_GRAD_EXACT_OPS};
+    for (int k = 0; k < 5; k++) {
+        char extra[512];
+        snprintf(extra, sizeof extra, "%s%s", grid, sw[k]);
+        as_config c;
+        if (load(&c, gpt2, extra)) continue;
+        as_grid g;
+        as_err err;
+        if (!grid_init(&g, &c, &err)) {
+            double per_key = 64 + 3 * (3 + 1 + AS_COST_ROW_OPS) - skip[k];
+            double want = AS_COST_METRIC_NS * 1e-9 * 144 * 0.5 * 1024.0 * 1024.0 * per_key;
+            char what[64];
+            snprintf(what, sizeof what, "metric seconds, switches case %d", k);
+            CHECK_CLOSE(grid_metric_seconds(&g, 1024), want, 0, 1e-12, what);
+            if (k == 0)
+                CHECK_CLOSE(grid_metric_seconds(&g, 1024),
+                            AS_COST_METRIC_NS * 1e-9 * grid_metric_steps(1024, 144, 64, 3, 3, 1, 1, AS_COST_ROW_OPS),
+                            0, 1e-12, "all on: grid_metric_steps");
+            grid_free(&g);
+        }
+        config_free(&c);
+    }
+}
+
 int main(void) {
     snprintf(dir, sizeof dir, "/tmp/test_grid.%d", (int)getpid());
     mkdir(dir, 0777);
     test_cells();
     test_flops();
+    test_switch_cost();
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd)) fprintf(stderr, "could not remove %s\n", dir);
