@@ -92,6 +92,25 @@ class Options:
         self.readings = readings_text(ds)
 
 
+def per_n_T_values(ds):
+    """The T at which the file holds the per-N family (metrics.per_N_T: the other T store it as
+    missing, docs/results.md), judged from dist_true: a T with any finite value."""
+    dt = ds["dist_true"]
+    finite = np.isfinite(_values(dt.transpose("T", ...))).reshape(ds.sizes["T"], -1).any(1)
+    return [float(t) for t, ok in zip(_values(ds["T"]), finite) if ok]
+
+
+def per_n_missing(ds, opt, name):
+    """True (and a note) when the per-N family was not computed at opt.T while the file has it
+    at other T: the figure is not drawn (its curves would be missing values, not data)."""
+    have = per_n_T_values(ds)
+    if not have or any(abs(t - opt.T) <= 1e-9 * abs(opt.T) for t in have):
+        return False
+    note(f"{name} skipped: the per-N metrics were not computed at T = {opt.T:g} "
+         f"(metrics.per_N_T); this file has them at T = {', '.join(f'{t:g}' for t in have)}")
+    return True
+
+
 MODEL_KINDS = ar.MODEL_KINDS
 
 
@@ -140,6 +159,8 @@ def fig_distance_vs_L(ds, opt, out_dir, fmt):
     if ds.sizes["L"] < 2:
         note("distance_vs_L skipped: the L axis has one value")
         return None
+    if per_n_missing(ds, opt, "distance_vs_L"):
+        return None
     cell = ds.sel(N=opt.N, T=opt.T, normalizer=opt.normalizer)
     L = _values(ds["L"])
     result = {"L": L, "N": opt.N, "T": opt.T}
@@ -181,6 +202,8 @@ def fig_distance_vs_N(ds, opt, out_dir, fmt):
     if ds.sizes["N"] < 2:
         note("distance_vs_N skipped: the N axis has one value")
         return None
+    if per_n_missing(ds, opt, "distance_vs_N"):
+        return None
     cell = ds.sel(L=opt.L_max, T=opt.T, normalizer=opt.normalizer)
     N = _values(ds["N"])
     result = {"N": N, "L": opt.L_max, "T": opt.T}
@@ -213,6 +236,8 @@ def fig_distance_vs_N(ds, opt, out_dir, fmt):
 def fig_critical_N(ds, opt, out_dir, fmt):
     if ds.sizes["L"] < 2 or ds.sizes["N"] < 2:
         note("critical_N skipped: needs more than one L and more than one N")
+        return None
+    if per_n_missing(ds, opt, "critical_N"):
         return None
     crit = _values(ds["crit_N"].sel(T=opt.T, normalizer=opt.normalizer).transpose("window", "L"))
     found = np.where(crit >= 0, crit, np.nan)     # -1: no N of the grid passed the KS test
@@ -260,6 +285,8 @@ def fig_distance_ratio(ds, opt, out_dir, fmt):
     """Per L, the ratio dist_true / dist_expect of every (window, layer, head) at each N:
     median and quartiles over them, against N / L. KS can only pass (critical N) where the
     two per-head samples overlap, i.e. near ratio 1 (docs/critical-n.md)."""
+    if per_n_missing(ds, opt, "distance_ratio"):
+        return None
     if ds.sizes["N"] < 2:
         note("distance_ratio skipped: the N axis has one value")
         return None
@@ -299,6 +326,8 @@ def fig_distance_ratio(ds, opt, out_dir, fmt):
 def fig_separability(ds, opt, out_dir, fmt):
     if ds.sizes["N"] < 2:
         note("separability skipped: the N axis has one value")
+        return None
+    if per_n_missing(ds, opt, "separability"):
         return None
     cell = ds.sel(L=opt.L_max, T=opt.T, normalizer=opt.normalizer)
     N = _values(ds["N"])
@@ -439,6 +468,9 @@ def fig_normalizers(ds, opt, out_dir, fmt):
     result = {"N": _values(ds["N"]), "T": _values(ds["T"]), "eps": eps, "sep_ratio": {},
               "grad_fd": {}}
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+    if per_n_missing(ds, opt, "normalizers (separability panel)"):
+        left.text(0.5, 0.5, f"sep_ratio not computed at T = {opt.T:g}\n(metrics.per_N_T)",
+                  ha="center", va="center", transform=left.transAxes)
     for i, name in enumerate(names):
         sep = _values(cell["sep_ratio"].sel(T=opt.T, normalizer=name).mean(all_dims, skipna=True))
         grad = _values(cell["grad_fd"].sel(eps=eps, normalizer=name).mean(all_dims, skipna=True))
@@ -503,7 +535,8 @@ def headline(ds, opt):
              model_kind_text(ds), "GPT-2 small",
              "agrees" if str(ds.attrs.get("model_kind", "")) == "gpt2" else "differs")]
     crit = ds["crit_N"].sel(T=opt.T, normalizer=opt.normalizer)
-    for L in ds["L"].values:
+    missing = per_n_missing(ds, opt, "the per-N headline rows")
+    for L in ([] if missing else ds["L"].values):
         c = _values(crit.sel(L=L))
         c = c[np.isfinite(c)]
         found = c[c >= 0]
@@ -522,10 +555,13 @@ def headline(ds, opt):
         where = f"N>={int(plateau_N.min())} (upper half; grid max {int(N.max())})"
     sep = ds["sep_ratio"].sel(L=opt.L_max, T=opt.T, normalizer=opt.normalizer, N=plateau_N)
     plateau = float(sep.mean(skipna=True))
+    if missing:
+        rows.append(("critical N / L", f"T={opt.T:g}", "not computed at this T (metrics.per_N_T)",
+                     f"~{PAPER_CRIT_N_PER_L}", "n.a."))
     rows.append(("separability plateau", f"{where}, L={opt.L_max}, T={opt.T:g}",
-                 f"{plateau:.3f}",
+                 "not computed at this T (metrics.per_N_T)" if missing else f"{plateau:.3f}",
                  f"{PAPER_PLATEAU[0]:.2f}-{PAPER_PLATEAU[1]:.2f}",
-                 verdict("separability plateau", plateau)))
+                 "n.a." if missing else verdict("separability plateau", plateau)))
     T = _values(ds["T"])
     low = T < PAPER_LOW_T
     grad = ds["grad_fd"].sel(L=opt.L_max, normalizer=opt.normalizer).mean(

@@ -103,40 +103,10 @@
  *    with a cancelled square is done again with the explicit differences).
  *  - dist_expect's S and e read the vectors as captured (float, widened exactly to double:
  *    the same products as a double copy, half the bytes per row).
- *  Where the time goes (tests/bench/bench_metrics --paper, L = 1024, 22 T, 28 N; issue 14):
- *  the O(n) pass of each (grid N, T) is ~40 % of the walk and runs at the machine's double
- *  square-root rate (two roots per (row, key, N, T) step: about 0.4 ns/step, what two roots
- *  take on the development box), but its other arithmetic and loads nearly fill the same
- *  time: with the roots deleted a head took only 9 % less, the most that float or rsqrt14
- *  roots could gain; the c update ~25 % (every stretch moves the C rows through
- *  L2 and back, and N = 1..16 are stretches of one G row each); the O(N) separability and
- *  gathers ~20 %; the per-row preparation ~12 %. Outside the walk the per-(row, T) work
- *  (grad_exact's secular equation, grad_fd, the weights) is ~20 % of a head. Phase timers
- *  (rdtsc, 4 heads of that grid, not in the tree) put the walk over N at 69 % of a head
- *  (c update and d1 20 %, the O(n) pass 32 %, separability and gathers 15 %, the selected
- *  weights 2 %) and the work that does not depend on N at 31 % (weights, entropy, grad_exact
- *  and grad_fd 21 %, S and e 8 %, top-K 2 %): even a free walk would make a head at most
- *  3.3x faster. A walk in the sorted layout (position k = key order[k], I_N a prefix, no
- *  masks, and each T's keys whose terms are below 1e-12 of |s| taken to first order in their
- *  weight) was 21 % faster, but the G rows it gathers by position per row (~9 %) and its
- *  per-(N, T) bookkeeping took it all back, on the bench's inputs and on the trained test
- *  model's attention alike; it is not in the tree. A head's fixed
- *  cost (grid N = [1], T = [8], eps = [0.1]: Gram, delta, top-K, one weight vector and
- *  direction per row) is bench_metrics' "fixed cost" line. Its parts (perf, L = 1024, AMD
- *  EPYC with AVX-512, after issue 14 item 2): dist_expect's S and e ~24 % (2 n d multiply-adds
- *  per row, at ~40 % of the bench's FMA rate: every product widens a float; reading a double
- *  copy instead was slower, the copies crowd L2), grad_exact ~18 %
- *  (one division per weight and pass), the Gram dsyrk ~11 %, the per-row O(n) passes of the
- *  N = 1 walk ~10 %, the directions ~8 %, met_head's own loops (widening, transposes, mirror,
- *  delta) ~8 %, the weights ~7 %, grad_fd ~4 %, top-1 ~3 %. Since then, grids with one
- *  normalizer and fewer than 6 T take their visible rows in blocks (met_rows_per_block in
- *  metrics_int.h: 6 rows for one T): S and e of a block are one kernel call that reads each
- *  float vector once, with the same bits (each column still summed in order; the rows'
- *  weights are 0 past their own t + 1, and vectors are finite): the minimal grid's fixed cost
- *  went from 11.1 to 9.8 ms per head (bench_metrics --minimal, three pairs), grad_exact now
- *  its largest part (~23 %; 4 passes per row, the last confirming: the iteration converges
- *  only linearly on some rows, so stopping a pass earlier moves grad_exact by as much as the
- *  step it skips: 1e-10 relative for a 1e-9 step, tried and not kept).
+ *  Where the time goes (phase profile, what was tried): docs/performance.md.
+ *  Switches (met_axes.per_n_T, .skip; docs/metrics.md section 14): the walk over N runs for
+ *  the per-N T only, grad_exact's secular equation and dist_expect's S, e and terms are not
+ *  evaluated when off; every output not switched off keeps its bits (test_metrics_skip).
  */
 #ifndef ATTNSWEEP_METRICS_H
 #define ATTNSWEEP_METRICS_H
@@ -178,7 +148,14 @@ typedef struct {
      * (seed, window, layer, head, t, eps index) */
     uint64_t seed;
     int64_t window, layer, head;
+    /* metrics.per_N_T: per_n_T [n_T], 1 where the per-N family (distances, separability,
+     * rows_used) is computed at T[iT], 0 where it is skipped (its outputs are NaN); NULL:
+     * at every T. The per-N values of a computed T do not depend on which other T are. */
+    const uint8_t *per_n_T;
+    unsigned skip; /* MET_SKIP_* bits: families switched off (their outputs are NaN) */
 } met_axes;
+/* metrics.grad_exact = false, metrics.dist_expect = false: the work is not done */
+enum { MET_SKIP_GRAD_EXACT = 1u, MET_SKIP_DIST_EXPECT = 2u };
 
 /* Per-cut output block of one head (doubles), C order, last index fastest:
  *   per_N  [MET_NPERN][n_N][n_T][n_norm]    dist_true dist_bound dist_expect sep_ratio

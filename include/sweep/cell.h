@@ -62,6 +62,7 @@ typedef struct {
     int64_t seed;
     double ks_alpha;
     int threads;           /* metric threads per rank (runtime.blas_threads) */
+    unsigned skip;         /* MET_SKIP_* (metrics.grad_exact, metrics.dist_expect = false) */
 } cell_spec;
 
 cell_spec cell_spec_of(const as_config *cfg);

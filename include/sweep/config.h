@@ -76,6 +76,9 @@ typedef struct {
     met_normalizer *normalizer; size_t n_norm; /* the kernels' enum (metrics.h) */
     int32_t *layer;   size_t n_layer;   /* "all" resolved against the model */
     int32_t *head;    size_t n_head;
+    /* metrics.per_N_T: [n_T] 1 where the per-N family (distances, separability, rows_used,
+     * ks_*, crit_N) is computed, 0 where it is stored as missing; NULL: at every T */
+    uint8_t *per_N_at;
 } as_axes;
 
 /* One model of the sweep's model axis (key `model`: a directory or a list of them).
@@ -118,6 +121,8 @@ typedef struct {
     as_rows rows;
     as_logits logits;
     as_distance distance; /* metrics.distance: "per_token" | "aggregate" */
+    int grad_exact;       /* metrics.grad_exact (default 1): 0 skips it (stored as missing) */
+    int dist_expect;      /* metrics.dist_expect (default 1): 0 skips it and the KS test */
     double ks_alpha;
     double ssmax_scale;           /* resolved: never 0 */
     int64_t seed;

@@ -21,6 +21,12 @@
  *              walk_step (AS_COST_WALK_STEP) of an evaluation per step. So a grid of few N
  *              up to a large N_max (a critical-N grid) costs by N_max's size, not by its count.
  *   speedup = 1 + (threads - 1) * thread_scale (metrics: threads = min(blas_threads, heads)).
+ * The switches of the metrics group (docs/performance.md): the per-N terms (the
+ * evaluations, the walk and AS_COST_WALK_OPS of row_ops: separability's and
+ * dist_expect's per-key work) are paid only at the n_W temperatures metrics.per_N_T
+ * names; metrics.grad_exact = false takes AS_COST_GRAD_EXACT_OPS off every softmax T,
+ * metrics.dist_expect = false AS_COST_DIST_EXPECT_OPS off every walked T
+ * (grid_metric_seconds). With every switch at its default this is the formula above.
  * Fitted on measured runs of the paper's grid (README, Performance): GPT-2 small
  * and gpt2-medium (every GPT-2 size has d_head = 64, so the metrics scale with
  * the head count alone). A cell's own cost (grid_cell_cost: a pass at its L plus
@@ -40,6 +46,17 @@
  * axes (1..128 in 28 steps as the paper, 1..128, {128}, powers of 2 to 512, {512}, the
  * quick start's 7 N): every one predicted within 18 % (docs/performance.md). */
 #define AS_COST_WALK_STEP 0.087
+
+/* Fitted on bench_metrics --paper (L = 1024, 2 heads, one core, docs/performance.md): with
+ * --per-n-T8 a head took 0.2705 of the full grid's CPU time, which the split above gives for
+ * walk_ops = 4 (of row_ops = 8); --no-grad-exact took 0.035 s of the 0.247 s per head over
+ * 22 T: 1.6 steps per T. dist_expect's share is taken from the fixed cost's profile (its S and
+ * e were ~24 % of a minimal head): 3 of the walk's 4. Both are rough: the model is fitted on
+ * the paper grid, where the walk over N dominates; on a minimal grid it underestimates what
+ * the switches save (bench_metrics --minimal: 1.9x with both off, the model ~1.06x). */
+#define AS_COST_WALK_OPS 4.0
+#define AS_COST_GRAD_EXACT_OPS 1.6
+#define AS_COST_DIST_EXPECT_OPS 3.0
 
 /* How much smaller a compressed output's cells are than plain ones, for the disk space
  * and the write bandwidth alike: the least any cells measured have compressed

@@ -245,7 +245,7 @@ MET_NO_CONTRACT static double sq_diff(const double *x, double alpha, const doubl
  * depend on the CPU). Inlined twice: the dense copy has no index loads. */
 static inline __attribute__((always_inline)) void
 unselected_terms(double *t_true, double *t_exp, double *g_min_out, const unsel_in *in, size_t n,
-                 const uint32_t *idx, size_t nidx, size_t zero_sel) {
+                 const uint32_t *idx, size_t nidx, size_t zero_sel, const int ex_on) {
     const double *a = in->a, *x_sq = in->x_sq, *c = in->c, *e = in->e, *y_sq = in->y_sq,
                  *x_inv = in->x_inv, *cy = in->cy, *is_unsel = in->is_unsel,
                  *sel_inf = in->sel_inf;
@@ -260,14 +260,16 @@ unselected_terms(double *t_true, double *t_exp, double *g_min_out, const unsel_i
 #define MET_UNSEL_TERM(lane, j)                                                     \
     do {                                                                            \
         double aj = a[j], pj = aj * aj * x_sq[j];                                   \
-        double ex = a2 * pj - ab2 * aj * e[j] + b2S2;                               \
-        ae[lane] += sqrt(ex > 0 ? ex : 0);                                          \
         double dt = pj - 2 * aj * c[j] + s_sq;                                      \
         at[lane] += is_unsel[j] * sqrt(dt > 0 ? dt : 0);                            \
-        double ge = ex - MET_CANCEL * (a2 * pj + b2S2);                             \
         double gt = dt - MET_CANCEL * (pj + s_sq) + sel_inf[j];                     \
-        ge = gt < ge ? gt : ge;                                                     \
-        gl[lane] = ge < gl[lane] ? ge : gl[lane];                                   \
+        if (ex_on) { /* dist_expect (metrics.dist_expect = false: not even read) */ \
+            double ex = a2 * pj - ab2 * aj * e[j] + b2S2;                           \
+            ae[lane] += sqrt(ex > 0 ? ex : 0);                                      \
+            double ge = ex - MET_CANCEL * (a2 * pj + b2S2);                         \
+            gt = gt < ge ? gt : ge;                                                 \
+        }                                                                           \
+        gl[lane] = gt < gl[lane] ? gt : gl[lane];                                   \
         double g = aj * aj * y_sq[j] - 2 * aj * x_inv[j] * cy[j] + sel_inf[j];      \
         rm[lane] = g < rm[lane] ? g : rm[lane];                                     \
     } while (0)
@@ -295,10 +297,12 @@ unselected_terms(double *t_true, double *t_exp, double *g_min_out, const unsel_i
             size_t j = idx ? idx[q] : q;
             double aj = a[j], pj = aj * aj * x_sq[j];
             const double *xj = in->X + j * in->dim;
-            double ex = a2 * pj - ab2 * aj * e[j] + b2S2;
-            if (ex < MET_CANCEL * (a2 * pj + b2S2))
-                ex = sq_diff(xj, alpha * aj, in->S, beta, in->dim);
-            se += sqrt(ex > 0 ? ex : 0);
+            if (ex_on) {
+                double ex = a2 * pj - ab2 * aj * e[j] + b2S2;
+                if (ex < MET_CANCEL * (a2 * pj + b2S2))
+                    ex = sq_diff(xj, alpha * aj, in->S, beta, in->dim);
+                se += sqrt(ex > 0 ? ex : 0);
+            }
             if (!(is_unsel[j] > 0)) continue;
             double dt = pj - 2 * aj * c[j] + s_sq;
             if (dt < MET_CANCEL * (pj + s_sq)) dt = sq_diff(xj, aj, in->s_vec, 1.0, in->dim);
@@ -334,7 +338,7 @@ static double radius(double g_min, double sy_sq, const unsel_in *in, size_t n) {
  * once (nz_idx_T, in index order); S, e and the O(n) pass then visit only them. Skipping
  * 0 * (finite) terms leaves S, e, c bit-identical. */
 static void list_nonzero_weights(met_ws *w, size_t n, size_t K) {
-    const size_t L = w->L, n_T = w->ax->n_T;
+    const size_t L = w->L, n_T = w->n_W;
     const double *nt = w->not_topK;
     for (size_t iT = 0; iT < n_T; iT++) {
         const double *a = w->a_T + iT * L;
@@ -423,7 +427,7 @@ static void expect_sums(met_ws *w, size_t n_T, size_t n, size_t nv, size_t n16) 
  * sel_w_end[r]: row r is 0 from there on (weights fall along the logit order, so at small T
  * most of the K columns are exact zeros). */
 static void selection_weights(met_ws *w, size_t K) {
-    const size_t L = w->L, n_T = w->ax->n_T;
+    const size_t L = w->L, n_T = w->n_W;
     const uint32_t *order = w->order;
     for (size_t iT = 0; iT < n_T; iT++) {
         const double *a = w->a_T + iT * L;
@@ -448,7 +452,7 @@ static void selection_weights(met_ws *w, size_t K) {
 /* I_N empty: c = c^y = 0, every entry unselected, A = Q = 0, and (when d1 is computed, on
  * the first normalizer) the running max of d1 at 0. */
 static void start_walk(met_ws *w, size_t n, size_t n16, double *d1_sq_run) {
-    const size_t L = w->L, n_T = w->ax->n_T;
+    const size_t L = w->L, n_T = w->n_W;
     for (size_t r = 0; r < 2 * n_T; r++) memset(w->c_T + r * L, 0, n16 * sizeof *w->c_T);
     for (size_t iT = 0; iT < n_T; iT++) w->A_T[iT] = 0, w->Q_T[iT] = 0, w->zero_sel_T[iT] = 0;
     if (d1_sq_run) {
@@ -470,7 +474,7 @@ static void start_walk(met_ws *w, size_t n, size_t n16, double *d1_sq_run) {
  * taken into d1_N[u], m_N[u]; *m is the running m. */
 static void grow_selection(met_ws *w, size_t k0, size_t N, size_t n, size_t n16, size_t K,
                            double *d1_sq_run, double *m, size_t u) {
-    const size_t L = w->L, n_T = w->ax->n_T;
+    const size_t L = w->L, n_T = w->n_W;
     const uint32_t *order = w->order;
     const uint32_t *end = w->finite ? w->sel_w_end : NULL; /* 0 * inf would be NaN */
     c_update(w->c_T, L, 2 * n_T, w->sel_w, K, w->G, L, order, k0, N, n, n16 / 16 * 16, end,
@@ -810,13 +814,14 @@ static void expect_prep(met_ws *w, size_t n, size_t K) {
 static void row_per_n(met_ws *w, size_t n, size_t nv, size_t K, double delta, size_t iZ,
                       int sums_done) {
     const met_axes *ax = w->ax;
-    const size_t L = w->L, n_T = ax->n_T;
+    const size_t L = w->L, n_T = w->n_W; /* the walked T (metrics.per_N_T), by slot */
     const met_normalizer zn = ax->norm[iZ];
     size_t n16 = row_n16(w, n);
+    const int ex_on = !(ax->skip & MET_SKIP_DIST_EXPECT);
 
     if (!sums_done) {
         expect_prep(w, n, K);
-        expect_sums(w, n_T, n, nv, n16);
+        if (w->do_expect) expect_sums(w, n_T, n, nv, n16);
     }
     selection_weights(w, K);
     gather_rows(w, K);
@@ -840,11 +845,16 @@ static void row_per_n(met_ws *w, size_t n, size_t nv, size_t K, double delta, si
                            .x_norm = w->x_norm, .S = w->S_T + iT * w->dim, .order = w->order, .dim = w->dim, .N = N,
                            .s_vec = w->s_vec};
             double t_true, t_exp, g_min;
-            if (w->sparse_T[iT])
+            if (w->sparse_T[iT] && ex_on)
                 unselected_terms(&t_true, &t_exp, &g_min, &in, n, w->nz_idx_T + iT * L,
-                                 w->nnz_T[iT], w->zero_sel_T[iT]);
+                                 w->nnz_T[iT], w->zero_sel_T[iT], 1);
+            else if (ex_on)
+                unselected_terms(&t_true, &t_exp, &g_min, &in, n, NULL, n, 0, 1);
+            else if (w->sparse_T[iT])
+                unselected_terms(&t_true, &t_exp, &g_min, &in, n, w->nz_idx_T + iT * L,
+                                 w->nnz_T[iT], w->zero_sel_T[iT], 0);
             else
-                unselected_terms(&t_true, &t_exp, &g_min, &in, n, NULL, n, 0);
+                unselected_terms(&t_true, &t_exp, &g_min, &in, n, NULL, n, 0, 0);
             double r = radius(g_min, sy_sq, &in, n);
             double xisum, up, U = w->U_T[iT * w->U_ld + N];
             const double *sa = w->sel_w + 2 * iT * K;
@@ -854,7 +864,7 @@ static void row_per_n(met_ws *w, size_t n, size_t nv, size_t K, double delta, si
             while (qv > 0 && w->order[qv - 1] >= nv) qv--;
             /* g_i ~ 2 a_i (s^y . y_i) underflows (6.2): decide in the log domain */
             if (zn != MET_SPARSEMAX && qv > 0 && sa[qv - 1] * sqrt(sy_sq) < 0x1p-950) {
-                double f = 1.0 / ax->T[iT]; /* the logit factor, as row_weights forms it */
+                double f = 1.0 / ax->T[w->wT[iT]]; /* the logit factor, as row_weights forms it */
                 if (zn == MET_SSMAX) f *= ssmax_factor(ax->ssmax_scale, n);
                 Ns = tiny_weight_count(w, &in, n, nv, f, sa, w->sel_gather + 2 * K,
                                        w->sel_gather + 3 * K);
@@ -868,6 +878,7 @@ static void row_per_n(met_ws *w, size_t n, size_t nv, size_t K, double delta, si
                 val[MET_DIST_BOUND] = U * w->d1_N[u] + ((double)(n - N) * A - U) * w->m_N[u];
                 val[MET_DIST_EXPECT] = (double)(n - N) / (double)n * t_exp;
             }
+            if (!ex_on) val[MET_DIST_EXPECT] = NAN;
             /* section 6 */
             val[MET_SEP_RATIO] = (double)Ns / (double)N;
             double lower = r > 0 ? 1.0 - xisum / ((double)N * r) : 0.0;
@@ -877,7 +888,8 @@ static void row_per_n(met_ws *w, size_t n, size_t nv, size_t K, double delta, si
             /* section 9: scatter to every grid index holding this N */
             for (size_t g = w->uStart[u]; g < w->uStart[u + 1]; g++) {
                 size_t iN = w->uIdx[g];
-                for (int v = 0; v < NVAL; v++) w->acc[met_at_per_n(ax, v, iN, iT, iZ)] += val[v];
+                for (int v = 0; v < NVAL; v++)
+                    w->acc[met_at_per_n(ax, v, iN, w->wT[iT], iZ)] += val[v];
             }
         }
         k0 = N;
@@ -949,7 +961,7 @@ static void row_weights(met_ws *w, size_t t, size_t n, size_t iZ) {
         met_normalizer zn = ax->norm[iZ];
         for (size_t iT = 0; iT < ax->n_T; iT++) {
             double T = ax->T[iT];
-            double *a = w->a_T + iT * L;
+            double *a = w->a_T + w->slotT[iT] * L;
             /* logit factor of the normalizer (section 10) */
             double f = 1.0 / T;
             if (zn == MET_SSMAX) f *= ssmax_factor(ax->ssmax_scale, n);
@@ -969,7 +981,7 @@ static void row_weights(met_ws *w, size_t t, size_t n, size_t iZ) {
             acc[met_at_per_t(ax, MET_ENTROPY, iT, iZ)] += H;
             acc[met_at_per_t(ax, MET_ENTROPY_NORM, iT, iZ)] += H / lnn;
             /* section 7 */
-            if (zn == MET_SOFTMAX)
+            if (zn == MET_SOFTMAX && w->do_grad_exact)
                 acc[met_at_per_t(ax, MET_GRAD_EXACT, iT, iZ)] +=
                     met_jacobian_norm(a, nv, w->ap) / T;
             size_t p = w->order[0]; /* the dominant entry: the largest logit's weight */
@@ -999,7 +1011,7 @@ void met_process_row(met_ws *w, size_t t, size_t n, double delta) {
     size_t K = row_start(w, t, n);
     for (size_t iZ = 0; iZ < w->ax->n_norm; iZ++) {
         row_weights(w, t, n, iZ);
-        row_per_n(w, n, t + 1, K, delta, iZ, 0);
+        if (w->n_W) row_per_n(w, n, t + 1, K, delta, iZ, 0);
     }
 }
 

@@ -208,6 +208,8 @@ static size_t carve(met_ws *w, char *base, size_t L, size_t dim, const met_axes 
     TAKE(w->iota, L > dim ? L : dim, uint32_t);
     TAKE(w->uStart, n_N + 1, uint32_t);
     TAKE(w->uIdx, n_N, uint32_t);
+    TAKE(w->wT, n_T, uint32_t);
+    TAKE(w->slotT, n_T, uint32_t);
 #undef TAKE
     w->order0 = w->order, w->sparse_T0 = w->sparse_T, w->nz_idx_T0 = w->nz_idx_T;
     w->nnz_T0 = w->nnz_T, w->a_T0 = w->a_T, w->S_T0 = w->S_T, w->e_T0 = w->e_T;
@@ -227,6 +229,10 @@ static void finish_cut(double *out, met_ws *w) {
         for (size_t iT = 0; iT < ax->n_T; iT++)
             for (size_t iZ = 0; iZ < ax->n_norm; iZ++) {
                 double cnt = w->cntN[iN];
+                if (ax->per_n_T && !ax->per_n_T[iT]) { /* not computed at this T */
+                    for (int v = 0; v < MET_NPERN; v++) out[met_at_per_n(ax, v, iN, iT, iZ)] = NAN;
+                    continue;
+                }
                 for (int v = 0; v < NVAL; v++) {
                     size_t at = met_at_per_n(ax, v, iN, iT, iZ);
                     out[at] = cnt > 0 ? w->acc[at] / cnt : NAN;
@@ -243,7 +249,8 @@ static void finish_cut(double *out, met_ws *w) {
             double T = ax->T[iT], gb = 1.0 / (4.0 * T);
             out[met_at_per_t(ax, MET_GRAD_BOUND, iT, iZ)] =
                 cnt > 0 ? (gb < sqrt(2.0) ? gb : sqrt(2.0)) : NAN;
-            if (ax->norm[iZ] != MET_SOFTMAX) out[met_at_per_t(ax, MET_GRAD_EXACT, iT, iZ)] = NAN;
+            if (ax->norm[iZ] != MET_SOFTMAX || !w->do_grad_exact)
+                out[met_at_per_t(ax, MET_GRAD_EXACT, iT, iZ)] = NAN;
             for (size_t iE = 0; iE < ax->n_eps; iE++) {
                 size_t at = met_at_grad_fd(ax, iT, iE, iZ);
                 out[at] = cnt > 0 ? w->acc[at] / cnt : NAN;
@@ -265,6 +272,8 @@ int met_head(double *out, void *workspace, size_t workspace_bytes, const float *
     if (L > UINT32_MAX - 1) return as_fail(err, "metrics: L=%zu too large", L);
     if (ax->n_N == 0 || ax->n_T == 0 || ax->n_norm == 0)
         return as_fail(err, "metrics: empty N, T or normalizer axis");
+    if (ax->skip & ~(unsigned)(MET_SKIP_GRAD_EXACT | MET_SKIP_DIST_EXPECT))
+        return as_fail(err, "metrics: unknown skip bits 0x%x", ax->skip);
     for (size_t i = 0; i < ax->n_N; i++)
         if (ax->N[i] < 1) return as_fail(err, "metrics: N[%zu]=%d must be >= 1", i, (int)ax->N[i]);
     for (size_t i = 0; i < ax->n_T; i++)
@@ -294,6 +303,15 @@ int met_head(double *out, void *workspace, size_t workspace_bytes, const float *
     w.nout = met_out_count(ax);
     w.nU = axes_unique_n(ax, w.uN, w.uOf);
     w.Kmax = w.uN[w.nU - 1];
+    /* the walked T in slots 0 .. n_W, then the others (metrics_int.h) */
+    w.n_W = 0;
+    for (size_t iT = 0; iT < ax->n_T; iT++)
+        if (!ax->per_n_T || ax->per_n_T[iT]) w.slotT[iT] = (uint32_t)w.n_W, w.wT[w.n_W++] = (uint32_t)iT;
+    for (size_t iT = 0, k = w.n_W; iT < ax->n_T; iT++)
+        if (ax->per_n_T && !ax->per_n_T[iT]) w.slotT[iT] = (uint32_t)k++;
+    if (w.n_W == 0) w.Kmax = 1; /* no walk: only grad_fd's dominant entry, order[0] */
+    w.do_grad_exact = !(ax->skip & MET_SKIP_GRAD_EXACT);
+    w.do_expect = !(ax->skip & MET_SKIP_DIST_EXPECT) || ax->aggregate;
     /* grid indices of each unique N, grouped: uIdx[uStart[u] .. uStart[u+1]) */
     for (size_t u = 0, g = 0; u < w.nU; u++) {
         w.uStart[u] = (uint32_t)g;

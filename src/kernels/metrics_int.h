@@ -238,6 +238,14 @@ typedef struct {
     double *acc, *cntN;
     double cntT;
     int finite; /* every vector entry finite: zero weights may be skipped (0 * x = 0) */
+    /* metrics.per_N_T (metrics.h): the walk over N runs for the n_W grid T wT [n_W] only;
+     * grid T iT keeps its weights in slot slotT [iT] of a_T, the walked T in slots 0 .. n_W
+     * (so that they stay one matrix for the kernels), in grid order. Every T walked: both
+     * are the identity. The "_T" arrays of the walk (S_T .. U_T) are indexed by slot. */
+    size_t n_W;
+    uint32_t *wT, *slotT;
+    int do_expect;     /* dist_expect's S and e are needed (on, or the aggregate reading) */
+    int do_grad_exact; /* metrics.grad_exact */
     uint32_t *uN, *uOf, *iota, *uStart, *uIdx;
 } met_ws;
 
@@ -258,6 +266,10 @@ double met_jacobian_norm(const double *a, size_t n, double *rest);
  * normalizers, and a grid with 6 T or more fills the kernel's rows by itself); 1 otherwise. */
 static inline size_t met_rows_per_block(const met_axes *ax) {
     if (ax->full_row || ax->n_norm != 1 || ax->n_T >= 6) return 1;
+    /* a block is there for dist_expect's sums, over every T's slot: all T walked */
+    if (ax->skip & MET_SKIP_DIST_EXPECT) return 1;
+    for (size_t iT = 0; ax->per_n_T && iT < ax->n_T; iT++)
+        if (!ax->per_n_T[iT]) return 1;
     return 6 / ax->n_T;
 }
 /* metrics.c: one row of the head job (called once per row by met_head in metrics_head.c), or

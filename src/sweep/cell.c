@@ -21,7 +21,9 @@ cell_spec cell_spec_of_model(const as_config *cfg, size_t m) {
     return (cell_spec){.axes = &cfg->axes, .vectors = cfg->vectors, .rows = cfg->rows,
                        .logits = cfg->logits, .distance = cfg->distance,
                        .ssmax_scale = cfg->models ? cfg->models[m].ssmax_scale : cfg->ssmax_scale,
-                       .seed = cfg->seed, .ks_alpha = cfg->ks_alpha, .threads = cfg->blas_threads};
+                       .seed = cfg->seed, .ks_alpha = cfg->ks_alpha, .threads = cfg->blas_threads,
+                       .skip = (cfg->grad_exact ? 0u : MET_SKIP_GRAD_EXACT) |
+                               (cfg->dist_expect ? 0u : MET_SKIP_DIST_EXPECT)};
 }
 
 /* Whether the grid's (layer index il, head index ih) exists in the worker's model: the
@@ -44,6 +46,7 @@ int cell_worker_init(cell_worker *w, const gpt2_model *model, const cell_spec *s
         .norm = a->normalizer, .n_norm = a->n_norm, .ssmax_scale = spec->ssmax_scale,
         .full_row = spec->rows == AS_ROWS_FULL_ROW, .seed = (uint64_t)spec->seed,
         .aggregate = spec->distance == AS_DISTANCE_AGGREGATE,
+        .per_n_T = a->per_N_at, .skip = spec->skip,
     };
 
     size_t max_L = a->n_L ? (size_t)a->L[a->n_L - 1] : 0; /* L is sorted ascending */
@@ -211,11 +214,14 @@ static int on_layer(const gpt2_layer_view *view, void *user, as_err *err) {
  * exceeds ks_alpha, -1 when none does. */
 static void cross_head_tests(cell_worker *w, double *b) {
     const cr_layout *y = &w->layout;
+    /* metrics.dist_expect = false: one of the two samples is missing (all stay NaN) */
+    if (w->spec.skip & MET_SKIP_DIST_EXPECT) return;
     /* the model's own heads only (a masked head is not a sample), in grid order */
     size_t heads = 0;
     for (size_t i = 0; i < y->n_layer * y->n_head; i++) heads += head_present(w, i / y->n_head, i % y->n_head);
     for (size_t t = 0; t < y->n_T; t++)
         for (size_t z = 0; z < y->n_norm; z++) {
+            if (w->spec.axes->per_N_at && !w->spec.axes->per_N_at[t]) continue; /* metrics.per_N_T */
             for (size_t n = 0; n < y->n_N; n++) {
                 size_t k = 0;
                 for (size_t i = 0; i < y->n_layer * y->n_head; i++) {

@@ -24,7 +24,8 @@ const char *const config_known_keys[] = {
     "grid.heads",
     "metrics.vectors", "metrics.rows", "metrics.logits", "metrics.distance",
     "metrics.ks_alpha",
-    "metrics.ssmax_scale", "metrics.seed",
+    "metrics.ssmax_scale", "metrics.seed", "metrics.per_N_T", "metrics.grad_exact",
+    "metrics.dist_expect",
     "runtime.blas_threads", "runtime.commit_every", "runtime.compress", "runtime.stop_grace",
     NULL,
 };
@@ -396,6 +397,7 @@ void config_free(as_config *cfg) {
     free(cfg->axes.normalizer);
     free(cfg->axes.layer);
     free(cfg->axes.head);
+    free(cfg->axes.per_N_at);
     free(cfg->models);
     memset(cfg, 0, sizeof *cfg);
 }
@@ -533,6 +535,9 @@ static int load_values(ctx *c, as_config *cfg, const char *const *sets, size_t n
     cfg->ssmax_scale = cfg->models[0].ssmax_scale;
     (void)mc;
     if (cfg->seed < 0) return cfg_fail_key(c, cfg_get(c, "metrics.seed"), "metrics.seed", "must be >= 0");
+    if (get_bool(c, "metrics.grad_exact", 1, &cfg->grad_exact) ||
+        get_bool(c, "metrics.dist_expect", 1, &cfg->dist_expect) || cfg_read_per_N_T(c, ax))
+        return -1;
 
     int64_t bt, ce;
     if (cfg_get_int64(c, "runtime.blas_threads", 1, &bt) ||

@@ -241,6 +241,45 @@ int cfg_read_T(ctx *c, as_axes *ax) {
     return 0;
 }
 
+/* metrics.per_N_T: the grid T (within 1e-9 relative, like grid.T.include) at which the per-N
+ * family is computed, as the mask ax->per_N_at [n_T]. Absent, or naming every grid T: NULL
+ * (every T, and the canonical text without the key). After cfg_read_T. */
+int cfg_read_per_N_T(ctx *c, as_axes *ax) {
+    const char *key = "metrics.per_N_T";
+    config_setting_t *s = cfg_get(c, key);
+    if (!s) return 0;
+    double *v = NULL;
+    size_t n = 0;
+    if (cfg_read_double_list(c, s, key, &v, &n)) return -1;
+    ax->per_N_at = calloc(ax->n_T, 1);
+    if (!ax->per_N_at) {
+        free(v);
+        return as_fail(c->err, "out of memory");
+    }
+    size_t marked = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t t = 0;
+        while (t < ax->n_T && !(fabs(v[i] - ax->T[t]) <= 1e-9 * fabs(ax->T[t]))) t++;
+        if (t == ax->n_T) {
+            double bad = v[i];
+            free(v);
+            return cfg_fail_key(c, s, key, "element %zu: %g is not a value of grid.T", i, bad);
+        }
+        if (ax->per_N_at[t]) {
+            double bad = v[i];
+            free(v);
+            return cfg_fail_key(c, s, key, "element %zu: %g is listed twice", i, bad);
+        }
+        ax->per_N_at[t] = 1, marked++;
+    }
+    free(v);
+    if (marked == ax->n_T) { /* every T: the default */
+        free(ax->per_N_at);
+        ax->per_N_at = NULL;
+    }
+    return 0;
+}
+
 int cfg_read_normalizer(ctx *c, as_axes *ax) {
     const char *key = "grid.normalizer";
     config_setting_t *s = cfg_get(c, key);

@@ -81,6 +81,7 @@ int cfg_read_double_list(ctx *c, config_setting_t *s, const char *key, double **
 int cfg_read_N(ctx *c, as_axes *ax);
 int cfg_read_T(ctx *c, as_axes *ax);
 int cfg_read_normalizer(ctx *c, as_axes *ax);
+int cfg_read_per_N_T(ctx *c, as_axes *ax);
 int cfg_read_index_list(ctx *c, const char *key, size_t limit, const char *what, int32_t **out,
                         size_t *n);
 

@@ -106,12 +106,24 @@ char *cfg_canonical_text(const as_config *cfg) {
         sb_printf(&b, "%s\"%s\"", i ? ", " : "", met_normalizer_name(a->normalizer[i]));
     sb_printf(&b, "];\n};\nmetrics = {\n  ");
     /* (added later too: only when not the default, see below) */
+    if (!cfg->dist_expect) sb_printf(&b, "dist_expect = false;\n  ");
     if (cfg->distance != AS_DISTANCE_PER_TOKEN) sb_printf(&b, "distance = \"aggregate\";\n  ");
+    if (!cfg->grad_exact) sb_printf(&b, "grad_exact = false;\n  ");
     sb_printf(&b, "ks_alpha = ");
     sb_double(&b, cfg->ks_alpha);
     /* Keys added after results files existed appear only when they differ from
      * their default, so those files' canonical text (and resume) is unchanged. */
     if (cfg->logits != AS_LOGITS_RAW) sb_printf(&b, ";\n  logits = \"%s\"", config_logits_name(cfg->logits));
+    if (a->per_N_at) { /* the grid T it names, in grid order */
+        double *v = malloc((a->n_T ? a->n_T : 1) * sizeof *v);
+        size_t k = 0;
+        if (!v) b.oom = 1;
+        for (size_t t = 0; v && t < a->n_T; t++)
+            if (a->per_N_at[t]) v[k++] = a->T[t];
+        sb_printf(&b, ";\n  per_N_T = ");
+        if (v) sb_f64_list(&b, v, k);
+        free(v);
+    }
     sb_printf(&b, ";\n  rows = \"%s\";\n  seed = ", cfg->rows == AS_ROWS_VISIBLE ? "visible" : "full_row");
     sb_int64(&b, cfg->seed);
     /* resolved: one value when every model resolves alike, else 0 (per model, config.h) */

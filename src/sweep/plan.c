@@ -77,10 +77,28 @@ double grid_metric_seconds(const as_grid *g, size_t L) {
     size_t d = cfg->vectors == AS_VECTORS_RESID ? mc->n_embd : mc->n_embd / mc->n_head;
     size_t threads = cfg->blas_threads > 1 ? (size_t)cfg->blas_threads : 1;
     if (threads > a->n_head) threads = a->n_head; /* cell.c: metrics threads split the heads */
-    return g->cost.metric_ns * 1e-9 *
-           grid_metric_steps(L, heads_of(cfg, mc), d, a->N, a->n_N, a->n_T, a->n_norm, a->n_eps,
-                             g->cost.row_ops) /
-           speedup(g, (double)threads);
+    double heads = (double)heads_of(cfg, mc);
+    double steps = grid_metric_steps(L, heads_of(cfg, mc), d, a->N, a->n_N, a->n_T, a->n_norm,
+                                     a->n_eps, g->cost.row_ops);
+    /* what the metrics switches leave out (plan.h): the per-N terms at the T that
+     * metrics.per_N_T skips, grad_exact's and dist_expect's per-key work */
+    size_t n_W = a->n_T, n_soft = 0;
+    if (a->per_N_at) {
+        n_W = 0;
+        for (size_t i = 0; i < a->n_T; i++) n_W += a->per_N_at[i] != 0;
+    }
+    for (size_t i = 0; i < a->n_norm; i++) n_soft += a->normalizer[i] == MET_SOFTMAX;
+    double keys = 0.5 * (double)L * ((double)L + 1);
+    if (n_W < a->n_T) {
+        /* one (T, normalizer)'s per-N steps: a one-T grid without eps and row_ops */
+        double per_n = grid_metric_steps(L, 1, 0, a->N, a->n_N, 1, 1, 0, AS_COST_WALK_OPS);
+        steps -= heads * (double)((a->n_T - n_W) * a->n_norm) * per_n;
+    }
+    double skipped = 0;
+    if (!cfg->dist_expect) skipped += (double)(n_W * a->n_norm) * AS_COST_DIST_EXPECT_OPS;
+    if (!cfg->grad_exact) skipped += (double)(a->n_T * n_soft) * AS_COST_GRAD_EXACT_OPS;
+    steps -= heads * keys * skipped;
+    return g->cost.metric_ns * 1e-9 * steps / speedup(g, (double)threads);
 }
 
 double grid_cell_cost(const as_grid *g, size_t cell) {

@@ -168,12 +168,15 @@ static int var_of_slot(const met_axes *ax, size_t at) {
 int main(int argc, char **argv) {
     const char *save = NULL, *check = NULL;
     int direct = 1, norms3 = 0, poison = 0, bad_vectors = 0, paper = 0, minimal = 0, npos = 0;
+    int per_n_T8 = 0;
+    unsigned skip = 0;
     char *pos[4] = {argv[0], 0, 0, 0};
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             printf("usage: bench_metrics [L=1024] [heads=12] [Nall=0] [--no-direct] [--norms3]\n"
                    "                     [--save FILE | --check FILE] [--poison] [--bad-vectors]\n"
-                   "                     [--paper | --minimal]\n"
+                   "                     [--paper | --minimal] [--per-n-T8] [--no-grad-exact]\n"
+                   "                     [--no-dist-expect]\n"
                    "  Nall=1: N = 1..128 instead of 1,2,4,...,128\n"
                    "  --paper: configs/paper.cfg's N (28 values) and T (22: 21 log-spaced + 8.0)\n"
                    "  --minimal: the grid N = [1], T = [8], eps = [0.1] (the fixed cost alone)\n"
@@ -181,7 +184,10 @@ int main(int argc, char **argv) {
                    "  --norms3: softmax, sparsemax and ssmax instead of softmax alone\n"
                    "  --save FILE / --check FILE: write every output / compare with a saved run\n"
                    "  --poison: fill the workspace with NaN bytes before every head (timed too)\n"
-                   "  --bad-vectors: a NaN in head 0's vectors, an inf in head 1's\n");
+                   "  --bad-vectors: a NaN in head 0's vectors, an inf in head 1's\n"
+                   "  --per-n-T8: the per-N family at T = 8 only (metrics.per_N_T = [8.0])\n"
+                   "  --no-grad-exact, --no-dist-expect: those families off (metrics.grad_exact,\n"
+                   "    metrics.dist_expect = false)\n");
             return 0;
         } else if (!strcmp(argv[i], "--no-direct")) {
             direct = 0;
@@ -193,6 +199,12 @@ int main(int argc, char **argv) {
             paper = 1;
         } else if (!strcmp(argv[i], "--minimal")) {
             minimal = 1;
+        } else if (!strcmp(argv[i], "--per-n-T8")) {
+            per_n_T8 = 1;
+        } else if (!strcmp(argv[i], "--no-grad-exact")) {
+            skip |= MET_SKIP_GRAD_EXACT;
+        } else if (!strcmp(argv[i], "--no-dist-expect")) {
+            skip |= MET_SKIP_DIST_EXPECT;
         } else if (!strcmp(argv[i], "--norms3")) {
             norms3 = 1;
         } else if ((!strcmp(argv[i], "--save") || !strcmp(argv[i], "--check")) && i + 1 < argc) {
@@ -233,7 +245,10 @@ int main(int argc, char **argv) {
     if (minimal) n_N = 1, Ns[0] = 1, n_T = 1, Ts[0] = 8.0, n_eps = 1, eps[0] = 0.1;
     met_normalizer norm[3] = {MET_SOFTMAX, MET_SPARSEMAX, MET_SSMAX};
     met_axes ax = {.N = Ns, .n_N = (size_t)n_N, .T = Ts, .n_T = (size_t)n_T, .eps = eps, .n_eps = (size_t)n_eps, .norm = norm,
-                   .n_norm = norms3 ? 3 : 1, .seed = 1};
+                   .n_norm = norms3 ? 3 : 1, .seed = 1, .skip = skip};
+    uint8_t at8[22] = {0};
+    for (int i = 0; i < n_T; i++) at8[i] = Ts[i] == 8.0;
+    if (per_n_T8) ax.per_n_T = at8;
     size_t cuts[6], ncuts = 0;
     for (int c = 32; c <= L; c *= 2) cuts[ncuts++] = (size_t)c;
     if (cuts[ncuts - 1] != (size_t)L) cuts[ncuts++] = (size_t)L;
@@ -293,6 +308,7 @@ int main(int argc, char **argv) {
     double T1[1] = {8.0}, E1[1] = {0.1};
     met_axes ax1 = ax;
     ax1.N = N1, ax1.n_N = 1, ax1.T = T1, ax1.n_T = 1, ax1.eps = E1, ax1.n_eps = 1, ax1.n_norm = 1;
+    ax1.per_n_T = NULL; /* its one T is 8 */
     size_t wsb1 = met_workspace_bytes(L, d, &ax1);
     void *ws1 = malloc(wsb1);
     double *out1 = malloc(ncuts * met_out_count(&ax1) * sizeof *out1);

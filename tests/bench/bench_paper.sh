@@ -1,11 +1,14 @@
 #!/bin/sh
 # bench_paper.sh -- the paper's grid (configs/paper.cfg) end to end on the
-# synthetic GPT-2-small preset: wall time per window and where it goes
+# synthetic GPT-2-small preset: wall time and CPU time per window and where it goes
 # (forward pass, metrics, transfer, HDF5 commits), or the memory of the ranks.
 #
 # usage: tests/bench/bench_paper.sh [--bin BUILD/attnsweep] [--ranks P] [--windows W]
 #                                   [--L '[32, ..., 1024]'] [--mem] [--private-weights]
 #                                   [--preset P] [--dtype D] [--set KEY=VALUE]... [--work DIR]
+#                                   [--config FILE]
+#   --config FILE     another config of the same shape (default configs/paper.cfg; e.g.
+#                     configs/tradeoff.cfg, the full (N, T) cross product: its cost line)
 #   --ranks P         mpirun -np P (rank 0 is the master; P - 1 ranks compute); default 3
 #   --windows W       text windows (stride 1024); default 2
 #   --L LIST          override grid.L (libconfig list); default the paper's 32..1024
@@ -42,6 +45,7 @@ work=/tmp/bench_paper
 preset=gpt2
 dtype=f32
 sets=""
+config=$here/configs/paper.cfg
 while [ $# -gt 0 ]; do
     case $1 in
         --bin) bin=$2; shift 2 ;;
@@ -52,11 +56,12 @@ while [ $# -gt 0 ]; do
         --stop-after) stop_after=$2; shift 2 ;;
         --private-weights) private=1; shift ;;
         --work) work=$2; shift 2 ;;
+        --config) config=$(cd "$(dirname "$2")" && pwd)/$(basename "$2"); shift 2 ;;
         --preset) preset=$2; shift 2 ;;
         --dtype) dtype=$2; shift 2 ;;
         --set) sets="$sets
 $2"; shift 2 ;;
-        -h|--help) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "bench_paper.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
     esac
 done
@@ -75,14 +80,14 @@ np.save(sys.argv[1], np.random.default_rng(1).integers(0, 50257, size=int(sys.ar
         "$work/tokens-$ntok.npy" "$ntok"
 fi
 
-tag="$preset-$dtype-p$ranks-w$windows"
+tag="$(basename "$config" .cfg)-$preset-$dtype-p$ranks-w$windows"
 [ -n "$grid_L" ] && tag="$tag-L$(echo "$grid_L" | tr -dc '0-9,' | tr ',' '-')"
 [ $private = 1 ] && tag="$tag-private"
 cfg=$work/$tag.cfg
 # the text group may span lines (paper.cfg's start_at): replaced whole, up to its "};"
 awk -v t="text = { path = \"$work/tokens-$ntok.npy\"; format = \"tokens\"; };" \
     '/^text = / {skip = 1; print t} skip {if (index($0, "};")) skip = 0; next} {print}' \
-    "$here/configs/paper.cfg" |
+    "$config" |
 sed -e "s#^model = .*#model = \"$model\";#" \
     -e "s#^windows = .*#windows = { count = $windows; offset = 0; stride = 1024; };#" \
     -e "s#^output = .*#output = \"$work/out/$tag.h5\";#" >"$cfg"
@@ -131,19 +136,32 @@ wait $mpirun_pid || rc=$?
 end=$(date +%s.%N)
 grep -E '^timings:|^attnsweep run:' "$log" || true
 [ $rc = 0 ] || [ "$stop_after" != 0 ] || { echo "bench_paper.sh: attnsweep run failed (exit $rc), see $log" >&2; tail -5 "$log" >&2; exit 1; }
-awk -v s="$start" -v e="$end" -v w="$windows" -v p="$ranks" \
-    'BEGIN {printf "bench_paper: %d ranks, %d windows: mpirun wall %.1f s, %.1f s per window\n", p, w, e - s, (e - s) / w}'
-# The paper grid's target (issue 14): 15 s of wall time per window on 2 cores (a master and 2
-# workers). Judged only for the unmodified grid; the reason is the workers' metrics CPU time.
-if [ -z "$grid_L" ] && [ -z "$sets" ] && [ "$stop_after" = 0 ] && [ "$preset" = gpt2 ]; then
+awk -v s="$start" -v e="$end" -v w="$windows" -v p="$ranks" -v c="$(basename "$config")" \
+    'BEGIN {printf "bench_paper: %s, %d ranks, %d windows: mpirun wall %.1f s, %.1f s per window\n", c, p, w, e - s, (e - s) / w}'
+# CPU seconds per window of the workers' compute (forward + metrics, their threads' CPU time):
+# on a shared machine the wall time measures the neighbours too, the CPU time much less so
+# (the ranks' process CPU also counts MPI's busy polling while they wait, so it is not used).
+awk -v w="$windows" '
+    /^timings: per window/ { for (i = 1; i <= NF; i++) {
+        if ($i == "forward" && $(i - 1) == "cpu:") f = $(i + 1) + 0
+        if ($i == "metrics" && $(i - 1) ~ /,$/) m = $(i + 1) + 0 } }
+    END { printf "bench_paper: compute CPU per window %.1f s (forward %.1f + metrics %.1f)\n", f + m, f, m }' "$log"
+# The paper grid's target (issue 14): 15 s of wall time per window on 2 idle cores (a master
+# and 2 workers). Judged only for configs/paper.cfg unmodified; the reason is the workers'
+# CPU time, which bounds the wall time from below at CPU / cores.
+if [ "$config" = "$here/configs/paper.cfg" ] && [ -z "$grid_L" ] && [ -z "$sets" ] && [ "$stop_after" = 0 ] && [ "$preset" = gpt2 ]; then
     awk -v s="$start" -v e="$end" -v w="$windows" -v p="$ranks" -v ncpu="$(nproc)" '
-        /^timings: per window/ { for (i = 1; i <= NF; i++) if ($i == "metrics" && $(i - 1) ~ /,$/) m = $(i + 1) + 0 }
+        /^timings: per window/ { for (i = 1; i <= NF; i++) {
+            if ($i == "forward" && $(i - 1) == "cpu:") f = $(i + 1) + 0
+            if ($i == "metrics" && $(i - 1) ~ /,$/) m = $(i + 1) + 0 } }
         END {
-            per = (e - s) / w
+            per = (e - s) / w; c = f + m; k = p - 1 < ncpu ? p - 1 : ncpu; k = k < w ? k : w; idle = c / k
             if (per <= 15) { printf "bench_paper: target 15 s per window: met (%.1f s)\n", per; exit }
-            printf "bench_paper: target 15 s per window: missed by %.2fx (%.1f s); a window takes %.1f CPU s " \
-                   "of the metrics kernel (%d workers, %d cores): README, Performance, says why\n",
-                   per / 15, per, m, p - 1, ncpu
+            printf "bench_paper: target 15 s per window: missed by %.2fx (%.1f s wall); the window is %.1f CPU s " \
+                   "of compute (%.1f of them the metrics kernel), %.1f s on %d idle cores: %s\n",
+                   per / 15, per, c, m, idle, k,
+                   idle <= 15 ? "the CPU time fits; the wall time is the machine being shared" \
+                              : "the CPU time alone misses (docs/performance.md says where it goes)"
         }' "$log"
 fi
 if [ -n "$peak" ]; then

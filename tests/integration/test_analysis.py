@@ -657,12 +657,41 @@ def test_checkpoint_axes(multi):
     return one
 
 
+def test_per_N_T(drawn_full):
+    """metrics.per_N_T = [8.0]: at T = 8 the per-N figures draw what the full file draws there;
+    at another T they are skipped with a note (not drawn as missing values), the summary says
+    "not computed at this T", and the per-T figures are drawn at every T."""
+    write_config(os.path.join(SCRATCH, "pn.cfg"), "pn.h5")
+    with open(os.path.join(SCRATCH, "pn.cfg"), "a") as f:
+        f.write("metrics = { per_N_T = [8.0]; };\n")
+    run = subprocess.run([BIN, "run", "pn.cfg"], cwd=SCRATCH, env=ENV, capture_output=True, text=True,
+                         timeout=240)
+    check(run.returncode == 0, f"per_N_T: run: {run.stderr[-300:]}")
+    if run.returncode:
+        return
+    ds = ar.load(os.path.join(SCRATCH, "pn.h5"))
+    at8 = figures.draw_all(ds, os.path.join(SCRATCH, "figs-pn8"), "png")
+    for name in ("distance_vs_L", "distance_vs_N", "critical_N", "separability"):
+        check(at8[name] is not None, f"per_N_T: {name} drawn at T = 8")
+    for key in ("true", "expect", "bound"):
+        close(at8["distance_vs_L"][key], drawn_full["distance_vs_L"][key], f"per_N_T: dist_{key} at T = 8 as in the full file")
+    at1 = figures.draw_all(ds, os.path.join(SCRATCH, "figs-pn1"), "png", T=1.0)
+    for name in ("distance_vs_L", "distance_vs_N", "critical_N", "separability", "distance_ratio"):
+        check(at1.get(name) is None, f"per_N_T: {name} skipped at T = 1")
+    check(at1["gradient_vs_T"] is not None and np.isfinite(at1["gradient_vs_T"]["grad_exact"]).all(),
+          "per_N_T: the gradient figure is drawn over every T")
+    rows = [r for r in at1["summary"] if r[1] in ("separability plateau", "critical N / L")]
+    check(rows and all("not computed at this T" in r[3] for r in rows),
+          f"per_N_T: the summary says not computed at T = 1: {rows}")
+
+
 def main():
     full, partial = make_results()
     test_load_masks(partial)
     drawn_full = test_figures(full, os.path.join(SCRATCH, "figs-full"), "full")
     test_figures(partial, os.path.join(SCRATCH, "figs-partial"), "partial")
     test_sensitivity(full, drawn_full)
+    test_per_N_T(drawn_full)
     test_skips()
     test_old_file()
     test_cli(full, partial)

@@ -353,6 +353,61 @@ def case_dump_crosscheck():
     print(f"dump_crosscheck: worst relative difference {worst:.2e}", flush=True)
 
 
+PER_N = ("dist_true", "dist_bound", "dist_expect", "sep_ratio", "sep_lower", "sep_upper",
+         "sep_marginal", "rows_used", "ks_stat", "ks_pvalue", "crit_N")
+
+
+def missing(x):
+    """NaN for floats, the int fill (STORE_INT_FILL) for rows_used and crit_N."""
+    return np.isnan(x) if x.dtype.kind == "f" else x == -2147483647
+
+
+def same(x, y):
+    """Bit for bit for floats (NaN payloads too), equal elsewhere (strings, ints)."""
+    if x.dtype.kind == "f":
+        return x.shape == y.shape and x.tobytes() == y.tobytes()
+    return x.shape == y.shape and np.array_equal(x, y)
+
+
+def case_switches():
+    """metrics.per_N_T = [8.0] and metrics.grad_exact / dist_expect = false: what is switched
+    off is stored as missing (NaN / int fill) along the one T axis, and every other value
+    equals the all-on run bit for bit (dist_true without dist_expect: the same float32)."""
+    write_config(f"{SCRATCH}/all.cfg", "all.h5")
+    write_config(f"{SCRATCH}/pn.cfg", "pn.h5",
+                 extra="metrics = { per_N_T = [8.0]; grad_exact = false; };")
+    write_config(f"{SCRATCH}/de.cfg", "de.h5", extra="metrics = { dist_expect = false; };")
+    for c in ("all", "pn", "de"):
+        p = run([f"{c}.cfg"])
+        check(p.returncode == 0, f"{c}: exit {p.returncode}: {p.stderr[-400:]}")
+    with h5py.File(f"{SCRATCH}/all.h5", "r") as fa, h5py.File(f"{SCRATCH}/pn.h5", "r") as fp, \
+            h5py.File(f"{SCRATCH}/de.h5", "r") as fd:
+        Ts = list(fa["T"][()])
+        i8 = Ts.index(8.0)
+        for k, d in fa.items():
+            if not isinstance(d, h5py.Dataset) or k in ("wall_time", "rank", "attempts"):
+                continue
+            a, pn, de = d[()], fp[k][()], fd[k][()]
+            dims = [d.dims[i][0].name.rsplit("/", 1)[-1] if len(d.dims[i]) else "" for i in range(d.ndim)]
+            if k in PER_N:
+                t = dims.index("T")
+                keep = np.take(pn, [i8], axis=t)
+                check(same(np.take(a, [i8], axis=t), keep),
+                      f"per_N_T: {k} at T = 8 equals the all-on run")
+                other = np.delete(pn, i8, axis=t)
+                check(missing(other).all(), f"per_N_T: {k} is missing at the other T")
+            elif k == "grad_exact":
+                check(np.isnan(pn).all(), "grad_exact = false: grad_exact is NaN")
+            else:
+                check(same(a, pn), f"per_N_T: {k} unchanged")
+            if k in ("dist_expect", "ks_stat", "ks_pvalue", "crit_N"):
+                check(missing(de).all(), f"dist_expect = false: {k} is missing")
+            else:
+                check(same(a, de), f"dist_expect = false: {k} unchanged")
+    p = subprocess.run([BIN, "plan", "pn.cfg"], env=ENV, cwd=SCRATCH, capture_output=True, text=True)
+    check(p.returncode == 0, f"plan of a switched config: {p.stderr[-300:]}")
+
+
 def main():
     if os.path.exists(SCRATCH):
         shutil.rmtree(SCRATCH)
@@ -362,7 +417,8 @@ def main():
     # kill -9 of the whole job at random moments and in every commit phase,
     # then resume: tests/reliability/test_torture.py.
     cases = [case_ranks, case_changed_config, case_extend, case_dump_crosscheck, case_sigterm,
-             case_compress, case_compress_resume, case_compress_kill, case_stop_grace]
+             case_compress, case_compress_resume, case_compress_kill, case_stop_grace,
+             case_switches]
     run_cases(cases, ONLY, label="case ")
     sys.exit(summary("test_sweep"))
 

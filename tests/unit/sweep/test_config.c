@@ -650,6 +650,60 @@ static void test_start_at_and_logits(void) {
                  "text.start_at", "format = \"text\" only", NULL);
 }
 
+/* metrics.per_N_T, metrics.grad_exact, metrics.dist_expect: defaults keep the canonical text
+ * as before the keys; set, they are recorded (resolved to the grid's T) and refuse a resume;
+ * per_N_T must name grid T values. */
+static void test_metric_switches(void) {
+    as_config c, d;
+    if (!load_ok(&c, "", NULL, 0, "switch defaults")) {
+        CHECK(c.grad_exact == 1 && c.dist_expect == 1 && c.axes.per_N_at == NULL, "defaults: all on");
+        CHECK(!strstr(c.canonical, "per_N_T") && !strstr(c.canonical, "grad_exact") &&
+                  !strstr(c.canonical, "dist_expect"),
+              "canonical text without the default switches:\n%s", c.canonical);
+        config_free(&c);
+    }
+    const char *grid = "grid = { T = [0.5, 1.0, 8.0]; };\n";
+    char text[512];
+    snprintf(text, sizeof text, "%smetrics = { per_N_T = [8.0000000001]; grad_exact = false; "
+             "dist_expect = false; };\n", grid);
+    if (!load_ok(&c, text, NULL, 0, "switches set")) {
+        CHECK(c.grad_exact == 0 && c.dist_expect == 0, "switches read");
+        CHECK(c.axes.per_N_at && !c.axes.per_N_at[0] && !c.axes.per_N_at[1] && c.axes.per_N_at[2],
+              "per_N_T marks T = 8 (within 1e-9) only");
+        CHECK(strstr(c.canonical, "per_N_T = [8.0]") && strstr(c.canonical, "grad_exact = false") &&
+                  strstr(c.canonical, "dist_expect = false"),
+              "canonical records them:\n%s", c.canonical);
+        snprintf(text, sizeof text, "%s", grid);
+        if (!load_ok(&d, text, NULL, 0, "same grid, switches off")) {
+            as_config_diff diff;
+            as_err err;
+            CHECK(config_diff(&diff, d.canonical, c.canonical, &err) == 0 && diff.verdict == AS_DIFF_REFUSED,
+                  "switching a family off refuses a resume");
+            config_free(&d);
+        }
+        /* the canonical text loads back to the same switches */
+        as_err err;
+        if (config_load_text(&d, c.canonical, "canonical", NULL, 0, &err) == 0) {
+            CHECK(!strcmp(d.sha256, c.sha256), "canonical round trip keeps the sha256");
+            config_free(&d);
+        } else {
+            CHECK(0, "canonical text does not load: %s", err.msg);
+        }
+        config_free(&c);
+    }
+    snprintf(text, sizeof text, "%smetrics = { per_N_T = [8.0, 1.0, 0.5]; };\n", grid);
+    if (!load_ok(&c, text, NULL, 0, "per_N_T naming every T")) {
+        CHECK(c.axes.per_N_at == NULL && !strstr(c.canonical, "per_N_T"), "every T is the default");
+        config_free(&c);
+    }
+    snprintf(text, sizeof text, "%smetrics = { per_N_T = [7.0]; };\n", grid);
+    expect_error("per_N_T off the grid", text, NULL, 0, "metrics.per_N_T", "7 is not a value of grid.T", NULL);
+    snprintf(text, sizeof text, "%smetrics = { per_N_T = [8.0, 8.0]; };\n", grid);
+    expect_error("per_N_T twice", text, NULL, 0, "metrics.per_N_T", "listed twice", NULL);
+    expect_error("grad_exact type", "metrics = { grad_exact = 0; };\n", NULL, 0, "metrics.grad_exact",
+                 "true or false", NULL);
+}
+
 /* A model directory of the given shape; step < 0: no training_step. */
 static void write_model_shape(const char *mdir, int n_layer, int n_head, int n_positions, int step) {
     mkdir(mdir, 0777);
@@ -789,6 +843,7 @@ int main(void) {
     test_diff();
     test_include();
     test_start_at_and_logits();
+    test_metric_switches();
     test_models();
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

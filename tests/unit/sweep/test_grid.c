@@ -153,11 +153,54 @@ static void test_flops(void) {
     config_free(&c);
 }
 
+/* The metrics switches in the cost model (plan.h), against a row-by-row sum of its definition:
+ * a row of n keys costs n * (d + n_T (n_eps + row_ops) + per walked T (#{grid N < n} +
+ * walk_step min(N_max, n - 1)) - the WALK_OPS a T not walked skips - the grad_exact and
+ * dist_expect steps switched off), one normalizer (softmax). */
+static void test_switch_cost(void) {
+    const char *gpt2 = "{\"n_layer\": 12, \"n_head\": 12, \"n_embd\": 768, \"n_positions\": 1024, "
+                       "\"vocab_size\": 50257}";
+    const char *grid = "grid = { L = [1024]; N = [1, 2, 4]; T = [0.1, 1.0, 8.0]; eps = [0.1]; };\n";
+    const char *sw[] = {"", "metrics = { per_N_T = [8.0]; };\n", "metrics = { grad_exact = false; };\n",
+                        "metrics = { dist_expect = false; };\n",
+                        "metrics = { per_N_T = [1.0, 8.0]; dist_expect = false; grad_exact = false; };\n"};
+    const int n_walked[] = {3, 1, 3, 3, 2}, ge_on[] = {1, 1, 0, 1, 0}, de_on[] = {1, 1, 1, 0, 0};
+    const int N[] = {1, 2, 4};
+    for (int k = 0; k < 5; k++) {
+        char extra[512];
+        snprintf(extra, sizeof extra, "%s%s", grid, sw[k]);
+        as_config c;
+        if (load(&c, gpt2, extra)) continue;
+        as_grid g;
+        as_err err;
+        if (!grid_init(&g, &c, &err)) {
+            double steps = 0;
+            for (int n = 1; n <= 1024; n++) {
+                int below = 0;
+                for (int i = 0; i < 3; i++) below += N[i] < n;
+                double walk = n - 1 < 4 ? n - 1 : 4;
+                double per_key = 64 + 3 * (1 + AS_COST_ROW_OPS) - (3 - n_walked[k]) * AS_COST_WALK_OPS +
+                                 n_walked[k] * (below + AS_COST_WALK_STEP * walk) -
+                                 (de_on[k] ? 0 : n_walked[k] * AS_COST_DIST_EXPECT_OPS) -
+                                 (ge_on[k] ? 0 : 3 * AS_COST_GRAD_EXACT_OPS);
+                steps += (double)n * per_key;
+            }
+            double want = AS_COST_METRIC_NS * 1e-9 * 144 * steps;
+            char what[64];
+            snprintf(what, sizeof what, "metric seconds, switches case %d", k);
+            CHECK_CLOSE(grid_metric_seconds(&g, 1024), want, 0, 1e-12, what);
+            grid_free(&g);
+        }
+        config_free(&c);
+    }
+}
+
 int main(void) {
     snprintf(dir, sizeof dir, "/tmp/test_grid.%d", (int)getpid());
     mkdir(dir, 0777);
     test_cells();
     test_flops();
+    test_switch_cost();
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd)) fprintf(stderr, "could not remove %s\n", dir);
