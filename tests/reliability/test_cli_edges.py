@@ -155,8 +155,8 @@ def case_plan_memory():
     if ram is None:
         print("plan_memory: skipped: /proc/meminfo has no MemTotal")
         return
-    # the master holds 2 x commit_every + 1 result blocks: ~1 TiB with 10000 T values
-    d = setup("plan_memory", T="{ min = 0.1; max = 10.0; count = 10000; }", commit_every=4096)
+    # the master holds 2 x commit_every + 1 result blocks: ~1 TiB with 100000 T values
+    d = setup("plan_memory", T="{ min = 0.1; max = 10.0; count = 100000; }", commit_every=4096)
     r = cli(["plan", "a.cfg"], d)
     m = re.search(r"the master ([\d.]+) (\w+)", r.stdout)
     units = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
