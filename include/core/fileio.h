@@ -53,6 +53,27 @@ void fileio_format_size(char *buf, size_t size, double bytes);
  * cannot be found. */
 double fileio_free_bytes(const char *path);
 
+/* The files attnsweep creates or rewrites beside its output (OUT.h5.lock,
+ * .reserve, .status and its temporary, the journal and its temporaries, the
+ * rebuild and merge temporaries) are never written through a symbolic link:
+ * one planted there (dangling or not) is refused in one line naming path and
+ * saying to remove the link, and its target is neither written nor created.
+ * See docs/reliability.md. */
+
+/* open(path, flags | O_NOFOLLOW | O_CLOEXEC, mode). Returns the descriptor, or
+ * -1 with err: the link message for a symbolic link at path (errno ELOOP, also
+ * when O_EXCL met a link), else "PATH: cannot WHAT: strerror" (errno kept, so
+ * a caller can tell EEXIST). */
+int fileio_open_beside(const char *path, int flags, unsigned mode, const char *what, as_err *err);
+
+/* 0 when path is no symbolic link (or does not exist), else -1 with the link
+ * message: for a name that HDF5 creates or that a rename replaces. */
+int fileio_refuse_link(const char *path, as_err *err);
+
+/* Removes a leftover temporary at path (absent: fine), refusing a symbolic
+ * link there rather than removing it. 0, or -1 with err. */
+int fileio_remove_temp(const char *path, as_err *err);
+
 /* fsync the folder holding path ("." for a bare name); best effort. */
 void fileio_sync_parent_dir(const char *path);
 

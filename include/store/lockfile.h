@@ -58,6 +58,10 @@ int lock_holder_alive(const lock_info *info);
  * (unknown). Fills info when the file is readable (else zeroes it). Takes no lock. */
 int lock_in_use(const char *lock_path, lock_info *info);
 
+/* -1 with the "in use" message of lock_acquire when lock_in_use(lock_path) is 1, else 0.
+ * Takes no lock. */
+int lock_refuse_if_in_use(const char *lock_path, as_err *err);
+
 /* Takes the lock (replacing a stale one) and keeps it until lock_release. *fd gets
  * the descriptor that holds it (-1 in the fallback without kernel locks).
  * *replaced_stale (may be NULL) tells whether a stale lock was taken over. */

@@ -165,6 +165,13 @@ typedef struct store store;
  * (caller frees). Returns 1 when found, 0 when there is no journal, -1 on error. */
 int store_peek_config(const char *path, char **text, char **sha256, as_err *err);
 
+/* store_peek_config for a run about to write path: refuses, with store_open's "in use"
+ * message, an output whose lock another process holds -- looked at before the journal
+ * is read and again when reading it fails, so a run started at the same instant as
+ * another, which may find its journal still without a config record, is told "in use"
+ * -- and refuses a journal that is a symbolic link (fileio.h). */
+int store_peek_config_to_write(const char *path, char **text, char **sha256, as_err *err);
+
 /* Creates or resumes OUT.h5 (see the top of this file). flags: STORE_ALLOW_*.
  * A resume whose stored config sha256 differs from prov->config_sha256 fails
  * unless STORE_ALLOW_CONFIG_CHANGE. Starts a provenance segment. */

@@ -48,6 +48,18 @@ static void human_bytes(char *buf, size_t size, double b) {
     snprintf(buf, size, u ? "%.1f %s" : "%.0f %s", b, unit[u]);
 }
 
+/* This machine's memory (MemTotal of /proc/meminfo) in bytes; -1 when unknown. */
+static double machine_memory(void) {
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f) return -1;
+    char line[256];
+    double kib = -1;
+    while (kib < 0 && fgets(line, sizeof line, f))
+        if (sscanf(line, "MemTotal: %lf kB", &kib) != 1) kib = -1;
+    fclose(f);
+    return kib < 0 ? -1 : kib * 1024;
+}
+
 static void human_seconds(char *buf, size_t size, double s) {
     if (s < 1) snprintf(buf, size, "%.3g s", s);
     else if (s < 120) snprintf(buf, size, "%.1f s", s);
@@ -480,6 +492,16 @@ static void print_output(const as_config *cfg, const as_plan *p) {
         human_bytes(b3, sizeof b3, GRID_SANE_DISK_BYTES);
         fprintf(stderr, "attnsweep plan: warning: %s: the output and its journal would take %s, more than %s: "
                         "check windows.count and the grid axes\n", cfg->output, b1, b3);
+    }
+    /* rank 0 holds 2 x commit_every + 1 result blocks (grid_rank_memory): more than the
+     * machine has, and `run` fails once they are touched (or is killed by the OOM killer) */
+    double ram = machine_memory();
+    if (ram > 0 && (double)p->mem.master > ram) {
+        human_bytes(b1, sizeof b1, (double)p->mem.master);
+        human_bytes(b2, sizeof b2, ram);
+        fprintf(stderr, "attnsweep plan: warning: %s: the master (rank 0) needs %s, more than the %s "
+                        "of memory of this machine (MemTotal); lower runtime.commit_every (%d: it "
+                        "holds 2 x commit_every + 1 results)\n", cfg->path, b1, b2, cfg->commit_every);
     }
     if (p->too_long) {
         human_seconds(b3, sizeof b3, p->wall64_s);

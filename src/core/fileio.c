@@ -148,6 +148,45 @@ double fileio_free_bytes(const char *path) {
     }
 }
 
+static int link_refused(const char *path, as_err *err) {
+    char to[4096];
+    ssize_t n = readlink(path, to, sizeof to - 1);
+    to[n > 0 ? n : 0] = 0;
+    int rc = as_fail(err, "%s: is a symbolic link (to %s); attnsweep writes nothing through a "
+                     "link beside its output: remove the link (rm '%s') and run again", path,
+                     n > 0 ? to : "?", path);
+    errno = ELOOP;
+    return rc;
+}
+
+static int is_link(const char *path) {
+    struct stat st;
+    return lstat(path, &st) == 0 && S_ISLNK(st.st_mode);
+}
+
+int fileio_open_beside(const char *path, int flags, unsigned mode, const char *what, as_err *err) {
+    /* O_NOFOLLOW refuses a link at the last component atomically (ELOOP, even with
+     * O_CREAT and a dangling link); O_EXCL refuses one too, as EEXIST. */
+    int fd = open(path, flags | O_NOFOLLOW | O_CLOEXEC, (mode_t)mode);
+    if (fd >= 0) return fd;
+    int e = errno;
+    if (e == ELOOP || (e == EEXIST && is_link(path))) return link_refused(path, err);
+    as_fail(err, "%s: cannot %s: %s", path, what, strerror(e));
+    errno = e;
+    return -1;
+}
+
+int fileio_refuse_link(const char *path, as_err *err) {
+    return is_link(path) ? link_refused(path, err) : 0;
+}
+
+int fileio_remove_temp(const char *path, as_err *err) {
+    if (fileio_refuse_link(path, err)) return -1;
+    if (unlink(path) && errno != ENOENT)
+        return as_fail(err, "%s: cannot remove a leftover temporary file: %s", path, strerror(errno));
+    return 0;
+}
+
 void fileio_sync_parent_dir(const char *path) {
     char dir[4352];
     snprintf(dir, sizeof dir, "%s", path);

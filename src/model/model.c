@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fileio.h"
 #include "json.h"
 #include "safetensors.h"
 #include "sha256.h"
@@ -330,7 +331,9 @@ static int load_weights(gpt2_model *m, const char *dir, float *arena, int fill, 
     m->arena = arena ? arena : aligned_alloc(ARENA_ALIGN, bytes);
     m->arena_borrowed = arena != NULL;
     if (!m->arena) {
-        as_fail(err, "%s: cannot allocate %zu MB for the weights", path, bytes >> 20);
+        char size[32];
+        fileio_format_size(size, sizeof size, (double)bytes); /* not MB: a small model is 0 MB */
+        as_fail(err, "%s: cannot allocate %s (%zu bytes) for the weights", path, size, bytes);
         goto fail;
     }
     /* Digest the file first, 64 MB at a time, dropping each piece's pages once hashed

@@ -334,7 +334,7 @@ static int load_stored_config(sweep_state *st, MPI_Comm comm, const sweep_opts *
     int64_t len = -1;
     if (st->rank == 0) {
         char *sha = NULL;
-        int found = store_peek_config(opts->from_output, &text, &sha, err);
+        int found = store_peek_config_to_write(opts->from_output, &text, &sha, err);
         free(sha);
         if (found == 0) {
             store_description d;

@@ -51,7 +51,7 @@ int sweep_shard_path(char *out, size_t size, const char *output, int shard_index
 /* A changed config may resume only when it adds windows, L values or models (config_diff). */
 static int check_config_change(const as_config *cfg, const char *path, int *flags, as_err *err) {
     char *old_text = NULL, *old_sha = NULL;
-    int found = store_peek_config(path, &old_text, &old_sha, err);
+    int found = store_peek_config_to_write(path, &old_text, &old_sha, err);
     if (found < 0) return -1;
     int rc = 0;
     if (found && strcmp(old_sha, cfg->sha256)) {

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fileio.h"
 #include "sha256.h"
 
 static int all_ok(MPI_Comm comm, int ok) {
@@ -70,8 +71,10 @@ int weights_load(node_weights *w, MPI_Comm comm, const char *dir, long index, co
     ok = rc == MPI_SUCCESS;
     if (!all_ok(comm, ok)) {
         w->win = MPI_WIN_NULL;
-        return as_fail(err, "%s: cannot share %zu MB of weights between the ranks of a node",
-                       dir, bytes >> 20);
+        char size[32];
+        fileio_format_size(size, sizeof size, (double)bytes); /* not MB: a small model is 0 MB */
+        return as_fail(err, "%s: cannot share %s (%zu bytes) of weights between the ranks of a node",
+                       dir, size, bytes);
     }
     if (node_rank != 0) {
         MPI_Aint size = 0;

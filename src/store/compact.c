@@ -79,8 +79,8 @@ int st_compact(store *s, as_err *err) {
     /* 3. the new journal, record by record in the old order */
     char tmp[4300];
     snprintf(tmp, sizeof tmp, "%s.compact.%ld", s->journal_path, (long)getpid());
-    unlink(tmp); /* ours from an earlier failed attempt of this pid, if any */
-    journal *nj = journal_create(tmp, &s->jhdr, err);
+    /* ours from an earlier failed attempt of this pid, if any; a link is refused */
+    journal *nj = fileio_remove_temp(tmp, err) ? NULL : journal_create(tmp, &s->jhdr, err);
     if (!nj) {
         free(ok), free(next);
         return -1;

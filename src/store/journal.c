@@ -134,11 +134,8 @@ static journal *journal_alloc(const char *path, int fd, int writable) {
 }
 
 journal *journal_create(const char *path, const journal_header *hdr, as_err *err) {
-    int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd < 0) {
-        as_fail(err, "%s: cannot create journal: %s", path, strerror(errno));
-        return NULL;
-    }
+    int fd = fileio_open_beside(path, O_RDWR | O_CREAT | O_EXCL, 0666, "create journal", err);
+    if (fd < 0) return NULL;
     unsigned char b[JOURNAL_HEADER_BYTES];
     header_encode(b, hdr);
     if (pwrite_all(fd, b, sizeof b, 0) || fsync(fd)) {
@@ -219,9 +216,12 @@ static off_t resync(int fd, off_t bad, off_t size, int flags, unsigned *records)
 journal *journal_open(const char *path, int flags, journal_header *hdr, off_t *torn_bytes,
                       as_err *err) {
     int writable = (flags & JOURNAL_WRITABLE) != 0;
-    int fd = open(path, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC);
+    /* The writer's journal is never a symbolic link (fileio.h); a reader may follow one
+     * (shards gathered by links for a merge). */
+    int fd = writable ? fileio_open_beside(path, O_RDWR, 0, "open journal", err)
+                      : open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
-        as_fail(err, "%s: cannot open journal: %s", path, strerror(errno));
+        if (!writable) as_fail(err, "%s: cannot open journal: %s", path, strerror(errno));
         return NULL;
     }
     off_t size = lseek(fd, 0, SEEK_END);

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fileio.h"
 #include "testhook.h"
 
 const char *lock_hostname(void) {
@@ -129,6 +130,14 @@ int lock_in_use(const char *lock_path, lock_info *info) {
     return alive;
 }
 
+static int refuse_held(const char *lock_path, const lock_info *held, int kernel_says, as_err *err);
+
+int lock_refuse_if_in_use(const char *lock_path, as_err *err) {
+    lock_info info;
+    if (lock_in_use(lock_path, &info) != 1) return 0;
+    return refuse_held(lock_path, &info, kernel_lock_held(lock_path) == 1, err);
+}
+
 /* Writes this process's identity into the lock file (replacing what was there). */
 static int write_identity(int fd, const char *lock_path, as_err *err) {
     char started[64];
@@ -169,14 +178,14 @@ static int refuse_held(const char *lock_path, const lock_info *held, int kernel_
 /* The fallback where the file system has no locks: O_EXCL create, stale by the text. */
 static int acquire_by_file(const char *lock_path, int *replaced_stale, as_err *err) {
     for (int tries = 0; tries < 2; tries++) {
-        int fd = open(lock_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        int fd = fileio_open_beside(lock_path, O_WRONLY | O_CREAT | O_EXCL, 0666, "create lock", err);
         if (fd >= 0) {
             int rc = write_identity(fd, lock_path, err);
             close(fd);
             if (rc) unlink(lock_path);
             return rc;
         }
-        if (errno != EEXIST) return as_fail(err, "%s: cannot create lock: %s", lock_path, strerror(errno));
+        if (errno != EEXIST) return -1; /* err says why (a symbolic link: refused) */
         lock_info held;
         if (lock_read(lock_path, &held, err))
             return as_wrap(err, "%s is locked by an unreadable lock file (remove it if no sweep "
@@ -195,8 +204,9 @@ int lock_acquire(const char *lock_path, int *fd_out, int *replaced_stale, as_err
     *fd_out = -1;
     if (replaced_stale) *replaced_stale = 0;
     for (int tries = 0; tries < 8; tries++) {
-        int fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-        if (fd < 0) return as_fail(err, "%s: cannot create lock: %s", lock_path, strerror(errno));
+        /* never through a symbolic link planted at lock_path (fileio.h) */
+        int fd = fileio_open_beside(lock_path, O_RDWR | O_CREAT, 0666, "create lock", err);
+        if (fd < 0) return -1;
         int k = kernel_lock(fd);
         if (k == -1) {
             /* No kernel locks here. The file we may just have created is empty; the

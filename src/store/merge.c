@@ -442,7 +442,7 @@ static int write_journal(merge_state *m, const char *tmp, as_err *err) {
 
 /* Removes OUT.journal.merge.* left by a merge that was killed (the caller holds the
  * output's lock, which every merge holds while its temporary journal exists). */
-static void remove_merge_leftovers(const char *jpath) {
+static int remove_merge_leftovers(const char *jpath, as_err *err) {
     char dir[4200];
     snprintf(dir, sizeof dir, "%s", jpath);
     char *slash = strrchr(dir, '/');
@@ -453,15 +453,19 @@ static void remove_merge_leftovers(const char *jpath) {
     char prefix[4300];
     snprintf(prefix, sizeof prefix, "%s.merge.", base);
     DIR *d = opendir(dir);
-    if (!d) return;
+    if (!d) return 0;
     struct dirent *e;
-    while ((e = readdir(d))) {
+    int rc = 0;
+    while (!rc && (e = readdir(d))) {
         if (strncmp(e->d_name, prefix, strlen(prefix))) continue;
         char full[8400];
         snprintf(full, sizeof full, "%s/%s", dir, e->d_name);
-        unlink(full);
+        /* a symbolic link under the temporary's name is refused, not removed (fileio.h) */
+        if (fileio_refuse_link(full, err)) rc = -1;
+        else unlink(full);
     }
     closedir(d);
+    return rc;
 }
 
 /* Places the journal, then lets the store build the view and status. */
@@ -478,11 +482,11 @@ static int install(merge_state *m, merge_summary *sum, as_err *err) {
     int lock_fd;
     if (lock_acquire(lpath, &lock_fd, NULL, err))
         return as_wrap(err, "merge into %s", out);
-    remove_merge_leftovers(jpath);
-    int rc = 0;
+    /* the journal's name is replaced by a rename, never written through: a link is refused */
+    int rc = remove_merge_leftovers(jpath, err) || fileio_refuse_link(jpath, err) ? -1 : 0;
     /* an existing output is replaced when forced, or when its cells were read in */
     int replace = m->opts->force || sum->joined_existing;
-    if (!replace && (fileio_exists(out, 0) || fileio_exists(jpath, 0)))
+    if (!rc && !replace && (fileio_exists(out, 0) || fileio_exists(jpath, 0)))
         rc = as_fail(err, "%s: output exists (--force replaces it)", fileio_exists(out, 0) ? out : jpath);
     snprintf(tmp, sizeof tmp, "%s.merge.%ld", jpath, (long)getpid());
     if (!rc) rc = write_journal(m, tmp, err);

@@ -402,6 +402,10 @@ static int progress_from_view(const char *path, store_progress *p, as_err *err) 
             free(p->per_L);
             p->per_L = NULL, p->n_L = 0;
             p->total = n, p->done = p->failed = 0;
+            /* the model rows keep the status file's names only: the counts, totals too,
+             * are the view's (added to a status file's totals, they came out doubled) */
+            for (size_t m = 0; m < p->n_model; m++)
+                p->per_model[m].total = p->per_model[m].done = p->per_model[m].failed = 0;
             rc = 0;
             for (size_t l = 0; l < dims[1] && !rc; l++) {
                 store_progress_L *row = progress_row(p, L[l]);

@@ -254,7 +254,8 @@ static int salvage(store *s, const old_view *ov, size_t m, size_t w, size_t l,
 int st_rebuild_view(store *s, as_err *err) {
     char tmp[4200];
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", s->path, (long)getpid());
-    unlink(tmp); /* ours from an earlier failed attempt of this pid, if any */
+    /* ours from an earlier failed attempt of this pid, if any; a link is refused */
+    if (fileio_remove_temp(tmp, err)) return -1;
     st_close_handles(s);
     /* Compacted cells live only in the old view: it is read (read-only) for them,
      * each checked against its journaled checksum. */

@@ -2,6 +2,7 @@
  * (datasets, dimension scales, attributes, /provenance). See store.h, store_int.h. */
 #include "store_int.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
@@ -13,6 +14,7 @@
 #include <hdf5.h>
 #include <hdf5_hl.h>
 
+#include "fileio.h"
 #include "version.h"
 
 /* ---------- the variables of results.md and how they are packed ---------- */
@@ -499,11 +501,15 @@ void st_discard_view_keep_name(store *s) {
     st_close_handles(s);
 }
 
-void st_reserve_create(store *s) {
-    int fd = open(s->reserve_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+int st_reserve_create(store *s, as_err *err) {
+    /* O_NOFOLLOW (fileio.h): 8 MiB of zeros never go through a planted link */
+    int fd = fileio_open_beside(s->reserve_path, O_WRONLY | O_CREAT | O_TRUNC, 0644,
+                                "create the disk reserve", err);
+    if (fd < 0 && errno == ELOOP) return -1;
     s->have_reserve = fd >= 0 && posix_fallocate(fd, 0, ST_RESERVE_BYTES) == 0;
     if (fd >= 0) close(fd);
-    if (!s->have_reserve) unlink(s->reserve_path);
+    if (!s->have_reserve) unlink(s->reserve_path); /* no reserve: a full disk then costs more */
+    return 0;
 }
 
 void st_reserve_release(store *s) {
@@ -522,10 +528,15 @@ hid_t st_file_access(void) {
 
 /* Creates a complete, empty HDF5 view at path (fails if it exists). */
 int st_create_view(store *s, const char *path, as_err *err) {
+    /* H5F_ACC_EXCL is open(O_CREAT | O_EXCL): a symbolic link at path, even one planted
+     * after this check, makes it fail rather than be written through; the checks name
+     * the link (fileio.h). */
+    if (fileio_refuse_link(path, err)) return -1;
     hid_t fapl = st_file_access();
     hid_t file;
     H5E_BEGIN_TRY { file = H5Fcreate(path, H5F_ACC_EXCL, H5P_DEFAULT, fapl); } H5E_END_TRY;
     H5Pclose(fapl);
+    if (file < 0 && fileio_refuse_link(path, err)) return -1;
     if (file < 0) return as_fail(err, "%s: cannot create HDF5 file", path);
     s->file = file;
     int rc = 0;

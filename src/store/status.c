@@ -3,11 +3,13 @@
 #include "store_int.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "fileio.h"
 #include "json.h"
 #include "lockfile.h"
 
@@ -24,8 +26,19 @@ static void json_string(FILE *f, const char *v) {
 int store_write_status(store *s, size_t in_flight, const char *state, as_err *err) {
     char tmp[4300];
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", s->status_path, (long)getpid());
-    FILE *f = fopen(tmp, "w");
-    if (!f) return as_fail(err, "%s: cannot write status: %s", tmp, strerror(errno));
+    /* A fresh temporary (O_EXCL) and never a symbolic link in the place of the file
+     * or its temporary (fileio.h): the rename would replace a link, not write through
+     * it, but a link there is refused all the same, in one line. */
+    if (fileio_refuse_link(s->status_path, err)) return -1;
+    int fd = fileio_open_beside(tmp, O_WRONLY | O_CREAT | O_EXCL, 0666, "write status", err);
+    if (fd < 0) return -1;
+    FILE *f = fdopen(fd, "w");
+    if (!f) {
+        int e = errno;
+        close(fd);
+        unlink(tmp);
+        return as_fail(err, "%s: cannot write status: %s", tmp, strerror(e));
+    }
     double now = st_now();
     size_t done = store_count(s, STORE_DONE), failed = store_count(s, STORE_FAILED);
     char started[64], updated[64];

@@ -70,8 +70,8 @@ size_t store_count(const store *s, int status) {
 /* Removes OUT.h5.tmp.*, OUT.h5.status.tmp.* and OUT.h5.journal.merge.* left by a
  * writer that died mid-rebuild or mid-status, or a merge killed before it renamed
  * its journal: we hold the lock (so does every merge while its temporary journal
- * exists), so none of them is live. */
-static void remove_stale_temps(const store *s) {
+ * exists), so none of them is live. A symbolic link under such a name is refused. */
+static int remove_stale_temps(const store *s, as_err *err) {
     char dir[4096];
     snprintf(dir, sizeof dir, "%s", s->path);
     char *slash = strrchr(dir, '/');
@@ -85,17 +85,21 @@ static void remove_stale_temps(const store *s) {
     snprintf(p3, sizeof p3, "%s.journal.merge.", base);
     snprintf(p4, sizeof p4, "%s.journal.compact.", base);
     DIR *d = opendir(dir);
-    if (!d) return;
+    if (!d) return 0;
     struct dirent *e;
-    while ((e = readdir(d))) {
+    int rc = 0;
+    while (!rc && (e = readdir(d))) {
         if (strncmp(e->d_name, p1, strlen(p1)) && strncmp(e->d_name, p2, strlen(p2)) &&
             strncmp(e->d_name, p3, strlen(p3)) && strncmp(e->d_name, p4, strlen(p4)))
             continue;
         char full[8400];
         snprintf(full, sizeof full, "%s/%s", dir, e->d_name);
-        unlink(full);
+        /* a symbolic link under a temporary's name is refused, not removed (fileio.h) */
+        if (fileio_refuse_link(full, err)) rc = -1;
+        else unlink(full);
     }
     closedir(d);
+    return rc;
 }
 
 
@@ -456,8 +460,10 @@ store *store_open(const char *path, const store_axes *axes, const store_provenan
         return NULL;
     }
     s->locked = 1;
-    remove_stale_temps(s);
-    st_reserve_create(s);
+    /* links beside the output are refused before anything is written (fileio.h) */
+    if (remove_stale_temps(s, err) || fileio_refuse_link(s->status_path, err) ||
+        st_reserve_create(s, err))
+        goto fail;
     int have_journal = fileio_exists(s->journal_path, 0), have_file = fileio_exists(s->path, 0);
     /* An existing view's own filters decide how cells are stored, not the flag: an
      * output created plain stays plain, a compressed one stays compressed, one without
@@ -494,6 +500,7 @@ store *store_open(const char *path, const store_axes *axes, const store_provenan
         s->jr = journal_create(s->journal_path, &want, err);
         if (!s->jr) goto fail;
         created_journal = 1;
+        st_test_phase("journal_created");
         st_iso_time(s->created, sizeof s->created, s->t_open);
         if (add_segment(s, err) || append_config(s, err) || append_segment_begin(s, err) ||
             journal_sync(s->jr, err))
@@ -676,3 +683,16 @@ int store_peek_config(const char *path, char **text, char **sha256, as_err *err)
     return found && *text ? 1 : as_fail(err, "%s: journal holds no config record", jpath);
 }
 
+int store_peek_config_to_write(const char *path, char **text, char **sha256, as_err *err) {
+    *text = *sha256 = NULL;
+    char lpath[4200], jpath[4200];
+    if (store_sidecar(lpath, sizeof lpath, path, ".lock") ||
+        store_sidecar(jpath, sizeof jpath, path, ".journal"))
+        return as_fail(err, "%s: path too long", path);
+    if (lock_refuse_if_in_use(lpath, err) || fileio_refuse_link(jpath, err)) return -1;
+    int found = store_peek_config(path, text, sha256, err);
+    /* A run that took the lock after the look above may be writing its journal's first
+     * records: then that is the news, not the journal's state. */
+    if (found < 0 && lock_refuse_if_in_use(lpath, err)) return -1;
+    return found;
+}

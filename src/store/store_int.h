@@ -159,8 +159,9 @@ void st_close_handles(store *s);
 void st_discard_view(store *s, const char *path);
 void st_discard_view_keep_name(store *s);
 /* OUT.h5.reserve (schema.c): created at open (best effort: a disk without 8 MiB free simply
- * gets none), removed at close, and given up on a full disk so the view can still close. */
-void st_reserve_create(store *s);
+ * gets none), removed at close, and given up on a full disk so the view can still close.
+ * A symbolic link at its name is refused (-1, err), never written through. */
+int st_reserve_create(store *s, as_err *err);
 void st_reserve_release(store *s);
 int st_write_root_attrs(store *s, hid_t file);
 int st_write_segments(store *s, hid_t file);

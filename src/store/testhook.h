@@ -36,6 +36,8 @@
  *                      compacted record (not complete, not synced)
  *   compact_written    ... the new journal is complete and fsynced, not renamed yet
  *   compact_renamed    ... renamed over OUT.h5.journal (the old one is gone)
+ *   journal_created    a new output's journal holds its header only (no config record
+ *                      yet), the lock is ours                      (store.c)
  *   lock_won           the kernel lock on OUT.h5.lock is ours, our identity is not
  *                      written into the file yet                   (lockfile.c)
  *   merge_journal_written  merge wrote OUT.h5.journal.merge.PID, not renamed yet

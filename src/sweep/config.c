@@ -348,6 +348,22 @@ static int apply_set(ctx *c, const char *arg) {
         return -1;
     }
 
+    /* A whole group (--set 'grid={L=[64];}') would replace the file's group, its other
+     * keys silently back to their defaults: refused. grid.T's group is one value (the
+     * T axis given by min, max, count). */
+    if (config_setting_type(src) == CONFIG_TYPE_GROUP && in_list(group_keys, key) &&
+        strcmp(key, "grid.T")) {
+        const char *example = key;
+        for (size_t i = 0; config_known_keys[i]; i++)
+            if (!strncmp(config_known_keys[i], key, kl) && config_known_keys[i][kl] == '.') {
+                example = config_known_keys[i];
+                break;
+            }
+        config_destroy(&tmp);
+        return as_fail(c->err, "--set %s: sets the whole group, which would reset its other keys "
+                       "to their defaults; set each key on its own (--set %s=...)", key, example);
+    }
+
     /* walk (creating groups) to the parent, then replace the member */
     char path[128];
     snprintf(path, sizeof path, "%s", key);
@@ -608,15 +624,28 @@ int config_load_text(as_config *cfg, const char *text, const char *origin,
     if (!getcwd(cfg->dir, sizeof cfg->dir)) return as_fail(err, "cannot read the current directory: %s", strerror(errno));
     cfg->file_text = strdup(text);
     if (!cfg->file_text) return as_fail(err, "%s: out of memory", origin);
-    ctx c = {.path = origin, .err = err};
+    /* @include expanded like a file's (config_include.c), so a stored config that
+     * includes a FIFO is refused in one line instead of blocking libconfig's open */
+    expansion x = {0};
+    if (cfg_exp_text(&x, origin, text, cfg->dir, err)) {
+        cfg_exp_free(&x);
+        config_free(cfg);
+        return -1;
+    }
+    ctx c = {.path = origin, .err = err, .x = &x};
     config_init(&c.lc);
-    config_set_include_dir(&c.lc, cfg->dir);
+    config_set_include_dir(&c.lc, "/dev/null");
     int rc;
-    if (config_read_string(&c.lc, text) != CONFIG_TRUE)
-        rc = as_fail(err, "%s:%d: %s", origin, config_error_line(&c.lc), config_error_text(&c.lc));
-    else
+    if (config_read_string(&c.lc, x.text ? x.text : "") != CONFIG_TRUE) {
+        const char *file = origin;
+        unsigned line = (unsigned)config_error_line(&c.lc);
+        cfg_exp_where(&x, config_error_line(&c.lc), &file, &line);
+        rc = as_fail(err, "%s:%u: %s", file, line, config_error_text(&c.lc));
+    } else {
         rc = load_values(&c, cfg, sets, n_sets);
+    }
     config_destroy(&c.lc);
+    cfg_exp_free(&x);
     if (rc) config_free(cfg);
     return rc;
 }

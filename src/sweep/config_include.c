@@ -92,6 +92,9 @@ static void dir_of(char *out, size_t size, const char *path) {
 /* Expands file `path` (named so in messages) into x. from/from_line: the
  * @include that asked for it (NULL for the top file). text_out: the top
  * file's bytes, for provenance. */
+static int exp_text(expansion *x, const char *path, const char *text, size_t len, const char *dir,
+                    int depth, as_err *err);
+
 int cfg_exp_file(expansion *x, const char *path, const char *from, unsigned from_line, int depth,
                  char **text_out, as_err *err) {
     char *text = NULL;
@@ -100,11 +103,27 @@ int cfg_exp_file(expansion *x, const char *path, const char *from, unsigned from
         if (from) as_wrap(err, "%s:%u: @include", from, from_line);
         return -1;
     }
+    char dir[AS_PATH_MAX];
+    dir_of(dir, sizeof dir, path);
+    int rc = exp_text(x, path, text, len, dir, depth, err);
+    if (rc == 0 && text_out) *text_out = text;
+    else free(text);
+    return rc;
+}
+
+int cfg_exp_text(expansion *x, const char *name, const char *text, const char *dir, as_err *err) {
+    return exp_text(x, name, text, strlen(text), dir, 0, err);
+}
+
+/* Expands text (the bytes of `path`, named so in messages; relative @include paths
+ * resolve against dir) into x. */
+static int exp_text(expansion *x, const char *path, const char *text, size_t len, const char *dir,
+                    int depth, as_err *err) {
     char **files = realloc(x->files, (x->n_files + 1) * sizeof *files);
-    if (!files) return free(text), as_fail(err, "%s: out of memory", path);
+    if (!files) return as_fail(err, "%s: out of memory", path);
     x->files = files;
     x->files[x->n_files] = malloc(strlen(path) + 1);
-    if (!x->files[x->n_files]) return free(text), as_fail(err, "%s: out of memory", path);
+    if (!x->files[x->n_files]) return as_fail(err, "%s: out of memory", path);
     strcpy(x->files[x->n_files], path);
     unsigned me = (unsigned)x->n_files++;
     const char *name = x->files[me];
@@ -133,14 +152,12 @@ int cfg_exp_file(expansion *x, const char *path, const char *from, unsigned from
             }
             inc[m] = 0;
             char full[AS_PATH_MAX + 8];
-            char dir[AS_PATH_MAX];
             if (!closed || !m) {
                 rc = as_fail(err, "%s:%u: @include needs a file name in double quotes", name, line);
             } else if (depth + 1 >= INCLUDE_MAX_DEPTH) {
                 rc = as_fail(err, "%s:%u: @include \"%s\": includes nested more than %d deep (a loop?)",
                              name, line, inc, INCLUDE_MAX_DEPTH);
             } else {
-                dir_of(dir, sizeof dir, path);
                 if (inc[0] == '/' || !strcmp(dir, ".")) snprintf(full, sizeof full, "%s", inc);
                 else if (snprintf(full, sizeof full, "%s/%s", dir, inc) >= (int)sizeof full)
                     rc = as_fail(err, "%s:%u: @include \"%s\": path too long", name, line, inc);
@@ -155,7 +172,5 @@ int cfg_exp_file(expansion *x, const char *path, const char *from, unsigned from
         i = e + 1;
     }
     if (rc == 0 && x->oom) rc = as_fail(err, "%s: out of memory", name);
-    if (rc == 0 && text_out) *text_out = text;
-    else free(text);
     return rc;
 }

@@ -52,6 +52,9 @@ static inline double number_of(const config_setting_t *s) {
 /* config_include.c */
 int cfg_exp_file(expansion *x, const char *path, const char *from, unsigned from_line, int depth,
                  char **text_out, as_err *err);
+/* The same for a config given as text (a stored config), named name in messages; its
+ * relative @include paths resolve against dir. */
+int cfg_exp_text(expansion *x, const char *name, const char *text, const char *dir, as_err *err);
 void cfg_exp_free(expansion *x);
 int cfg_exp_where(const expansion *x, int line, const char **file, unsigned *file_line);
 

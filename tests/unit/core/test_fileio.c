@@ -2,7 +2,12 @@
  * trailing NUL, an empty file, a symlink to a file; refusals in one line that
  * name the file: a FIFO (at once, never waiting for a writer), a folder,
  * /dev/zero, a missing file, a file over the limit (named with the limit);
- * and the free-space probe on a path whose folder does not exist yet. */
+ * and the free-space probe on a path whose folder does not exist yet. Opening beside an
+ * output: a link (to a victim, or dangling) refused in one line naming it, with or without
+ * O_EXCL, the victim unchanged and nothing created; a leftover temporary removed, a link
+ * under its name refused and kept. */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,6 +96,45 @@ int main(void) {
     CHECK(!strcmp(buf, "16 MiB"), "format_size: %s", buf);
     fileio_format_size(buf, sizeof buf, 1536.0);
     CHECK(!strcmp(buf, "1.5 KiB"), "format_size: %s", buf);
+
+    /* beside an output: never through a symbolic link */
+    char victim[512], link[512], dang[512], plain[512];
+    path_of(victim, sizeof victim, "victim");
+    path_of(link, sizeof link, "out.h5.lock");
+    path_of(dang, sizeof dang, "nowhere");
+    path_of(plain, sizeof plain, "out.h5.reserve");
+    f = fopen(victim, "wb");
+    fputs("victim", f);
+    fclose(f);
+    CHECK(symlink(victim, link) == 0, "symlink");
+    int flags[2] = {O_RDWR | O_CREAT, O_RDWR | O_CREAT | O_EXCL};
+    for (int k = 0; k < 2; k++) {
+        int fd = fileio_open_beside(link, flags[k], 0666, "create lock", &err);
+        CHECK(fd == -1 && errno == ELOOP && strstr(err.msg, link) && strstr(err.msg, "symbolic link") &&
+                  strstr(err.msg, "rm '") && !strchr(err.msg, '\n'),
+              "link to a file, flags %d: fd %d, '%s'", k, fd, err.msg);
+        CHECK(fileio_read_all(victim, 0, NULL, &data, &len, &err) == 0 && len == 6, "victim kept");
+        free(data);
+    }
+    unlink(link);
+    CHECK(symlink(dang, link) == 0, "dangling symlink");
+    CHECK(fileio_open_beside(link, O_WRONLY | O_CREAT | O_TRUNC, 0666, "x", &err) == -1 &&
+              strstr(err.msg, "symbolic link"), "dangling link: '%s'", err.msg);
+    CHECK(access(dang, F_OK) != 0, "the dangling link created its target");
+    CHECK(fileio_refuse_link(link, &err) == -1 && fileio_remove_temp(link, &err) == -1, "link check");
+    struct stat lst;
+    CHECK(lstat(link, &lst) == 0 && S_ISLNK(lst.st_mode), "a refused link is kept, not removed");
+    int fd = fileio_open_beside(plain, O_WRONLY | O_CREAT | O_EXCL, 0644, "create", &err);
+    CHECK(fd >= 0, "a plain new file: %s", err.msg);
+    if (fd >= 0) close(fd);
+    fd = fileio_open_beside(plain, O_WRONLY | O_CREAT | O_EXCL, 0644, "create the reserve", &err);
+    CHECK(fd == -1 && errno == EEXIST && strstr(err.msg, "cannot create the reserve"),
+          "O_EXCL on a plain file keeps EEXIST: '%s'", err.msg);
+    CHECK(fileio_refuse_link(plain, &err) == 0 && fileio_remove_temp(plain, &err) == 0 &&
+              access(plain, F_OK) != 0 && fileio_remove_temp(plain, &err) == 0,
+          "a leftover temporary removed (and an absent one is fine)");
+    unlink(link);
+    unlink(victim);
 
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
