@@ -566,7 +566,13 @@ int store_close(store *s, const char *state, as_err *err) {
     if (h5rc && !rc) rc = as_fail(err, "%s: cannot write provenance at close", s->path);
     /* The segment ends with the journal compacted: the values are then stored once,
      * in the view (a failed close leaves the journal whole). */
-    if (!rc && s->full_bytes && s->compact_bytes != UINT64_MAX && st_compact(s, err)) rc = -1;
+    if (!rc && s->full_bytes && s->compact_bytes != UINT64_MAX) {
+        if (st_test_fail("close_compact"))
+            rc = as_fail(err, "%s: cannot compact the journal at close: failure injected by the "
+                         "test hook (ATTNSWEEP_TEST_FAIL=close_compact)", s->journal_path);
+        else if (st_compact(s, err))
+            rc = -1;
+    }
     st_close_handles(s);
     st_reserve_release(s);
     if (store_write_status(s, 0, state ? state : "finished", rc ? NULL : err)) rc = -1;
