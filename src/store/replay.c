@@ -37,16 +37,21 @@ int st_replay_journal(store *s, as_err *err) {
                 return -1;
             }
             text[r.payload_len] = 0;
-            /* The sha256 is the first line, the text follows. */
+            /* The sha256 is the first line, the text follows, then (journal.h) maybe
+             * "\0" and the inputs' identity. */
             char *nl = strchr(text, '\n');
             free(s->stored_config_text);
             free(s->stored_config_sha);
+            free(s->stored_inputs);
             s->stored_config_sha = NULL;
             s->stored_config_text = NULL;
+            s->stored_inputs = NULL;
             if (nl) {
                 *nl = 0;
                 s->stored_config_sha = st_dupstr(text);
                 s->stored_config_text = st_dupstr(nl + 1);
+                size_t tl = strlen(nl + 1);
+                if ((size_t)(nl + 1 + tl - text) < r.payload_len) s->stored_inputs = st_dupstr(nl + 2 + tl);
             }
             free(text);
             if (!s->created[0]) st_iso_time(s->created, sizeof s->created, r.t_start);

@@ -271,6 +271,7 @@ int st_write_root_attrs(store *s, hid_t file) {
     rc |= st_attr_str(file, "config_sha256", p->config_sha256);
     rc |= st_attr_str(file, "model_dir", p->model_dir);
     rc |= st_attr_str(file, "weights_sha256", p->weights_sha256);
+    rc |= st_attr_str(file, "model_config_sha256", p->model_config_sha256);
     rc |= st_attr_str(file, "text_path", p->text_path);
     rc |= st_attr_str(file, "text_sha256", p->text_sha256);
     rc |= st_attr_str(file, "tokenizer_files", p->tokenizer_files);

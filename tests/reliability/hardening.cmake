@@ -49,3 +49,14 @@ foreach(case close_fails_2 close_fails_3)
   set_tests_properties(rank0_release_${case} PROPERTIES FIXTURES_REQUIRED model_tiny TIMEOUT 400
                        ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OPENBLAS_NUM_THREADS=1")
 endforeach()
+# inputs_identity_*: every input file (each model's model.safetensors and config.json, the text,
+# vocab.json, merges.txt) hashed, recorded in the view and the journal's config record, and
+# checked on resume, extension, a rebuild from the journal and merge
+# (tests/reliability/test_inputs_identity.py, on a synthetic model of its own; a few s each).
+foreach(case recorded config_extend journal_rebuild merge_config merge_vocab old_journal)
+  add_test(NAME inputs_identity_${case}
+           COMMAND ${AS_PYTHON} ${CMAKE_SOURCE_DIR}/tests/reliability/test_inputs_identity.py
+                   $<TARGET_FILE:attnsweep_test> ${CMAKE_BINARY_DIR}/scratch/inputs_identity_${case} ${case})
+  set_tests_properties(inputs_identity_${case} PROPERTIES TIMEOUT 300
+                       ENVIRONMENT "OPENBLAS_NUM_THREADS=1")
+endforeach()
