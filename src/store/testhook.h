@@ -29,6 +29,7 @@
  * error path. Points:
  *   close_compact      store_close's compaction of the journal (store.c): the close fails,
  *                      the journal stays whole (what a disk full during it leaves)
+ *   commit             every commit of cells (commit.c), before anything is written
  * Phases:
  *   dispatch_written   a dispatch record appended, not synced     (store.c)
  *   data_flushed, status_flushed, journal_written (before the fsync),

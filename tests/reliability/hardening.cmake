@@ -40,8 +40,9 @@ endforeach()
 # rank0_release_*: an error of rank 0 at the end of the run (its close failing in the journal's
 # compaction, injected by the store's test hook) ends the whole MPI job with exit 1 instead of
 # leaving the workers in a broadcast for ever; 2 and 3 ranks (tests/reliability/test_rank0_release.py,
-# a hang is killed after 120 s; ~10 s each when it passes).
-foreach(case close_fails_2 close_fails_3)
+# a hang is killed after 120 s; ~10 s each when it passes); last_commit_fails: the same for rank 0's
+# last commit of model 0 of 2 failing after the workers were told the model was complete.
+foreach(case close_fails_2 close_fails_3 last_commit_fails)
   add_test(NAME rank0_release_${case}
            COMMAND ${AS_PYTHON} ${CMAKE_SOURCE_DIR}/tests/reliability/test_rank0_release.py
                    $<TARGET_FILE:attnsweep_test> ${CMAKE_BINARY_DIR}/models/tiny

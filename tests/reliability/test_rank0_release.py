@@ -9,6 +9,11 @@ requeued), through the real `attnsweep_test` under mpirun:
                   the journal; the journal is left whole, so the next run (no hook) exits 0 and
                   its file equals an undisturbed run bit for bit
   close_fails_3   the same with 3 ranks (2 workers)
+  last_commit_fails  2 ranks, 2 models, every commit made to fail (ATTNSWEEP_TEST_FAIL=commit)
+                  with commit_every above the cell count, so model 0's only commit is the final
+                  one rank 0 makes after it told the workers the model was complete: the job
+                  exits 1 (the workers used to go on to model 1's load alone and wait there);
+                  the next run (no hook) finishes
 
 A hang is caught by a hard limit (HANG_S) on the job, which is then killed as a whole (its
 session): the limit only bounds a broken run, a passing one ends in a few seconds.
@@ -32,19 +37,20 @@ ONLY = set(sys.argv[4:])
 HANG_S = 120  # far above a loaded machine's few seconds for this sweep
 
 
-def setup(name):
+def setup(name, models=None, commit_every=2):
     d = os.path.join(SCRATCH, name)
     shutil.rmtree(d, ignore_errors=True)
     os.makedirs(d)
     rng = np.random.default_rng(5)
     np.save(f"{d}/tokens.npy", rng.integers(0, 50257, size=400).astype("<u2"))
+    model = "[" + ", ".join(f'"{m}"' for m in models) + "]" if models else f'"{MODEL}"'
     with open(f"{d}/a.cfg", "w") as f:
-        f.write(f"""model = "{MODEL}";
+        f.write(f"""model = {model};
 text = {{ path = "tokens.npy"; format = "tokens"; }};
 windows = {{ count = 3; offset = 0; stride = 64; }};
 grid = {{ L = [16, 32]; N = [1, 2]; T = [0.1, 8.0]; eps = [1e-3]; normalizer = ["softmax"]; }};
 output = "out.h5";
-runtime = {{ commit_every = 2; }};
+runtime = {{ commit_every = {commit_every}; }};
 """)
     return d
 
@@ -118,7 +124,26 @@ def case_close_fails_3():
     close_fails(3)
 
 
+def case_last_commit_fails():
+    second = os.path.join(SCRATCH, "tiny2")
+    if not os.path.exists(f"{second}/model.safetensors"):
+        p = subprocess.run([BIN, "synth", "--preset", "tiny", "--seed", "2", "--vocab", "none",
+                            "--force", "--out", second], env=ENV, capture_output=True, text=True)
+        check(p.returncode == 0, f"synth: {p.stderr}")
+    d = setup("last_commit_fails", models=[MODEL, second], commit_every=1000)
+    t0 = time.time()
+    rc, err = mpirun(2, d, dict(ENV, ATTNSWEEP_TEST_FAIL="commit"))
+    print(f"  2 ranks, 2 models, the final commit made to fail: exit {rc} after {time.time() - t0:.1f} s",
+          flush=True)
+    check(rc is not None, f"the job hung after rank 0's last commit failed (killed after {HANG_S} s)")
+    check(rc == 1, f"exit {rc}, want 1 (stderr {err[-400:]!r})")
+    lines = [l for l in err.splitlines() if l.startswith("attnsweep run:") and "injected" in l]
+    check(len(lines) == 1, f"want one error line naming the injected failure, got {err!r}")
+    rc2, err2 = mpirun(2, d, ENV)
+    check(rc2 == 0, f"the run after the failed commit: exit {rc2}: {err2[-300:]}")
+
+
 if __name__ == "__main__":
     os.makedirs(SCRATCH, exist_ok=True)
-    run_cases([case_close_fails_2, case_close_fails_3], ONLY)
+    run_cases([case_close_fails_2, case_close_fails_3, case_last_commit_fails], ONLY)
     sys.exit(summary("rank0_release"))
