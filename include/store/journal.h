@@ -100,7 +100,9 @@
  *                 size, t_start; payload = "hosts\0slurm_job_id", optionally
  *                 followed by "\0note" (what the segment's open found wrong, e.g.
  *                 journal damage; readers of version 1 that predate the note stop
- *                 at the second NUL and ignore it).
+ *                 at the second NUL and ignore it), and then by "\0inputs" (the
+ *                 inputs' identity the segment ran with, as in JR_CONFIG; the note is
+ *                 then present, maybe empty; readers that predate it ignore it).
  *   JR_SEG_END    that segment ended: window = segment number, t_end,
  *                 attempt = cells committed in the segment.
  * Times are seconds since the Unix epoch. */

@@ -76,6 +76,7 @@ int st_replay_journal(store *s, as_err *err) {
                 sg->hosts = st_dupstr("?");
                 sg->job = st_dupstr("");
                 sg->note = st_dupstr("");
+                sg->inputs = st_dupstr("");
             }
             segment *sg = &s->segs[k];
             if (r.type == JR_SEG_BEGIN) {
@@ -84,13 +85,15 @@ int st_replay_journal(store *s, as_err *err) {
                     free(text);
                     return as_fail(err, "%s: cannot read segment %d", s->journal_path, r.window);
                 }
-                /* "hosts\0job" or "hosts\0job\0note" (journal.h) */
+                /* "hosts\0job", "hosts\0job\0note" or "hosts\0job\0note\0inputs" (journal.h) */
                 const char *end = text + r.payload_len, *job = text + strlen(text) + 1;
                 const char *note = job <= end ? job + strlen(job) + 1 : end + 1;
-                free(sg->hosts), free(sg->job), free(sg->note);
+                const char *inputs = note < end ? note + strlen(note) + 1 : end + 1;
+                free(sg->hosts), free(sg->job), free(sg->note), free(sg->inputs);
                 sg->hosts = st_dupstr(text);
                 sg->job = st_dupstr(job <= end ? job : "");
                 sg->note = st_dupstr(note <= end ? note : "");
+                sg->inputs = st_dupstr(inputs < end ? inputs : "");
                 free(text);
                 sg->start = r.t_start;
                 sg->mpi_size = r.rank;

@@ -128,7 +128,7 @@ static void store_free(store *s) {
     free(s->values_crc), free(s->compacted), free(s->batch), free(s->batch_crc);
     free(s->deflated), free(s->dz_buf), free(s->dz_scratch);
     for (size_t i = 0; i < s->n_segs; i++)
-        free(s->segs[i].hosts), free(s->segs[i].job), free(s->segs[i].note);
+        free(s->segs[i].hosts), free(s->segs[i].job), free(s->segs[i].note), free(s->segs[i].inputs);
     free(s->damage_note);
     free(s->segs);
     free(s->stored_config_text), free(s->stored_config_sha), free(s->stored_inputs);
@@ -296,6 +296,7 @@ static int add_segment(store *s, as_err *err) {
     sg->start = s->t_open, sg->end = NAN;
     sg->hosts = st_dupstr(s->prov.hosts), sg->job = st_dupstr(s->prov.slurm_job_id);
     sg->note = st_dupstr(s->damage_note);
+    sg->inputs = st_dupstr(s->prov.inputs);
     sg->mpi_size = s->prov.mpi_size, sg->cells_done = 0;
     s->seg_index = s->n_segs++;
     return 0;
@@ -303,16 +304,19 @@ static int add_segment(store *s, as_err *err) {
 
 /* ... and in the journal. */
 static int append_segment_begin(store *s, as_err *err) {
-    /* "hosts\0job\0", plus "note\0" only when there is one (journal.h), so an
-     * ordinary segment's record is the same as before notes existed. */
+    /* "hosts\0job\0", plus "note\0" only when there is one or inputs follow, plus
+     * "inputs\0" when given (journal.h); readers that predate a field stop before it. */
     const char *note = s->damage_note ? s->damage_note : "";
+    const char *inputs = s->prov.inputs ? s->prov.inputs : "";
     size_t a = strlen(s->prov.hosts), b = strlen(s->prov.slurm_job_id), c = strlen(note);
-    size_t len = a + b + 2 + (c ? c + 1 : 0);
+    size_t d = strlen(inputs);
+    size_t len = a + b + 2 + (c || d ? c + 1 : 0) + (d ? d + 1 : 0);
     char *payload = malloc(len);
     if (!payload) return as_fail(err, "%s: out of memory", s->journal_path);
     memcpy(payload, s->prov.hosts, a + 1);
     memcpy(payload + a + 1, s->prov.slurm_job_id, b + 1);
-    if (c) memcpy(payload + a + b + 2, note, c + 1);
+    if (c || d) memcpy(payload + a + b + 2, note, c + 1);
+    if (d) memcpy(payload + a + b + c + 3, inputs, d + 1);
     journal_record r = {.type = JR_SEG_BEGIN, .window = (int32_t)s->seg_index,
                         .rank = s->prov.mpi_size, .t_start = s->t_open, .payload_len = len};
     int rc = journal_append(s->jr, &r, payload, err);

@@ -47,6 +47,7 @@ typedef struct {
     double start, end; /* end NaN while running / after a crash */
     char *hosts, *job;
     char *note; /* what this segment's open found wrong (journal damage), else "" */
+    char *inputs; /* the inputs' identity this segment ran with (store_provenance), else "" */
     int32_t mpi_size, cells_done;
 } segment;
 

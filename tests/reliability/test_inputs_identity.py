@@ -42,7 +42,7 @@ from sweeptest import ENV, check, run_cases, summary
 BIN, SCRATCH = (os.path.abspath(a) for a in sys.argv[1:3])
 ONLY = set(sys.argv[3:])
 HEADER, RECORD = 256, 80  # include/store/journal.h
-JR_CONFIG = 1
+JR_CONFIG, JR_SEG_BEGIN = 1, 4
 TEXT = ("It was in July, 1805, and the speaker was the well-known Anna Pavlovna Scherer, "
         "maid of honor and favorite of the Empress Marya Fedorovna. ") * 12
 
@@ -144,6 +144,9 @@ def case_recorded():
             "vocab.json": sha(f"{d}/model/vocab.json"), "merges.txt": sha(f"{d}/model/merges.txt")}
     got = dict(line.split(" sha256=") for line in inputs.splitlines())
     check(got == want, f"journal inputs {got} != {want}")
+    with h5py.File(f"{d}/out.h5", "r") as f:
+        seg = [x.decode() if isinstance(x, bytes) else x for x in f["provenance/inputs"][()]]
+    check(seg == [inputs], f"/provenance inputs {seg!r} != the journal's {inputs!r}")
 
 
 def case_config_extend():
@@ -245,7 +248,7 @@ def case_merge_vocab():
 
 
 def strip_inputs(journal):
-    """Rewrites every config record without its inputs (as attnsweep wrote it before them),
+    """Rewrites every config and segment record without its inputs (as attnsweep wrote them before),
     fixing the record's payload length and CRCs (src/store/journal.c record_encode: the
     payload's CRC-32 at 72, the fields' over bytes 0..75 at 76, zlib's crc32)."""
     data = bytearray(open(journal, "rb").read())
@@ -255,8 +258,12 @@ def strip_inputs(journal):
         (typ,) = struct.unpack_from("<I", rec, 4)
         (plen,) = struct.unpack_from("<Q", rec, 64)
         payload = bytes(data[at + RECORD:at + RECORD + plen])
+        old = payload
         if typ == JR_CONFIG and b"\0" in payload:
             payload = payload[:payload.index(b"\0")]
+        if typ == JR_SEG_BEGIN and payload.count(b"\0") > 2:  # "hosts\0job\0" as before
+            payload = b"\0".join(payload.split(b"\0")[:2]) + b"\0"
+        if payload != old:
             struct.pack_into("<Q", rec, 64, len(payload))
             struct.pack_into("<I", rec, 72, zlib.crc32(payload))
             struct.pack_into("<I", rec, 76, zlib.crc32(bytes(rec[:76])))
@@ -284,6 +291,10 @@ def case_old_journal():
     p = cli(["run", "a.cfg"], d, env)
     check(p.returncode == 0 and "records no hashes" not in p.stderr,
           f"the next run still notes missing hashes: {p.stderr!r}")
+    with h5py.File(f"{d}/out.h5", "r") as f:
+        seg = [x.decode() if isinstance(x, bytes) else x for x in f["provenance/inputs"][()]]
+    check(len(seg) == 3 and seg[0] == "" and seg[1] and seg[1] == seg[2],
+          f"/provenance inputs of an old segment and two new ones: {seg!r}")
     old = sha(f"{d}/model/config.json")
     edit_config_json(d)
     new = sha(f"{d}/model/config.json")
