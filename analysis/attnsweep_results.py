@@ -39,8 +39,8 @@ HEAD_DIMS = ("layer", "head")
 
 # The model axis (docs/results.md): per-model auxiliary coordinates, and which (layer, head)
 # each model has (head_valid: 1 present, 0 masked -- the union of the models' heads is stored)
-MODEL_COORDS = ("model_path", "model_sha256", "model_kind", "model_n_layer", "model_n_head",
-                "model_n_embd", "training_step")
+MODEL_COORDS = ("model_path", "model_sha256", "model_config_sha256", "model_kind", "model_n_layer",
+                "model_n_head", "model_n_embd", "training_step")
 HEAD_PRESENT = 1
 
 # What the file's model_kind attribute says, in words (figure titles, summary.csv): a

@@ -30,6 +30,10 @@
  * The header is the journal's identity: a header that fails its checksum is
  * refused, and nothing is changed.
  *
+ * Support window: this program reads and appends to journals of versions 1 to 4, with or
+ * without the inputs in their config records (JR_CONFIG below); one without them is
+ * accepted with the inputs unchecked once (a note on stderr), and the run records them.
+ *
  * Versions. 4 (this program writes it) adds compressed payloads: a JR_COMMIT with flag
  * JF_DEFLATE holds the cell in the deflated form (store.h, deflate.c: the chunks HDF5's
  * shuffle + deflate stores), its CRC over those bytes; compacted, it keeps JF_DEFLATE and
@@ -74,7 +78,15 @@
  * view alone at 2x the disk.
  *
  * Record types (fields not listed are 0):
- *   JR_CONFIG     payload = the config text; t_start = time written.
+ *   JR_CONFIG     payload = the config's sha256 (hex), "\n", the config text, and then,
+ *                 from the version of attnsweep that records the inputs' identity on,
+ *                 "\0" and one line "KEY sha256=HEX\n" per input file the run read
+ *                 (KEY: "model M model.safetensors", "model M config.json", "text",
+ *                 "vocab.json", "merges.txt"; store.h, store_provenance inputs);
+ *                 t_start = time written. A new record is appended whenever the config
+ *                 or the inputs recorded change (a config change, models appended, a
+ *                 journal that had none). Readers that predate the inputs stop at the
+ *                 NUL and see the config alone, so the journal version did not change.
  *   JR_DISPATCH   a cell was handed to a worker: model, window, L (the L VALUE, not
  *                 its index, so axes may grow), window_start, attempt, rank,
  *                 t_start.
@@ -88,7 +100,9 @@
  *                 size, t_start; payload = "hosts\0slurm_job_id", optionally
  *                 followed by "\0note" (what the segment's open found wrong, e.g.
  *                 journal damage; readers of version 1 that predate the note stop
- *                 at the second NUL and ignore it).
+ *                 at the second NUL and ignore it), and then by "\0inputs" (the
+ *                 inputs' identity the segment ran with, as in JR_CONFIG; the note is
+ *                 then present, maybe empty; readers that predate it ignore it).
  *   JR_SEG_END    that segment ended: window = segment number, t_end,
  *                 attempt = cells committed in the segment.
  * Times are seconds since the Unix epoch. */

@@ -105,6 +105,8 @@ typedef struct {
     const int32_t *model_n_layer, *model_n_head, *model_n_embd; /* [n_model] */
     const int64_t *training_step;     /* [n_model] -1 = not given */
     const char *const *model_kind;    /* [n_model] model_kind() of each; NULL = the provenance's */
+    const char *const *model_config_sha256; /* [n_model] of each config.json; NULL = not recorded
+                                             * (a file from before it: the provenance's, or "") */
     const uint8_t *head_valid;        /* [n_model][n_layer][n_head] 1 present, 0 masked; NULL = all 1 */
 } store_axes;
 
@@ -115,6 +117,10 @@ typedef struct {
     const char *model_dir, *weights_sha256;
     const char *text_path, *text_sha256;
     const char *tokenizer_files;        /* e.g. "vocab.json merges.txt" with their sha256 */
+    const char *model_config_sha256;    /* of model 0's config.json; "" = not recorded */
+    /* The inputs' identity, kept in the journal's config record (journal.h): one line
+     * "KEY sha256=HEX" per input file (store_inputs_lookup); NULL or "" = none given. */
+    const char *inputs;
     long vectors, rows;                 /* metrics.vectors / metrics.rows as the config's enums */
     const char *vectors_name, *rows_name; /* their config spellings ("value", "visible"); when
                                            * given, stored instead of the numbers */
@@ -171,6 +177,15 @@ int store_peek_config(const char *path, char **text, char **sha256, as_err *err)
  * another, which may find its journal still without a config record, is told "in use"
  * -- and refuses a journal that is a symbolic link (fileio.h). */
 int store_peek_config_to_write(const char *path, char **text, char **sha256, as_err *err);
+
+/* The inputs' identity the output's journal holds (its last config record, journal.h): 1
+ * and *inputs (malloc'd, the caller frees) when it records them, 0 with *inputs NULL when
+ * there is no journal or its config record is from before they were kept (then nothing
+ * can be compared), -1 on error. */
+int store_peek_inputs(const char *path, char **inputs, as_err *err);
+
+/* The HEX of line "KEY sha256=HEX" in an inputs text, into hex; NULL when it has none. */
+const char *store_inputs_lookup(const char *inputs, const char *key, char hex[65]);
 
 /* Creates or resumes OUT.h5 (see the top of this file). flags: STORE_ALLOW_*.
  * A resume whose stored config sha256 differs from prov->config_sha256 fails

@@ -778,13 +778,19 @@ int sched_run(MPI_Comm comm, const int64_t *cells, size_t ncells, const sched_op
     resolved_opts r;
     /* Options are the same on every rank, so every rank fails here alike. */
     if (resolve_opts(opts, rank, size, &r, err) != 0) return -1;
-    if (rank == 0 && ncells > 0 && !cells) return as_fail(err, "scheduler: %zu cells but no list", ncells);
-    if (as_signals_install(err) != 0) return -1;
+    /* A rank that cannot start (rank 0 given no list, the signal handlers refused) tells the
+     * others in the collective call below rather than leaving them in it. */
+    int cannot = 0;
+    if (rank == 0 && ncells > 0 && !cells) cannot = 1, as_fail(err, "scheduler: %zu cells but no list", ncells);
+    else if (as_signals_install(err) != 0) cannot = 1;
 
     /* A block size that differs between ranks would truncate a message and
      * abort the job inside MPI; one collective call turns it into an error. */
-    long long mine[2] = {(long long)r.block_doubles, -(long long)r.block_doubles}, agreed[2];
-    MPI_Allreduce(mine, agreed, 2, MPI_LONG_LONG, MPI_MAX, comm);
+    long long mine[3] = {(long long)r.block_doubles, -(long long)r.block_doubles, cannot ? rank + 1 : 0};
+    long long agreed[3];
+    MPI_Allreduce(mine, agreed, 3, MPI_LONG_LONG, MPI_MAX, comm);
+    if (agreed[2])
+        return cannot ? -1 : as_fail(err, "scheduler: rank %lld could not start the run", agreed[2] - 1);
     if (agreed[0] != -agreed[1])
         return as_fail(err, "scheduler: ranks disagree on the block size (%lld to %lld doubles)", -agreed[1],
                        agreed[0]);

@@ -33,6 +33,15 @@ static int all_ok(MPI_Comm comm, int ok) {
     return all;
 }
 
+/* Every rank leaves a sched_run with the same outcome: an error anywhere (rank 0's last
+ * commit can fail after it told the workers the run was complete), else an interruption,
+ * else complete. A rank that went on alone would wait for ever in the next model's load. */
+static int agreed_outcome(MPI_Comm comm, int srun) {
+    int mine = srun < 0 ? 2 : srun == SCHED_INTERRUPTED ? 1 : 0, all = 0;
+    MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MAX, comm);
+    return all == 2 ? -1 : all == 1 ? SCHED_INTERRUPTED : SCHED_COMPLETE;
+}
+
 /* --- step 2: the text, loaded on rank 0 and broadcast --------------------- */
 
 static int load_text(sweep_state *st, MPI_Comm comm, as_err *err) {
@@ -581,12 +590,15 @@ int sweep_run(MPI_Comm comm, const sweep_opts *opts, sweep_summary *sum, as_err 
         stats.commit_batches += ms.commit_batches, stats.commit_s += ms.commit_s;
         if (ms.largest_batch > stats.largest_batch) stats.largest_batch = ms.largest_batch;
         if (ms.signo) stats.signo = ms.signo;
+        srun = agreed_outcome(comm, srun);
     }
     st.timing[TM_SCHED] = as_monotonic_s() - t_sched;
     free(unit_ids);
     free(model_windows_before);
 
-    /* 6. close */
+    /* 6. close. Rank 0's outcome, its close included, is every rank's: the workers wait for
+     * it in the broadcast whatever happened (a close that fails -- a disk full in the
+     * journal's compaction -- must not leave them there for ever). */
     if (st.rank == 0) {
         sum->done = st.cells_done;
         sum->failed = st.cells_failed;
@@ -596,11 +608,11 @@ int sweep_run(MPI_Comm comm, const sweep_opts *opts, sweep_summary *sum, as_err 
         as_err close_err;
         if (store_close(st.out, state, srun < 0 ? &close_err : e) && srun >= 0) srun = -1;
         st.out = NULL;
+        rc = srun < 0 ? -1 : srun == SCHED_INTERRUPTED ? SWEEP_INTERRUPTED
+             : stats.failed ? SWEEP_CELLS_FAILED : SWEEP_COMPLETE;
     }
-    if (srun < 0) goto out;
-    rc = srun == SCHED_INTERRUPTED ? SWEEP_INTERRUPTED
-         : (st.rank == 0 && stats.failed) ? SWEEP_CELLS_FAILED : SWEEP_COMPLETE;
     MPI_Bcast(&rc, 1, MPI_INT, 0, comm);
+    if (rc < 0) goto out;
     st.timing[TM_RUN] = as_wall_s() - t0;
     print_timings(&st, comm, &stats);
 out:

@@ -95,13 +95,83 @@ static int input_changed(const char *out, const char *file, const char *now, con
                    file, out, now, then);
 }
 
-/* Inputs rewritten in place: the weights, the text (and, for a text that is
- * tokenized, vocab.json and merges.txt) must hash as the results file
- * recorded them (its root attributes). A file whose view cannot be read is
- * rebuilt by the store from the journal, which records no input hashes:
- * then there is nothing to compare with. A file of an older version without
- * a tokenizer hash is compared on the weights and the text only. */
-static int check_inputs_unchanged(const sweep_state *st, const char *tok_files, as_err *err) {
+/* The inputs' identity as the journal's config record keeps it (store.h, store_provenance
+ * inputs): one "KEY sha256=HEX" line per file the run reads -- each model's
+ * model.safetensors and config.json, the text, and for a text that is tokenized vocab.json
+ * and merges.txt. NULL when out of memory. */
+static char *inputs_text(const sweep_state *st, char (*cfg_sha)[65]) {
+    const as_config *c = &st->cfg;
+    size_t cap = (c->n_model * 2 + 3) * 120 + 1, at = 0;
+    char *out = malloc(cap);
+    if (!out) return NULL;
+    out[0] = 0;
+    for (size_t m = 0; m < c->n_model; m++)
+        at += (size_t)snprintf(out + at, cap - at, "model %zu model.safetensors sha256=%s\n"
+                               "model %zu config.json sha256=%s\n", m, st->model_sha[m], m, cfg_sha[m]);
+    at += (size_t)snprintf(out + at, cap - at, "text sha256=%s\n", st->text_sha);
+    if (c->text_format != AS_TEXT_TOKENS)
+        snprintf(out + at, cap - at, "vocab.json sha256=%s\nmerges.txt sha256=%s\n", st->vocab_sha,
+                 st->merges_sha);
+    return out;
+}
+
+/* The file an inputs key (inputs_text) stands for, in the current config. */
+static void input_path(char *out, size_t size, const as_config *c, const char *key) {
+    size_t m;
+    char file[32];
+    if (sscanf(key, "model %zu %31s", &m, file) == 2 && m < c->n_model)
+        snprintf(out, size, "%s/%s", c->models[m].dir, file);
+    else if (!strcmp(key, "text"))
+        snprintf(out, size, "%s", c->text_path);
+    else
+        snprintf(out, size, "%s/%s", c->model_dir, key);
+}
+
+/* Every input the journal recorded must hash as it did: this holds also when the HDF5
+ * view is gone and would be rebuilt from the journal (a killed run, the weights changed in
+ * place, the .h5 lost), where the view's attributes cannot be compared. Inputs recorded
+ * only now (models appended) or no longer read (a config change, refused or allowed by
+ * check_config_change) are not compared. A journal from before the inputs were kept
+ * records none: said once, and this run records them (store.c, append_config). */
+static int check_journal_inputs(const sweep_state *st, const char *now, as_err *err) {
+    char *then = NULL;
+    int found = store_peek_inputs(st->out_path, &then, err);
+    if (found < 0) return -1;
+    char jpath[4200];
+    snprintf(jpath, sizeof jpath, "%s.journal", st->out_path);
+    struct stat sb;
+    if (!found) {
+        if (stat(jpath, &sb) == 0)
+            fprintf(stderr, "attnsweep run: note: %s records no hashes of its inputs (written by an "
+                    "older attnsweep): config.json and the tokenizer files are checked against the "
+                    "results file only this time; they are recorded from now on\n", jpath);
+        return 0;
+    }
+    int rc = 0;
+    for (const char *p = then; *p && rc == 0;) {
+        const char *eq = strstr(p, " sha256="), *eol = strchr(p, '\n');
+        if (!eq || (eol && eq > eol)) break;
+        char key[64], hex_then[65], hex_now[65], path[AS_PATH_MAX + 128];
+        snprintf(key, sizeof key, "%.*s", (int)(eq - p), p);
+        if (store_inputs_lookup(then, key, hex_then) && store_inputs_lookup(now, key, hex_now) &&
+            strcmp(hex_then, hex_now)) {
+            input_path(path, sizeof path, &st->cfg, key);
+            rc = input_changed(jpath, path, hex_now, hex_then, err);
+        }
+        p = eol ? eol + 1 : p + strlen(p);
+    }
+    free(then);
+    return rc;
+}
+
+/* Inputs rewritten in place: the weights, each model's config.json, the text (and, for a
+ * text that is tokenized, vocab.json and merges.txt) must hash as the results file
+ * recorded them (its root attributes and model coordinates). A file whose view cannot be
+ * read is rebuilt by the store from the journal: check_journal_inputs compares with it. A
+ * file of an older version without a tokenizer or config.json hash is compared on what it
+ * has. */
+static int check_inputs_unchanged(const sweep_state *st, const char *tok_files, char (*cfg_sha)[65],
+                                  as_err *err) {
     struct stat sb;
     if (stat(st->out_path, &sb) != 0) return 0;
     store_description d;
@@ -117,6 +187,13 @@ static int check_inputs_unchanged(const sweep_state *st, const char *tok_files, 
         if (w && w[0] && strcmp(w, st->model_sha[m])) {
             snprintf(path, sizeof path, "%s/model.safetensors", c->models[m].dir);
             rc = input_changed(st->out_path, path, st->model_sha[m], w, err);
+        }
+        /* each config.json (a file from before the model axis: the root attribute) */
+        const char *cs = d.axes.n_model ? (d.axes.model_config_sha256 ? d.axes.model_config_sha256[m] : NULL)
+                                        : d.prov.model_config_sha256;
+        if (rc == 0 && cs && cs[0] && strcmp(cs, cfg_sha[m])) {
+            snprintf(path, sizeof path, "%s/config.json", c->models[m].dir);
+            rc = input_changed(st->out_path, path, cfg_sha[m], cs, err);
         }
     }
     const char *t = d.prov.text_sha256;
@@ -209,12 +286,26 @@ int sweep_open_store(sweep_state *st, MPI_Comm comm, const sweep_opts *opts, as_
     size_t nm = c->n_model;
     const char **mname = calloc(nm, sizeof *mname), **mpath = calloc(nm, sizeof *mpath);
     const char **msha = calloc(nm, sizeof *msha), **mkind = calloc(nm, sizeof *mkind);
+    const char **mcsha = calloc(nm, sizeof *mcsha);
+    char (*cfg_sha)[65] = calloc(nm, sizeof *cfg_sha);
     int32_t *nl = calloc(nm, sizeof *nl), *nh = calloc(nm, sizeof *nh), *ne = calloc(nm, sizeof *ne);
     int64_t *step = calloc(nm, sizeof *step);
     uint8_t *hv = calloc(nm * a->n_layer * a->n_head + 1, 1);
-    if (!mname || !mpath || !msha || !mkind || !nl || !nh || !ne || !step || !hv) {
+    if (!mname || !mpath || !msha || !mkind || !mcsha || !cfg_sha || !nl || !nh || !ne || !step || !hv) {
         free(mname), free(mpath), free(msha), free(mkind), free(nl), free(nh), free(ne), free(step), free(hv);
+        free(mcsha), free(cfg_sha);
         return as_fail(err, "out of memory");
+    }
+    /* each model's config.json, part of the inputs' identity with the weights */
+    for (size_t m = 0; m < nm; m++) {
+        char path[AS_PATH_MAX + 32];
+        snprintf(path, sizeof path, "%s/config.json", c->models[m].dir);
+        if (sha256_file_hex(cfg_sha[m], path, err)) {
+            free(mname), free(mpath), free(msha), free(mkind), free(nl), free(nh), free(ne), free(step);
+            free(hv), free(mcsha), free(cfg_sha);
+            return -1;
+        }
+        mcsha[m] = cfg_sha[m];
     }
     for (size_t m = 0; m < nm; m++) {
         const as_model_spec *ms = &c->models[m];
@@ -233,7 +324,7 @@ int sweep_open_store(sweep_state *st, MPI_Comm comm, const sweep_opts *opts, as_
     for (size_t m = 1; m < nm; m++)
         if (strcmp(mkind[m], root_kind)) root_kind = "mixed";
     store_axes ax = {.n_model = nm, .model_name = mname, .model_path = mpath, .model_sha256 = msha,
-                     .model_kind = mkind,
+                     .model_kind = mkind, .model_config_sha256 = mcsha,
                      .model_n_layer = nl, .model_n_head = nh, .model_n_embd = ne,
                      .training_step = step, .head_valid = hv,
                      .n_window = st->grid.n_windows, .window_start = st->grid.window_start,
@@ -251,7 +342,9 @@ int sweep_open_store(sweep_state *st, MPI_Comm comm, const sweep_opts *opts, as_
                  "vocab.json merges.txt of the model directory; vocab.json sha256=%s; merges.txt sha256=%s",
                  st->vocab_sha, st->merges_sha);
     const char *text_sha = st->text_sha;
+    char *inputs = inputs_text(st, cfg_sha);
     store_provenance prov = {
+        .model_config_sha256 = cfg_sha[0], .inputs = inputs,
         .config_text = c->canonical, .config_sha256 = c->sha256, .model_dir = c->model_dir,
         .weights_sha256 = st->model_sha[0], .text_path = c->text_path,
         .text_sha256 = text_sha, .tokenizer_files = tok_files, .vectors = c->vectors,
@@ -263,13 +356,16 @@ int sweep_open_store(sweep_state *st, MPI_Comm comm, const sweep_opts *opts, as_
         .mpi_size = st->size, .slurm_job_id = getenv("SLURM_JOB_ID")};
     int flags = 0;
     int rc = 0;
-    if (!opts->fresh && check_config_change(c, st->out_path, &flags, err)) rc = -1;
-    if (!rc && !opts->fresh && check_inputs_unchanged(st, tok_files, err)) rc = -1;
+    if (!inputs) rc = as_fail(err, "out of memory");
+    if (!rc && !opts->fresh && check_config_change(c, st->out_path, &flags, err)) rc = -1;
+    if (!rc && !opts->fresh && check_inputs_unchanged(st, tok_files, cfg_sha, err)) rc = -1;
+    if (!rc && !opts->fresh && check_journal_inputs(st, inputs, err)) rc = -1;
     if (!rc && !opts->ignore_disk_space && check_disk_space(st, opts, err)) rc = -1;
     if (c->compress) flags |= STORE_COMPRESSED;
     if (!rc)
         st->out = store_open(st->out_path, &ax, &prov, opts->fresh ? STORE_NEW : STORE_RESUME, flags, err);
     free(mname), free(mpath), free(msha), free(mkind), free(nl), free(nh), free(ne), free(step), free(hv);
+    free(mcsha), free(cfg_sha), free(inputs);
     if (rc) return -1;
     /* Damage in the middle of the journal is not an error (its cells are computed
      * again) but must not pass unnoticed: one line, also kept in /provenance. */

@@ -85,6 +85,9 @@ static int commit_cells(store *s, const store_cell *cells, const unsigned char *
             (cells[i].status == STORE_DONE && !packed[i]))
             return as_fail(err, "%s: bad commit of cell (%zu, %zu, %zu) status %d", s->path,
                            cells[i].model, cells[i].window, cells[i].l_index, cells[i].status);
+    if (st_test_fail("commit"))
+        return as_fail(err, "%s: cannot commit %zu cells: failure injected by the test hook "
+                       "(ATTNSWEEP_TEST_FAIL=commit)", s->path, n);
     if (batch_room(s, n, err)) return -1;
     int rc = 0;
     /* 1. data, flush; each cell's checksum once, for the journal and compaction */

@@ -46,6 +46,7 @@ typedef struct {
     journal_header hdr;
     store_description desc;
     char *config_text, *config_sha;
+    char *inputs;           /* the inputs' identity its journal records, or NULL (older) */
 } shard;
 
 typedef struct {
@@ -181,6 +182,71 @@ static void add_existing_output(merge_state *m, merge_summary *sum) {
     sum->joined_existing = 1;
 }
 
+/* The file an inputs key (store_provenance inputs: "model M FILE", "text", "vocab.json",
+ * "merges.txt") stands for in a shard's description. */
+static void input_file(char *out, size_t size, const store_description *d, const char *key) {
+    size_t mi;
+    char file[32];
+    if (sscanf(key, "model %zu %31s", &mi, file) == 2)
+        snprintf(out, size, "%s/%s", d->axes.n_model > mi ? d->axes.model_path[mi] : d->prov.model_dir, file);
+    else if (!strcmp(key, "text"))
+        snprintf(out, size, "%s", d->prov.text_path);
+    else
+        snprintf(out, size, "%s/%s", d->prov.model_dir, key);
+}
+
+/* The HEX of "NAME sha256=HEX" in a tokenizer_files attribute, or NULL. */
+static const char *tokenizer_sha(const char *files, const char *name, char hex[65]) {
+    char key[64];
+    snprintf(key, sizeof key, "%s sha256=", name);
+    const char *p = files ? strstr(files, key) : NULL;
+    if (!p || strspn(p + strlen(key), "0123456789abcdef") != 64) return NULL;
+    memcpy(hex, p + strlen(key), 64);
+    hex[64] = 0;
+    return hex;
+}
+
+/* The inputs' identity of two shards must agree: each input both record (their journals'
+ * config records; for shards from before those, the views' model_config_sha256 and
+ * tokenizer_files) has one sha256. An input only one of them records is not compared
+ * (docs/results.md, "Inputs' identity"). */
+static int check_same_inputs(const shard *sh, const shard *first, as_err *err) {
+    char a[65], b[65], key[64], file[4400];
+    if (sh->inputs && first->inputs) {
+        for (const char *p = first->inputs; *p;) {
+            const char *eq = strstr(p, " sha256="), *eol = strchr(p, '\n');
+            if (!eq || (eol && eq > eol)) break;
+            snprintf(key, sizeof key, "%.*s", (int)(eq - p), p);
+            if (store_inputs_lookup(first->inputs, key, b) && store_inputs_lookup(sh->inputs, key, a) &&
+                strcmp(a, b)) {
+                input_file(file, sizeof file, &sh->desc, key);
+                return as_fail(err, "%s: computed with another %s (sha256 %s) than %s (sha256 %s); "
+                               "merge only shards made from the same inputs", sh->path, file, a,
+                               first->path, b);
+            }
+            p = eol ? eol + 1 : p + strlen(p);
+        }
+        return 0;
+    }
+    const store_axes *x = &sh->desc.axes, *y = &first->desc.axes;
+    for (size_t i = 0; i < x->n_model && i < y->n_model; i++) {
+        const char *u = x->model_config_sha256 ? x->model_config_sha256[i] : "";
+        const char *v = y->model_config_sha256 ? y->model_config_sha256[i] : "";
+        if (u[0] && v[0] && strcmp(u, v))
+            return as_fail(err, "%s: computed with another %s/config.json (sha256 %s) than %s (sha256 %s); "
+                           "merge only shards made from the same inputs", sh->path, x->model_path[i], u,
+                           first->path, v);
+    }
+    static const char *const names[] = {"vocab.json", "merges.txt"};
+    for (int k = 0; k < 2; k++)
+        if (tokenizer_sha(sh->desc.prov.tokenizer_files, names[k], a) &&
+            tokenizer_sha(first->desc.prov.tokenizer_files, names[k], b) && strcmp(a, b))
+            return as_fail(err, "%s: computed with another %s/%s (sha256 %s) than %s (sha256 %s); merge "
+                           "only shards made from the same inputs", sh->path, sh->desc.prov.model_dir,
+                           names[k], a, first->path, b);
+    return 0;
+}
+
 /* Config, journal header, view axes and provenance of every shard. */
 static int check_shards(merge_state *m, as_err *err) {
     for (size_t s = 0; s < m->n; s++) {
@@ -205,6 +271,7 @@ static int check_shards(merge_state *m, as_err *err) {
                            "it has finished", sh->path, li.pid, li.host, lock_path);
         int found = store_peek_config(sh->path, &sh->config_text, &sh->config_sha, err);
         if (found < 0) return -1;
+        if (found && store_peek_inputs(sh->path, &sh->inputs, err) < 0) return -1;
         if (!found) return as_fail(err, "%s: no journal %s: not a results store", sh->path, sh->journal_path);
         if (s > 0 && strcmp(sh->config_sha, m->shards[0].config_sha))
             return as_fail(err, "%s: made with another config (sha256 %.12s...) than %s (%.12s...)",
@@ -234,6 +301,7 @@ static int check_shards(merge_state *m, as_err *err) {
             return as_fail(err, "%s: computed on another text (sha256 %.12s...) than %s (%.12s...)",
                            sh->path, sh->desc.prov.text_sha256, first->path,
                            first->desc.prov.text_sha256);
+        if (check_same_inputs(sh, first, err)) return -1;
     }
     return 0;
 }
@@ -396,15 +464,18 @@ static int write_journal(merge_state *m, const char *tmp, as_err *err) {
     journal *out = journal_create(tmp, &hdr, err);
     if (!out) return -1;
     int rc = 0;
+    /* the config record as store.c writes it: "SHA\nTEXT", then "\0INPUTS" when known */
     size_t a = strlen(first->config_sha), b = strlen(first->config_text);
-    char *payload = malloc(a + 1 + b);
+    size_t c = first->inputs ? strlen(first->inputs) + 1 : 0;
+    char *payload = malloc(a + 1 + b + c);
     if (!payload) rc = as_fail(err, "%s: out of memory", tmp);
     if (!rc) {
         memcpy(payload, first->config_sha, a);
         payload[a] = '\n';
         memcpy(payload + a + 1, first->config_text, b);
+        if (c) payload[a + 1 + b] = 0, memcpy(payload + a + 2 + b, first->inputs, c - 1);
         journal_record r = {.type = JR_CONFIG, .window = -1, .t_start = m->created,
-                            .payload_len = a + 1 + b};
+                            .payload_len = a + 1 + b + c};
         rc = journal_append(out, &r, payload, err);
     }
     free(payload);
@@ -510,6 +581,7 @@ static int install(merge_state *m, merge_summary *sum, as_err *err) {
     store_provenance prov = first->desc.prov;
     prov.config_text = first->config_text;
     prov.config_sha256 = first->config_sha;
+    prov.inputs = first->inputs;
     prov.hosts = hosts;
     prov.mpi_size = 0;
     prov.slurm_job_id = getenv("SLURM_JOB_ID");
@@ -567,7 +639,7 @@ int merge_shards(const merge_opts *opts, merge_summary *sum, as_err *err) {
     free(m.segs);
     for (size_t s = 0; s < m.n; s++) {
         store_description_free(&m.shards[s].desc);
-        free(m.shards[s].config_text), free(m.shards[s].config_sha);
+        free(m.shards[s].config_text), free(m.shards[s].config_sha), free(m.shards[s].inputs);
     }
     free(m.shards);
     return rc ? -1 : 0;

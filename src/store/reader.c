@@ -39,7 +39,7 @@ size_t store_payload_bytes(const store_axes *a) {
     return at;
 }
 
-enum { DESC_STRINGS = 14 };
+enum { DESC_STRINGS = 15 };
 typedef struct {
     int64_t *window_start;
     int32_t *L, *N, *layer, *head;
@@ -49,7 +49,7 @@ typedef struct {
     char *str[DESC_STRINGS];
     /* the model axis (absent in files from before it: n_model 0) */
     size_t n_model;
-    char **model_name, **model_path, **model_sha, **model_kind;
+    char **model_name, **model_path, **model_sha, **model_kind, **model_cfg_sha;
     int32_t *model_n_layer, *model_n_head, *model_n_embd;
     int64_t *training_step;
     uint8_t *head_valid;
@@ -70,6 +70,7 @@ void store_description_free(store_description *d) {
     for (int i = 0; i < DESC_STRINGS; i++) free(o->str[i]);
     free_strings(o->model_name, o->n_model), free_strings(o->model_path, o->n_model);
     free_strings(o->model_sha, o->n_model), free_strings(o->model_kind, o->n_model);
+    free_strings(o->model_cfg_sha, o->n_model);
     free(o->model_n_layer), free(o->model_n_head), free(o->model_n_embd), free(o->training_step);
     free(o->head_valid);
     free(o);
@@ -159,6 +160,11 @@ static const char *desc_models(hid_t file, desc_owned *o, store_axes *a) {
         o->model_kind = desc_read_strings(file, "model_kind", &k);
         if (!o->model_kind || k != n) return "model_kind";
     }
+    /* model_config_sha256 came later still: absent, nothing is recorded (NULL) */
+    if (H5Lexists(file, "model_config_sha256", H5P_DEFAULT) > 0) {
+        o->model_cfg_sha = desc_read_strings(file, "model_config_sha256", &k);
+        if (!o->model_cfg_sha || k != n) return "model_config_sha256";
+    }
     o->model_n_layer = desc_read_1d(file, "model_n_layer", H5T_NATIVE_INT32, 4, &k);
     if (!o->model_n_layer || k != n) return "model_n_layer";
     o->model_n_head = desc_read_1d(file, "model_n_head", H5T_NATIVE_INT32, 4, &k);
@@ -179,6 +185,7 @@ static const char *desc_models(hid_t file, desc_owned *o, store_axes *a) {
     a->model_path = (const char *const *)o->model_path;
     a->model_sha256 = (const char *const *)o->model_sha;
     a->model_kind = (const char *const *)o->model_kind;
+    a->model_config_sha256 = (const char *const *)o->model_cfg_sha;
     a->model_n_layer = o->model_n_layer, a->model_n_head = o->model_n_head;
     a->model_n_embd = o->model_n_embd, a->training_step = o->training_step;
     a->head_valid = o->head_valid;
@@ -267,6 +274,10 @@ int store_describe(const char *path, store_description *d, as_err *err) {
         o->str[13] = desc_attr_str(file, "model_kind");
         if (!bad && (!o->str[12] || !o->str[13])) bad = !o->str[12] ? "logits" : "model_kind";
         p->logits_name = o->str[12], p->model_kind = o->str[13];
+        /* absent in older files: "" (not recorded) */
+        o->str[14] = desc_attr_str(file, "model_config_sha256");
+        if (!bad && !o->str[14]) bad = "model_config_sha256";
+        p->model_config_sha256 = o->str[14];
     } H5E_END_TRY;
     H5Fclose(file);
     if (bad) {

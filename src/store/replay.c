@@ -37,16 +37,21 @@ int st_replay_journal(store *s, as_err *err) {
                 return -1;
             }
             text[r.payload_len] = 0;
-            /* The sha256 is the first line, the text follows. */
+            /* The sha256 is the first line, the text follows, then (journal.h) maybe
+             * "\0" and the inputs' identity. */
             char *nl = strchr(text, '\n');
             free(s->stored_config_text);
             free(s->stored_config_sha);
+            free(s->stored_inputs);
             s->stored_config_sha = NULL;
             s->stored_config_text = NULL;
+            s->stored_inputs = NULL;
             if (nl) {
                 *nl = 0;
                 s->stored_config_sha = st_dupstr(text);
                 s->stored_config_text = st_dupstr(nl + 1);
+                size_t tl = strlen(nl + 1);
+                if ((size_t)(nl + 1 + tl - text) < r.payload_len) s->stored_inputs = st_dupstr(nl + 2 + tl);
             }
             free(text);
             if (!s->created[0]) st_iso_time(s->created, sizeof s->created, r.t_start);
@@ -71,6 +76,7 @@ int st_replay_journal(store *s, as_err *err) {
                 sg->hosts = st_dupstr("?");
                 sg->job = st_dupstr("");
                 sg->note = st_dupstr("");
+                sg->inputs = st_dupstr("");
             }
             segment *sg = &s->segs[k];
             if (r.type == JR_SEG_BEGIN) {
@@ -79,13 +85,15 @@ int st_replay_journal(store *s, as_err *err) {
                     free(text);
                     return as_fail(err, "%s: cannot read segment %d", s->journal_path, r.window);
                 }
-                /* "hosts\0job" or "hosts\0job\0note" (journal.h) */
+                /* "hosts\0job", "hosts\0job\0note" or "hosts\0job\0note\0inputs" (journal.h) */
                 const char *end = text + r.payload_len, *job = text + strlen(text) + 1;
                 const char *note = job <= end ? job + strlen(job) + 1 : end + 1;
-                free(sg->hosts), free(sg->job), free(sg->note);
+                const char *inputs = note < end ? note + strlen(note) + 1 : end + 1;
+                free(sg->hosts), free(sg->job), free(sg->note), free(sg->inputs);
                 sg->hosts = st_dupstr(text);
                 sg->job = st_dupstr(job <= end ? job : "");
                 sg->note = st_dupstr(note <= end ? note : "");
+                sg->inputs = st_dupstr(inputs < end ? inputs : "");
                 free(text);
                 sg->start = r.t_start;
                 sg->mpi_size = r.rank;

@@ -278,6 +278,7 @@ int st_write_root_attrs(store *s, hid_t file) {
     rc |= st_attr_str(file, "config_sha256", p->config_sha256);
     rc |= st_attr_str(file, "model_dir", p->model_dir);
     rc |= st_attr_str(file, "weights_sha256", p->weights_sha256);
+    rc |= st_attr_str(file, "model_config_sha256", p->model_config_sha256);
     rc |= st_attr_str(file, "text_path", p->text_path);
     rc |= st_attr_str(file, "text_sha256", p->text_sha256);
     rc |= st_attr_str(file, "tokenizer_files", p->tokenizer_files);
@@ -369,15 +370,20 @@ int st_write_segments(store *s, hid_t file) {
         {"cells_done", "cells committed during the segment", "1", 0},
         {"note", "what the segment's open found wrong (journal damage skipped); empty when "
                  "nothing", NULL, 2},
+        {"inputs", "sha256 of every input file the segment read, one 'KEY sha256=HEX' line each "
+                   "(empty: not recorded)", NULL, 2},
     };
     const size_t ncols = sizeof cols / sizeof cols[0];
     size_t n = s->n_segs;
     int rc = 0;
     /* The note column exists only once some segment had something to say, so a
      * file that never met damage has the same layout as before notes existed. */
-    int want_note = 0;
+    int want_note = 0, want_inputs = 0;
     for (size_t i = 0; i < n; i++) want_note |= s->segs[i].note && s->segs[i].note[0];
     if (!fresh) H5E_BEGIN_TRY { want_note |= H5Lexists(g, "note", H5P_DEFAULT) > 0; } H5E_END_TRY;
+    /* likewise the inputs column, once a segment recorded them (files of older writers) */
+    for (size_t i = 0; i < n; i++) want_inputs |= s->segs[i].inputs && s->segs[i].inputs[0];
+    if (!fresh) H5E_BEGIN_TRY { want_inputs |= H5Lexists(g, "inputs", H5P_DEFAULT) > 0; } H5E_END_TRY;
     hid_t str = st_utf8_vlen();
     hid_t seg_scale = -1;
     for (size_t c = 0; c < ncols && !rc; c++) {
@@ -385,9 +391,11 @@ int st_write_segments(store *s, hid_t file) {
         hid_t mtype = cols[c].kind == 0 ? H5T_NATIVE_INT32 : cols[c].kind == 1 ? H5T_NATIVE_DOUBLE : str;
         hid_t ds;
         hsize_t dim = n, maxdim = H5S_UNLIMITED, chunk = 16;
-        int is_note = !strcmp(cols[c].name, "note"), create = fresh;
-        if (is_note && !want_note) continue;
-        if (is_note && !fresh) H5E_BEGIN_TRY { create = H5Lexists(g, "note", H5P_DEFAULT) <= 0; } H5E_END_TRY;
+        int is_note = !strcmp(cols[c].name, "note"), is_inputs = !strcmp(cols[c].name, "inputs");
+        int create = fresh;
+        if ((is_note && !want_note) || (is_inputs && !want_inputs)) continue;
+        if ((is_note || is_inputs) && !fresh)
+            H5E_BEGIN_TRY { create = H5Lexists(g, cols[c].name, H5P_DEFAULT) <= 0; } H5E_END_TRY;
         if (create) {
             hid_t sp = H5Screate_simple(1, &dim, &maxdim);
             hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
@@ -427,6 +435,7 @@ int st_write_segments(store *s, hid_t file) {
                 case 5: ((const char **)buf)[i] = sg->job; break;
                 case 6: ((int32_t *)buf)[i] = sg->cells_done; break;
                 case 7: ((const char **)buf)[i] = sg->note ? sg->note : ""; break;
+                case 8: ((const char **)buf)[i] = sg->inputs ? sg->inputs : ""; break;
                 }
             }
             if (H5Dwrite(ds, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) rc = -1;

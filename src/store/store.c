@@ -113,8 +113,10 @@ static void store_free(store *s) {
         if (s->model_path) free(s->model_path[m]);
         if (s->model_sha) free(s->model_sha[m]);
         if (s->model_kind) free(s->model_kind[m]);
+        if (s->model_cfg_sha) free(s->model_cfg_sha[m]);
     }
     free(s->model_name), free(s->model_path), free(s->model_sha), free(s->model_kind);
+    free(s->model_cfg_sha);
     free(s->model_n_layer), free(s->model_n_head), free(s->model_n_embd), free(s->training_step);
     free(s->head_valid);
     free(s->window_start);
@@ -128,10 +130,10 @@ static void store_free(store *s) {
     free(s->values_crc), free(s->compacted), free(s->batch), free(s->batch_crc);
     free(s->deflated), free(s->dz_buf), free(s->dz_conv), free(s->dz_scratch);
     for (size_t i = 0; i < s->n_segs; i++)
-        free(s->segs[i].hosts), free(s->segs[i].job), free(s->segs[i].note);
+        free(s->segs[i].hosts), free(s->segs[i].job), free(s->segs[i].note), free(s->segs[i].inputs);
     free(s->damage_note);
     free(s->segs);
-    free(s->stored_config_text), free(s->stored_config_sha);
+    free(s->stored_config_text), free(s->stored_config_sha), free(s->stored_inputs);
     for (size_t i = 0; i < sizeof s->prov_strings / sizeof s->prov_strings[0]; i++)
         free(s->prov_strings[i]);
     free(s);
@@ -152,13 +154,15 @@ static int copy_models(store *s, const store_axes *a, as_err *err) {
     s->model_path = calloc(n, sizeof *s->model_path);
     s->model_sha = calloc(n, sizeof *s->model_sha);
     s->model_kind = calloc(n, sizeof *s->model_kind);
+    s->model_cfg_sha = calloc(n, sizeof *s->model_cfg_sha);
     s->model_n_layer = malloc(n * sizeof *s->model_n_layer);
     s->model_n_head = malloc(n * sizeof *s->model_n_head);
     s->model_n_embd = malloc(n * sizeof *s->model_n_embd);
     s->training_step = malloc(n * sizeof *s->training_step);
     size_t hv = n * a->n_layer * a->n_head;
     s->head_valid = malloc(hv ? hv : 1);
-    if (!s->model_name || !s->model_path || !s->model_sha || !s->model_kind || !s->model_n_layer || !s->model_n_head ||
+    if (!s->model_name || !s->model_path || !s->model_sha || !s->model_kind || !s->model_cfg_sha ||
+        !s->model_n_layer || !s->model_n_head ||
         !s->model_n_embd || !s->training_step || !s->head_valid)
         return as_fail(err, "%s: out of memory", s->path);
     for (size_t m = 0; m < n; m++) {
@@ -168,7 +172,11 @@ static int copy_models(store *s, const store_axes *a, as_err *err) {
         s->model_sha[m] = st_dupstr(given && a->model_sha256 ? a->model_sha256[m] : s->prov.weights_sha256);
         const char *kind = given && a->model_kind ? a->model_kind[m] : s->prov.model_kind;
         s->model_kind[m] = st_dupstr(kind ? kind : "unknown");
-        if (!s->model_name[m] || !s->model_path[m] || !s->model_sha[m] || !s->model_kind[m])
+        const char *csha = given && a->model_config_sha256 ? a->model_config_sha256[m]
+                           : !given && s->prov.model_config_sha256 ? s->prov.model_config_sha256 : "";
+        s->model_cfg_sha[m] = st_dupstr(csha);
+        if (!s->model_name[m] || !s->model_path[m] || !s->model_sha[m] || !s->model_kind[m] ||
+            !s->model_cfg_sha[m])
             return as_fail(err, "%s: out of memory", s->path);
         s->model_n_layer[m] = given && a->model_n_layer ? a->model_n_layer[m] : -1;
         s->model_n_head[m] = given && a->model_n_head ? a->model_n_head[m] : -1;
@@ -186,6 +194,7 @@ static int copy_models(store *s, const store_axes *a, as_err *err) {
     s->ax.model_path = (const char *const *)s->model_path;
     s->ax.model_sha256 = (const char *const *)s->model_sha;
     s->ax.model_kind = (const char *const *)s->model_kind;
+    s->ax.model_config_sha256 = (const char *const *)s->model_cfg_sha;
     s->ax.model_n_layer = s->model_n_layer, s->ax.model_n_head = s->model_n_head;
     s->ax.model_n_embd = s->model_n_embd, s->ax.training_step = s->training_step;
     s->ax.head_valid = s->head_valid;
@@ -254,22 +263,27 @@ static void copy_provenance(store *s, const store_provenance *p) {
                              &s->prov.tokenizer_files, &s->prov.mpi_library,
                              &s->prov.openblas_config, &s->prov.hosts, &s->prov.slurm_job_id,
                              &s->prov.vectors_name, &s->prov.rows_name, &s->prov.logits_name,
-                             &s->prov.model_kind, &s->prov.distance_name};
+                             &s->prov.model_kind, &s->prov.distance_name,
+                             &s->prov.model_config_sha256, &s->prov.inputs};
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
         s->prov_strings[i] = st_dupstr(*fields[i]);
         *fields[i] = s->prov_strings[i];
     }
 }
 
+/* The config record: "SHA\nTEXT", then "\0INPUTS" when the inputs' identity is given
+ * (journal.h: readers that predate it stop at the NUL). */
 static int append_config(store *s, as_err *err) {
     size_t a = strlen(s->prov.config_sha256), b = strlen(s->prov.config_text);
-    char *payload = malloc(a + 1 + b);
+    size_t c = s->prov.inputs && s->prov.inputs[0] ? strlen(s->prov.inputs) + 1 : 0;
+    char *payload = malloc(a + 1 + b + c);
     if (!payload) return as_fail(err, "%s: out of memory", s->journal_path);
     memcpy(payload, s->prov.config_sha256, a);
     payload[a] = '\n';
     memcpy(payload + a + 1, s->prov.config_text, b);
+    if (c) payload[a + 1 + b] = 0, memcpy(payload + a + 2 + b, s->prov.inputs, c - 1);
     journal_record r = {.type = JR_CONFIG, .window = -1, .t_start = st_now(),
-                        .payload_len = a + 1 + b};
+                        .payload_len = a + 1 + b + c};
     int rc = journal_append(s->jr, &r, payload, err);
     free(payload);
     return rc;
@@ -284,6 +298,7 @@ static int add_segment(store *s, as_err *err) {
     sg->start = s->t_open, sg->end = NAN;
     sg->hosts = st_dupstr(s->prov.hosts), sg->job = st_dupstr(s->prov.slurm_job_id);
     sg->note = st_dupstr(s->damage_note);
+    sg->inputs = st_dupstr(s->prov.inputs);
     sg->mpi_size = s->prov.mpi_size, sg->cells_done = 0;
     s->seg_index = s->n_segs++;
     return 0;
@@ -291,16 +306,19 @@ static int add_segment(store *s, as_err *err) {
 
 /* ... and in the journal. */
 static int append_segment_begin(store *s, as_err *err) {
-    /* "hosts\0job\0", plus "note\0" only when there is one (journal.h), so an
-     * ordinary segment's record is the same as before notes existed. */
+    /* "hosts\0job\0", plus "note\0" only when there is one or inputs follow, plus
+     * "inputs\0" when given (journal.h); readers that predate a field stop before it. */
     const char *note = s->damage_note ? s->damage_note : "";
+    const char *inputs = s->prov.inputs ? s->prov.inputs : "";
     size_t a = strlen(s->prov.hosts), b = strlen(s->prov.slurm_job_id), c = strlen(note);
-    size_t len = a + b + 2 + (c ? c + 1 : 0);
+    size_t d = strlen(inputs);
+    size_t len = a + b + 2 + (c || d ? c + 1 : 0) + (d ? d + 1 : 0);
     char *payload = malloc(len);
     if (!payload) return as_fail(err, "%s: out of memory", s->journal_path);
     memcpy(payload, s->prov.hosts, a + 1);
     memcpy(payload + a + 1, s->prov.slurm_job_id, b + 1);
-    if (c) memcpy(payload + a + b + 2, note, c + 1);
+    if (c || d) memcpy(payload + a + b + 2, note, c + 1);
+    if (d) memcpy(payload + a + b + c + 3, inputs, d + 1);
     journal_record r = {.type = JR_SEG_BEGIN, .window = (int32_t)s->seg_index,
                         .rank = s->prov.mpi_size, .t_start = s->t_open, .payload_len = len};
     int rc = journal_append(s->jr, &r, payload, err);
@@ -507,6 +525,7 @@ store *store_open(const char *path, const store_axes *axes, const store_provenan
             goto fail;
         s->stored_config_sha = st_dupstr(s->prov.config_sha256);
         s->stored_config_text = st_dupstr(s->prov.config_text);
+        s->stored_inputs = st_dupstr(s->prov.inputs ? s->prov.inputs : "");
         if (st_rebuild_view(s, err)) goto fail;
         s->rebuilt = 0; /* a fresh file, not a rebuild */
     } else {
@@ -589,6 +608,11 @@ store *store_open(const char *path, const store_axes *axes, const store_provenan
      * usable, so a failed open leaves the journal as it was. */
     if (have_journal) {
         int changed = !s->stored_config_sha || strcmp(s->stored_config_sha, s->prov.config_sha256);
+        /* inputs recorded for the first time (a journal from before they were kept) or
+         * grown (models appended); the caller refused any that changed */
+        if (s->prov.inputs && s->prov.inputs[0] &&
+            (!s->stored_inputs || strcmp(s->stored_inputs, s->prov.inputs)))
+            changed = 1;
         if ((changed && append_config(s, err)) || append_segment_begin(s, err) ||
             journal_sync(s->jr, err))
             goto fail;
@@ -641,7 +665,13 @@ int store_close(store *s, const char *state, as_err *err) {
     if (h5rc && !rc) rc = as_fail(err, "%s: cannot write provenance at close", s->path);
     /* The segment ends with the journal compacted: the values are then stored once,
      * in the view (a failed close leaves the journal whole). */
-    if (!rc && s->full_bytes && s->compact_bytes != UINT64_MAX && st_compact(s, err)) rc = -1;
+    if (!rc && s->full_bytes && s->compact_bytes != UINT64_MAX) {
+        if (st_test_fail("close_compact"))
+            rc = as_fail(err, "%s: cannot compact the journal at close: failure injected by the "
+                         "test hook (ATTNSWEEP_TEST_FAIL=close_compact)", s->journal_path);
+        else if (st_compact(s, err))
+            rc = -1;
+    }
     st_close_handles(s);
     st_reserve_release(s);
     if (store_write_status(s, 0, state ? state : "finished", rc ? NULL : err)) rc = -1;
@@ -650,8 +680,10 @@ int store_close(store *s, const char *state, as_err *err) {
     return rc;
 }
 
-int store_peek_config(const char *path, char **text, char **sha256, as_err *err) {
-    *text = *sha256 = NULL;
+/* The journal's last config record: its sha256, text and inputs (NULL when the record
+ * predates them); 0 without a journal, 1 found, -1 on error. */
+static int peek_config_record(const char *path, char **text, char **sha256, char **inputs, as_err *err) {
+    *text = *sha256 = *inputs = NULL;
     char jpath[4200];
     if (store_sidecar(jpath, sizeof jpath, path, ".journal")) return as_fail(err, "%s: path too long", path);
     if (!fileio_exists(jpath, 0)) return 0;
@@ -674,6 +706,9 @@ int store_peek_config(const char *path, char **text, char **sha256, as_err *err)
                 *nl = 0;
                 *sha256 = st_dupstr(buf);
                 *text = st_dupstr(nl + 1);
+                size_t tl = strlen(nl + 1);
+                /* "\0INPUTS" after the text (journal.h, JR_CONFIG) */
+                if ((size_t)(nl + 1 + tl - buf) < last.payload_len) *inputs = st_dupstr(nl + 2 + tl);
             }
             free(buf);
         }
@@ -696,3 +731,34 @@ int store_peek_config_to_write(const char *path, char **text, char **sha256, as_
     if (found < 0 && lock_refuse_if_in_use(lpath, err)) return -1;
     return found;
 }
+int store_peek_config(const char *path, char **text, char **sha256, as_err *err) {
+    char *inputs = NULL;
+    int rc = peek_config_record(path, text, sha256, &inputs, err);
+    free(inputs);
+    return rc;
+}
+
+int store_peek_inputs(const char *path, char **inputs, as_err *err) {
+    char *text = NULL, *sha = NULL;
+    int rc = peek_config_record(path, &text, &sha, inputs, err);
+    free(text), free(sha);
+    if (rc < 0) return -1;
+    if (*inputs && !(*inputs)[0]) free(*inputs), *inputs = NULL;
+    return *inputs ? 1 : 0;
+}
+
+const char *store_inputs_lookup(const char *inputs, const char *key, char hex[65]) {
+    size_t k = strlen(key);
+    for (const char *p = inputs; p && *p;) {
+        const char *eol = strchr(p, '\n');
+        size_t n = eol ? (size_t)(eol - p) : strlen(p);
+        if (n == k + 8 + 64 && !strncmp(p, key, k) && !strncmp(p + k, " sha256=", 8)) {
+            memcpy(hex, p + k + 8, 64);
+            hex[64] = 0;
+            return hex;
+        }
+        p = eol ? eol + 1 : p + n;
+    }
+    return NULL;
+}
+

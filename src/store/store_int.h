@@ -47,6 +47,7 @@ typedef struct {
     double start, end; /* end NaN while running / after a crash */
     char *hosts, *job;
     char *note; /* what this segment's open found wrong (journal damage), else "" */
+    char *inputs; /* the inputs' identity this segment ran with (store_provenance), else "" */
     int32_t mpi_size, cells_done;
 } segment;
 
@@ -56,6 +57,7 @@ struct store {
     int have_reserve;
     store_axes ax;      /* deep copies below; ax.n_model >= 1 */
     char **model_name, **model_path, **model_sha, **model_kind;
+    char **model_cfg_sha;  /* [n_model] sha256 of each config.json, "" = not recorded */
     int32_t *model_n_layer, *model_n_head, *model_n_embd;
     int64_t *training_step;
     uint8_t *head_valid;   /* [n_model][n_layer][n_head] */
@@ -99,6 +101,7 @@ struct store {
     double t_open;
 
     char *stored_config_text, *stored_config_sha;
+    char *stored_inputs; /* the inputs' identity of the journal's last config record, or NULL */
     char created[64];
     int rebuilt;
     long long torn;
@@ -109,7 +112,7 @@ struct store {
     hid_t file, metric_ds[N_METRICS], status_ds, wall_ds, rank_ds, attempts_ds;
     int stored_models_checked; /* the view's model coordinates matched (st_open_view) */
     store_provenance prov; /* strings copied */
-    char *prov_strings[16];
+    char *prov_strings[18];
     int locked, lock_fd; /* lock_fd holds the kernel lock (lockfile.h) */
 };
 
@@ -148,7 +151,7 @@ int st_attr_str(hid_t loc, const char *name, const char *value);
 
 /* The model axis' auxiliary coordinates, named in every data variable's CF
  * `coordinates` attribute so xarray decodes them as coordinates. */
-#define ST_MODEL_COORDS "model_path model_sha256 model_kind model_n_layer model_n_head model_n_embd training_step"
+#define ST_MODEL_COORDS "model_path model_sha256 model_config_sha256 model_kind model_n_layer model_n_head model_n_embd training_step"
 int st_create_model_coords(hid_t file, const store *s); /* after the `model` scale exists */
 int st_create_head_valid(hid_t file, const store *s);   /* after model, layer, head exist */
 /* 1 when the view's model names or sha256s are not this store's (a rebuild then writes

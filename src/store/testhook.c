@@ -55,4 +55,9 @@ long long st_test_number(const char *name) {
     const char *v = getenv(name);
     return v && *v ? atoll(v) : -1;
 }
+
+int st_test_fail(const char *point) {
+    const char *v = getenv("ATTNSWEEP_TEST_FAIL");
+    return v && !strcmp(v, point);
+}
 #endif

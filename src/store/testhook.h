@@ -26,6 +26,12 @@
  *                                     uncompacted (0: never, not even at close)
  *   ATTNSWEEP_TEST_NO_CHECKSUMS=1     a view created now has no Fletcher32 filter, as
  *                                     views were before checksums (store.c)
+ * st_test_fail(POINT) is 1 when ATTNSWEEP_TEST_FAIL=POINT (production: always 0): the
+ * store then fails at that point as a full disk or an I/O error would, through the same
+ * error path. Points:
+ *   close_compact      store_close's compaction of the journal (store.c): the close fails,
+ *                      the journal stays whole (what a disk full during it leaves)
+ *   commit             every commit of cells (commit.c), before anything is written
  * Phases:
  *   dispatch_written   a dispatch record appended, not synced     (store.c)
  *   data_flushed, status_flushed, journal_written (before the fsync),
@@ -50,9 +56,11 @@
 #ifdef AS_TEST_HOOKS
 void st_test_phase(const char *phase);
 long long st_test_number(const char *name);
+int st_test_fail(const char *point);
 #else
 static inline void st_test_phase(const char *phase) { (void)phase; }
 static inline long long st_test_number(const char *name) { (void)name; return -1; }
+static inline int st_test_fail(const char *point) { (void)point; return 0; }
 #endif
 
 #endif

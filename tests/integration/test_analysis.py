@@ -122,8 +122,8 @@ class Ref:
 
 
 # -- a multi-model results file in the model axis's layout (issue 15: docs/results.md) ---------
-MODEL_COORDS = ("model_path", "model_sha256", "model_kind", "model_n_layer", "model_n_head",
-                "model_n_embd", "training_step")
+MODEL_COORDS = ("model_path", "model_sha256", "model_config_sha256", "model_kind", "model_n_layer",
+                "model_n_head", "model_n_embd", "training_step")
 CELL_DIMS = ("window", "L")
 
 
@@ -167,7 +167,9 @@ def stack_models(singles, dst, models, masked=()):
         kind = kind.decode() if isinstance(kind, bytes) else str(kind)
         for m in models:          # a model's kind: given, else the single files' own
             m.setdefault("kind", kind)
+            m.setdefault("config_sha256", "")  # "": not recorded (docs/results.md)
         aux = {"model_path": (str_t, "path"), "model_sha256": (str_t, "sha256"),
+               "model_config_sha256": (str_t, "config_sha256"),
                "model_kind": (str_t, "kind"),
                "model_n_layer": ("<i4", "n_layer"), "model_n_head": ("<i4", "n_head"),
                "model_n_embd": ("<i4", "n_embd"), "training_step": ("<i8", "training_step")}

@@ -453,6 +453,12 @@ int main(int argc, char **argv) {
         CHECK(sched_run(MPI_COMM_WORLD, NULL, 0, &uneven, NULL, &err) == -1 &&
                   strstr(err.msg, "disagree on the block size"),
               "block sizes that differ between ranks rejected on rank %d: %s", my_rank, err.msg);
+        /* rank 0 without its list fails, and so does every worker (they used to wait in the
+         * block-size check for ever) */
+        sched_opts fine = {.block_doubles = 4, .compute = compute_cell, .commit = commit_cells};
+        CHECK(sched_run(MPI_COMM_WORLD, NULL, 3, &fine, NULL, &err) == -1 &&
+                  strstr(err.msg, my_rank == 0 ? "but no list" : "rank 0 could not start"),
+              "rank 0 without a cell list: every rank fails (rank %d: %s)", my_rank, err.msg);
     }
     if (my_rank == 0) test_progress_line();
 
