@@ -88,7 +88,7 @@ def _pool(da):
 
 
 def resolvable_sep(cell):
-    """max(sep_ratio - sep_marginal, 0) per value, NaN where either is (issue 16); sep_ratio
+    """max(sep_ratio - sep_marginal, 0) per value, NaN where either is; sep_ratio
     when the file has no sep_marginal. Returns (DataArray, label)."""
     if "sep_marginal" not in cell:
         return cell["sep_ratio"], "sep_ratio (no sep_marginal in this older file)"

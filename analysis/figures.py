@@ -44,7 +44,7 @@ PAPER_PLATEAU = (0.70, 0.85)       # docs/metrics.md sections 6 and 12, N >= 16
 PAPER_PLATEAU_FROM_N = 16
 PAPER_LOW_T = 0.1                  # docs/metrics.md sections 7 and 12: grad ~ 1/T below this T
 PAPER_GRAD_SLOPE = -1.0
-# issue 16: the separability figure says so when sep_marginal (a head's window mean) exceeds this
+# the separability figure says so when sep_marginal (a head's window mean) exceeds this
 SEP_MARGINAL_LARGE = 0.05
 # What each figure redraws, named in its title (arXiv 2508.17821; the algorithms and sections
 # of the paper that define the experiment behind the figure).
@@ -349,7 +349,7 @@ def fig_separability(ds, opt, out_dir, fmt):
               "T": opt.T}
     title = (f"Geometric separability over heads (L = {opt.L_max}, T = {opt.T:g}, "
              f"{opt.normalizer})")
-    # issue 16: the part of sep_ratio a direct float evaluation would also resolve,
+    # the part of sep_ratio a direct float evaluation would also resolve,
     # max(sep_ratio - sep_marginal, 0) per (window, layer, head), aggregated like sep_ratio:
     # per head the window mean, then the mean over heads (the line beside the boxes)
     if "sep_marginal" in cell:

@@ -22,7 +22,7 @@
  *    nothing). Every row then has n = Lc >= 2, so all Lc rows enter the N-independent means
  *    and the per-N means when Lc > N. full_row rows depend on Lc, so prefix cuts cost one
  *    pass per cut (visible rows are shared: one pass serves every cut).
- *  - distance="aggregate" (issue 16's second reading of section 4): dist_true =
+ *  - distance="aggregate" (the second reading of section 4): dist_true =
  *    || sum_{i not in I_N} a_i x_i - s || = || S - 2 s || (S = sum_j a_j x_j), dist_bound =
  *    U d1 + |U - A| m (U the unselected mass, summed over its weights), dist_expect = (|n - 2N| / n) ||S|| (the norm of
  *    the expected difference for I_N uniform: P(i in I_N) = N/n). Separability is unchanged.

@@ -1,5 +1,5 @@
 /* writer.h -- the master's commit queue: results are received on one thread and
- * committed on another (issue 14: one master for 2,000 workers).
+ * committed on another (one master for 2,000 workers).
  *
  * The master's main thread owns MPI: it receives every result straight into a
  * slot of this queue (preallocated once: no allocation per message), hands the

@@ -6,7 +6,7 @@
 # the medians and the median of the pair-by-pair ratios new / old.
 #
 # usage: tests/bench/bench_metrics_vs.sh [--base COMMIT] [--runs R] [--build DIR] [-- BENCH ARGS]
-#   --base COMMIT  the baseline (default: the last commit before issue 14's kernel changes,
+#   --base COMMIT  the baseline (default: the last commit before the row blocks, 094b9b9,
 #                  6e9a4cd when this was written, found by its subject "bench_metrics:
 #                  --paper grid" so that a rebase does not lose it; its bench_metrics already
 #                  has --paper and --minimal)

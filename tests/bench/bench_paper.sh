@@ -146,7 +146,7 @@ awk -v w="$windows" '
         if ($i == "forward" && $(i - 1) == "cpu:") f = $(i + 1) + 0
         if ($i == "metrics" && $(i - 1) ~ /,$/) m = $(i + 1) + 0 } }
     END { printf "bench_paper: compute CPU per window %.1f s (forward %.1f + metrics %.1f)\n", f + m, f, m }' "$log"
-# The paper grid's target (issue 14): 15 s of wall time per window on 2 idle cores (a master
+# The paper grid's target: 15 s of wall time per window on 2 idle cores (a master
 # and 2 workers). Judged only for configs/paper.cfg unmodified; the reason is the workers'
 # CPU time, which bounds the wall time from below at CPU / cores.
 if [ "$config" = "$here/configs/paper.cfg" ] && [ -z "$grid_L" ] && [ -z "$sets" ] && [ "$stop_after" = 0 ] && [ "$preset" = gpt2 ]; then

@@ -7,7 +7,7 @@
  * compressed: chunks with shuffle + deflate (STORE_COMPRESSED), to time what
  * compression costs the master per commit.
  * doubles: commit blocks of doubles (store_commit_batch: the master packs them, as
- * before issue 14), instead of cells the workers packed (store_commit_packed, what
+ * before the workers deflated), instead of cells the workers packed (store_commit_packed, what
  * attnsweep run does now).
  * keep: STORE_KEEP_JOURNAL (no compaction: the journal keeps a second copy).
  * Prints the commit time per MB of stored values, the close (with the journal's

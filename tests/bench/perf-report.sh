@@ -6,7 +6,7 @@
 #   forward    build/bench_forward: the GPT-2 forward pass against OpenBLAS sgemm on the
 #              same shapes (roofline) and the PyTorch reference (tests/reference/ref_gpt2.py)
 #   metrics    tests/bench/bench_metrics_vs.sh: the metrics kernel on the paper grid against
-#              the kernel before issue 14 (built in a temporary worktree), pair by pair
+#              the earlier kernel (094b9b9) (built in a temporary worktree), pair by pair
 #   master     build/bench_master: the master's commit with and without the writer thread
 #              against the rate 2,000 workers need, and plain vs compressed cells (--forms;
 #              PAPER_CELLS=FILE from tools/paper_cells.py for real paper cells)

@@ -1,8 +1,8 @@
-# analysis.cmake -- tests of analysis/ (issue 6): attnsweep_results.load() masks
+# analysis.cmake -- tests of analysis/: attnsweep_results.load() masks
 # unfinished cells, and analysis/figures.py draws exactly the file's values
 # (recomputed independently from h5py) into non-blank PNG/PDF files. The test
 # makes its own results file with `attnsweep run` on the tiny model; for the
-# checkpoint figure (issue 15) two more runs (seeds 2, 3 of the tiny model)
+# checkpoint figure two more runs (seeds 2, 3 of the tiny model)
 # stacked with h5py into one three-model file of the model-axis layout.
 add_test(NAME analysis_figures
          COMMAND ${AS_PYTHON} ${CMAKE_SOURCE_DIR}/tests/integration/test_analysis.py $<TARGET_FILE:attnsweep>

@@ -1,4 +1,4 @@
-# docs.cmake -- docs/results.md against the files attnsweep writes (issue 13): every
+# docs.cmake -- docs/results.md against the files attnsweep writes: every
 # coordinate, variable, root attribute and /provenance variable of a results file, and every
 # dataset and attribute of a dump file, has a row in the doc with the file's type, dimensions,
 # fill and units, and every row exists in the file. `selftest` shows the check can fail; `cf`

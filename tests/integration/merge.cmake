@@ -1,4 +1,4 @@
-# merge.cmake -- `attnsweep merge` (issue 6) on the tiny model: K shards merged
+# merge.cmake -- `attnsweep merge` on the tiny model: K shards merged
 # equal a single run bit for bit; --partial + `attnsweep run` completes a merge
 # with a missing shard; each refusal leaves every file unchanged.
 add_test(NAME merge_shards

@@ -1,4 +1,4 @@
-# models.cmake -- the model axis (issue 15 item 1): several models in one sweep, each
+# models.cmake -- the model axis: several models in one sweep, each
 # model's cells equal to a single-model run bit for bit (tests/integration/test_models.py).
 # ckpt/resume/extend/merge/mixed use the trained test model and its checkpoints from the
 # shared/ folder beside the clone (trained.cmake's AS_SHARED) and skip (exit 77) without

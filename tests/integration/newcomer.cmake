@@ -1,4 +1,4 @@
-# newcomer.cmake -- a new user's first hour (issue 13): clone, quick start offline, every command
+# newcomer.cmake -- a new user's first hour: clone, quick start offline, every command
 # it printed and every README code line, plan's estimate against the measured time. Builds the
 # clone from scratch (setup.sh), so it takes a few minutes.
 add_test(NAME newcomer

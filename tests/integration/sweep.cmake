@@ -1,4 +1,4 @@
-# sweep.cmake -- end-to-end tests of `attnsweep run` on the tiny model (issue 5):
+# sweep.cmake -- end-to-end tests of `attnsweep run` on the tiny model:
 # 1/2/4 ranks give identical files, SIGTERM + resume equals an uninterrupted
 # run (kill -9 + resume: hardening.cmake's torture test; inside a compressed commit:
 # compress_kill), SIGUSR1 waits runtime.stop_grace for the

@@ -1,12 +1,12 @@
 #!/usr/bin/python3
-"""Tests of analysis/ (issue 6): attnsweep_results.load() masks unfinished
+"""Tests of analysis/: attnsweep_results.load() masks unfinished
 cells, and every figure of analysis/figures.py draws exactly the values of the
 results file, recomputed here straight from h5py with numpy (not through the
 module). The results file comes from a real `attnsweep run` on the tiny model;
 a copy with some cells marked pending / failed (h5py edit of `status`, metric
 values left in place) checks the masking.
 
-The checkpoint figure (issue 15): three real runs (the tiny model and two more
+The checkpoint figure: three real runs (the tiny model and two more
 seeds of it) stacked with h5py into one file of the model-axis layout
 (docs/results.md; stack_models below), one model holding a masked head with a
 huge value; the figure's medians and quartiles must be numpy's over the present
@@ -121,7 +121,7 @@ class Ref:
         return a
 
 
-# -- a multi-model results file in the model axis's layout (issue 15: docs/results.md) ---------
+# -- a multi-model results file in the model axis's layout (docs/results.md) ---------
 MODEL_COORDS = ("model_path", "model_sha256", "model_config_sha256", "model_kind", "model_n_layer",
                 "model_n_head", "model_n_embd", "training_step")
 CELL_DIMS = ("window", "L")
@@ -324,7 +324,7 @@ def test_figures(path, out_dir, label):
     for key in ("sep_lower", "sep_upper"):
         close(fig[key], nanmean(ref.metric(key)[:, iL, :, iT, isoft], (0, 2, 3)),
               f"{label}: {key} mean line")
-    # issue 16: the resolvable part max(sep_ratio - sep_marginal, 0), clipped per cell, then
+    # the resolvable part max(sep_ratio - sep_marginal, 0), clipped per cell, then
     # the mean over (window, layer, head) like the sep_ratio mean line beside it
     sep = ref.metric("sep_ratio")[:, iL, :, iT, isoft]
     marg = ref.metric("sep_marginal")[:, iL, :, iT, isoft]
@@ -476,7 +476,7 @@ def test_cli(full, partial):
           f"figures CLI missing file: exit {out.returncode}, {out.stderr!r}")
 
 
-# -- the checkpoint figure (issue 15) -------------------------------------------------------
+# -- the checkpoint figure -------------------------------------------------------
 
 CKPT_STEPS = (100, 400, 1000)
 MASKED = (1, 1, 3)          # (model, layer, head): marked absent, 1e6 in every float value

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""docs/results.md describes the files attnsweep writes, and nothing else (issue 13).
+"""docs/results.md describes the files attnsweep writes, and nothing else.
 
 Runs a small sweep and a dump on the tiny model, then compares each file with the tables of
 docs/results.md, in both directions: every coordinate, variable, root attribute, /provenance

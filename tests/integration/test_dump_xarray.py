@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""`attnsweep dump` as an analyst meets it (issue 13 item 4).
+"""`attnsweep dump` as an analyst meets it.
 
 usage: test_dump_xarray.py ATTNSWEEP MODEL_DIR SCRATCH
 

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Tests of `attnsweep merge` (issue 6): K shards merged equal a single run bit
+"""Tests of `attnsweep merge`: K shards merged equal a single run bit
 for bit; --partial + `attnsweep run` completes a merge with a missing shard;
 every refusal leaves all files unchanged (checksums) and names the file.
 

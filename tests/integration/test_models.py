@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""End-to-end tests of the model axis (issue 15 item 1; docs/results.md "The model axis"):
+"""End-to-end tests of the model axis (docs/results.md "The model axis"):
 several models in one sweep, each model's cells bit for bit those of a single-model run.
 
   ckpt     the trained test model's checkpoints (SHARED/models/wp-gpt2-4x3-step100,

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/integration/test_newcomer.sh -- the first hour of a new user, end to end (issue 13):
+# tests/integration/test_newcomer.sh -- the first hour of a new user, end to end:
 #   1. clone the repository (its committed HEAD) into a scratch folder, as a user would;
 #   2. run the quick start there offline (jobs/quickstart.sh --offline: synthetic model, GPL-3
 #      text), with ATTNSWEEP_TIMINGS=1 so the run reports its CPU time per window;

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""End-to-end tests of `attnsweep run` (issue 5): ranks, SIGTERM + resume,
+"""End-to-end tests of `attnsweep run`: ranks, SIGTERM + resume,
 refused and extended configs, and the metric values in the file
 against an independent numpy evaluation of docs/metrics.md from a `dump`.
 
@@ -254,7 +254,7 @@ def stop_after(cfg, late_s, sets=()):
 
 
 def case_stop_grace():
-    """runtime.stop_grace (issue 12 item 5): after SIGUSR1 the running window may finish for
+    """runtime.stop_grace: after SIGUSR1 the running window may finish for
     that long; the default lets a window that ends 6 s after the signal (the old fixed grace
     was 5 s) be kept, a 2 s grace abandons it; the stop line says what it waits for."""
     write_config(f"{SCRATCH}/g.cfg", "g.h5", windows=3)

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""End-to-end tests on trained attention (issue 16, item 1.1): a small GPT-2 trained on
+"""End-to-end tests on trained attention: a small GPT-2 trained on
 War and Peace (SHARED/models/wp-gpt2-4x3: 4 layers x 3 heads, d_head 64; real learned
 attention, weakly trained -- its numbers are not GPT-2's) reading the paper's text
 (SHARED/data/war-and-peace.txt, from Book One, Chapter I).

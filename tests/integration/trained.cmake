@@ -1,4 +1,4 @@
-# trained.cmake -- end-to-end tests on trained attention and the paper's text (issue 16):
+# trained.cmake -- end-to-end tests on trained attention and the paper's text:
 # the small GPT-2 trained on War and Peace and the book itself, from the shared/ folder
 # beside the clone (CI lays it out so: a fresh clone with a copy of shared/ next to it).
 # Without it every test prints "SKIPPED: ..." and ctest reports it as skipped (exit 77).
@@ -16,6 +16,6 @@ foreach(case setup forward softmax sparse scaled window0 sep_ratio)
   endif()
 endforeach()
 set_tests_properties(trained_setup PROPERTIES FIXTURES_SETUP trained_results)
-# sep_ratio against the exact rule D_i^2 - |s|^2 = a_i^2 |y_i|^2 - 2 a_i (s.y_i) (issue 16,
+# sep_ratio against the exact rule D_i^2 - |s|^2 = a_i^2 |y_i|^2 - 2 a_i (s.y_i) (the
 # audit finding 1). A kernel that decides D_i < r from the two rounded distances fails it (off
 # by up to ~0.6-0.75 at T <= 1 on this model).

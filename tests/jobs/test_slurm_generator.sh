@@ -96,7 +96,7 @@ bash "$TEMPLATE" --help > out.txt || fail "attnsweep.sbatch --help failed"
 expect 2 "not inside a SLURM job" bash "$TEMPLATE" sweep.cfg
 expect 2 "unknown option '--nope'" bash "$TEMPLATE" --nope sweep.cfg
 
-# the stop grace the batch script passes: the warning time minus a margin (issue 12 item 5)
+# the stop grace the batch script passes: the warning time minus a margin
 mkdir -p fakebin
 printf '#!/bin/sh\nshift\nexec "$@"\n' > fakebin/srun                 # srun --mpi=pmix CMD...
 printf '#!/bin/sh\necho "sweep args: $*"\n' > fakebin/sweep

@@ -10,7 +10,7 @@ Distances are norms of differences. Where the squared norm is formed as the expa
 |u|^2 - 2 u.v + |v|^2 and that cancels (result below 1e-6 of the terms), the entry is
 recomputed as the explicit difference -- so no entry carries the expansion's error.
 
-sep_ratio decides D_i < r with the exact rewrite of the audit (issue 16):
+sep_ratio decides D_i < r with the exact rewrite of the audit:
 D_i^2 - |s|^2 = a_i^2 |y_i|^2 - 2 a_i (s . y_i), which adds no |s|^2 and so cancels
 nothing for tiny a_i. `sep_ratio_naive` compares D_i and r themselves in float64 (what a
 direct evaluation does), kept to show how far round-off moves the count.

@@ -18,7 +18,7 @@ add_test(NAME metrics_sep_mpmath
                  ${CMAKE_BINARY_DIR}/metrics_sep_rows.txt)
 set_tests_properties(metrics_sep_mpmath PROPERTIES FIXTURES_REQUIRED metrics_sep_rows)
 
-# The FMA and no-FMA builds of metrics.c agree (issue 16 item 6): test_metrics_regimes_nofma
+# The FMA and no-FMA builds of metrics.c agree: test_metrics_regimes_nofma
 # (metrics.c compiled with -mno-fma -mno-avx512f: no FMA instruction, so the file's
 # fp-contract pragma fuses nothing) saves
 # every output of the regimes; the default build compares: 1e-9 relative, counts within

@@ -1,4 +1,4 @@
-# hardening.cmake -- issue 7 (hardening), on the tiny model of the model_tiny fixture:
+# hardening.cmake -- hardening, on the tiny model of the model_tiny fixture:
 #   torture_sigkill: SIGKILL a 2-rank run 24 times, each placed by waiting for a phase (start-up, after a dispatch
 #     record, inside each commit step via the store's ATTNSWEEP_TEST_* hook, which only
 #     attnsweep_test has: src/store/testhook.h) and

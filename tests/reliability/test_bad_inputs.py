@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Bad-input catalogue (issue 7 item 2): every case runs the real CLI on a
+"""Bad-input catalogue: every case runs the real CLI on a
 broken input and checks that it
   * exits with a code > 0 (not 0, not killed by a signal),
   * writes exactly ONE line on stderr, naming the key or the file at fault,
@@ -798,7 +798,7 @@ def cases_concurrent():
            f"{err_a.strip()[-300:]!r}")
 
 
-# ------------------------------------------------- issue 12: inputs and sizes
+# ------------------------------------------------- inputs and sizes
 
 SHA = "[0-9a-f]{64}"
 
@@ -959,7 +959,7 @@ def cases_issue12():
 
 
 def cases_models():
-    """The model axis (`model` as a list, issue 15): one-line errors before any file is written."""
+    """The model axis (`model` as a list): one-line errors before any file is written."""
     d = case_dir("models")
     tokens(d)
     for sub in ("a", "b"):

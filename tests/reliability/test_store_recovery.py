@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The store never drops or mixes finished work (issue 12 items 3, 4, 8, 9, 11), through the
+"""The store never drops or mixes finished work, through the
 real `attnsweep_test` (the program with the store's test hooks, src/store/testhook.h):
 
   journal_flip_middle   one flipped payload byte in the middle of the journal: every other
@@ -360,7 +360,7 @@ def case_status_no_journal():
     check("journal" in s.stdout and "missing" in s.stdout, f"status says the journal is missing: {s.stdout!r}")
 
 
-# ---- issue 14 item 3: a kill at every step of the journal's compaction ----
+# ---- a kill at every step of the journal's compaction ----
 
 COMPACT_PHASES = ["compact_synced", "compact_verified", "compact_writing", "compact_written",
                   "compact_renamed"]

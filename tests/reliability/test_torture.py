@@ -1,11 +1,11 @@
 #!/usr/bin/python3
-"""Crash torture test (issue 7 item 1): SIGKILL a 2-rank `attnsweep run` (the
+"""Crash torture test: SIGKILL a 2-rank `attnsweep run` (the
 whole MPI job: mpirun and every rank, each in its own process group, so
 the job is found by its session) at 24 chosen moments -- at start-up, right
 after a dispatch record was appended, and inside each step of the store's
 commit protocol -- and resume after each kill.
 
-Every kill is placed by an event, never by a delay (issue 12 item 14): the
+Every kill is placed by an event, never by a delay: the
 store's test hook (src/store/testhook.h, compiled into attnsweep_test only) appends
 "SEQ PHASE" to ATTNSWEEP_TEST_PHASE_FILE at each arrival at the phase named by
 ATTNSWEEP_TEST_HOLD="PHASE K" and holds the writer at the K-th until killed (the

@@ -1,4 +1,4 @@
-/* test_fileio.c -- the one whole-file reader (issue 12.6): contents and the
+/* test_fileio.c -- the one whole-file reader: contents and the
  * trailing NUL, an empty file, a symlink to a file; refusals in one line that
  * name the file: a FIFO (at once, never waiting for a writer), a folder,
  * /dev/zero, a missing file, a file over the limit (named with the limit);

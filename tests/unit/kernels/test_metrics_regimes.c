@@ -1,4 +1,4 @@
-/* test_metrics_regimes.c -- issue 16 item 2 and the audit's findings: heads built directly as
+/* test_metrics_regimes.c -- the audit's findings: heads built directly as
  * kernel inputs in regimes no model here reaches, every metric against the float64 brute force
  * of metrics_ref.h (explicit differences, sep_ratio by the exact rewrite, entropy and grad_fd
  * in quad precision), every invariant per row, prefix cuts against separate passes.
@@ -365,7 +365,7 @@ static void test_bound_tiny_unselected(void) {
     }
 }
 
-/* issue 16 item 6: prefix cuts equal separate passes in these regimes (counts within the
+/* prefix cuts equal separate passes in these regimes (counts within the
  * marginal share, the rest to round-off: G of a longer pass may differ in its last bits) */
 static void test_prefix_vs_separate(void) {
     const int L = L_REG, d = D_REG;

@@ -518,7 +518,7 @@ static void test_diff(void) {
     CHECK(diff_of(base, base, (const char *[]){set_model}, 1, &d, "path") == AS_DIFF_PATH &&
               has_item(&d, "model", AS_DIFF_PATH),
           "model moved -> path");
-    /* issue 12.1: an extension next to a moved path must not hide it */
+    /* an extension next to a moved path must not hide it */
     CHECK(diff_of(base, "grid = { L = [32, 64]; N = [1, 4]; };\nwindows = { count = 3; stride = 64; };\n",
                   (const char *[]){set_model}, 1, &d, "path+count") == AS_DIFF_PATH &&
               has_item(&d, "model", AS_DIFF_PATH) && has_item(&d, "windows.count", AS_DIFF_EXTEND),
@@ -544,7 +544,7 @@ static void test_diff(void) {
           "unparsable stored text: %s", err.msg);
 }
 
-/* issue 12.13 and 12.6: @include with an absolute path, a relative one, a
+/* @include with an absolute path, a relative one, a
  * missing one (named), a FIFO (refused at once, never waited on); issue
  * 12.10: --set with text after its value. */
 static void test_include(void) {
@@ -609,7 +609,7 @@ static void test_include(void) {
                  "--set grid.T", NULL);
 }
 
-/* issue 16: text.start_at / start_occurrence and metrics.logits */
+/* text.start_at / start_occurrence and metrics.logits */
 static void test_start_at_and_logits(void) {
     as_config c, d;
     if (!load_ok(&c, "", NULL, 0, "defaults for the new keys")) {

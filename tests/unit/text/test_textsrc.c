@@ -209,7 +209,7 @@ static void write_npy(const char *path, const char *dict, size_t data_bytes) {
     fclose(f);
 }
 
-/* issue 12.12: the header is a dict, parsed as one; a key's name inside
+/* the header is a dict, parsed as one; a key's name inside
  * another value does not count. */
 static void check_npy_header(void) {
     struct { const char *dict; const char *want; } cases[] = {
