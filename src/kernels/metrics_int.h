@@ -218,6 +218,15 @@ typedef struct {
     double cntT;
     int finite; /* every vector entry finite: zero weights may be skipped (0 * x = 0) */
     uint32_t *uN, *uOf, *iota, *uStart, *uIdx;
+    /* section 10.1 */
+    double *y_scr;      /* [L] scratch of the new normalizers' grad_fd */
+    int d1_valid;       /* d1_N, m_N hold the row's logit-order d1 and m (the first walk's) */
+    /* sa_softmax's top-N order is by weight and depends on T (section 3): a row where it
+     * differs from the logit order walks each T alone, with its own order, d1 and m, into
+     * sa_acc (one T, one normalizer), added into acc afterwards */
+    uint32_t *sa_order, *sa_idx, *sa_tmp; /* [L] */
+    double *sa_acc;     /* [met_out_count of one T and one normalizer] */
+    double *d1_N_alt, *m_N_alt; /* [nU] */
 } met_ws;
 
 #define NVAL 7 /* per-N values: dist_true dist_bound dist_expect sep_ratio sep_lower sep_upper
@@ -237,6 +246,7 @@ double met_jacobian_norm(const double *a, size_t n, double *rest);
  * normalizers, and a grid with 6 T or more fills the kernel's rows by itself); 1 otherwise. */
 static inline size_t met_rows_per_block(const met_axes *ax) {
     if (ax->full_row || ax->n_norm != 1 || ax->n_T >= 6) return 1;
+    if (ax->norm[0] == MET_SA_SOFTMAX) return 1; /* its order may differ per T: row by row */
     return 6 / ax->n_T;
 }
 /* metrics.c: one row of the head job (called once per row by met_head in metrics_head.c), or
