@@ -27,6 +27,10 @@
  *    U d1 + |U - A| m (U = 1 - A, summed), dist_expect = (|n - 2N| / n) ||S|| (the norm of
  *    the expected difference for I_N uniform: P(i in I_N) = N/n). Separability is unchanged.
  *  - ssmax (section 10): a = softmax((s ln n) * l / T), s = ssmax_scale (0 -> 1/ln 1024).
+ *  - The five normalizers after ssmax (section 10.1, metrics_norm.c): top-N by weight, which
+ *    is the logit order except for sa_softmax (negative logits; its rows with a different
+ *    order walk each T alone); entropy of |a| / sum |a|; grad_exact for sigmoid, softmax1,
+ *    entmax15, NaN for sa_softmax and sa_softmax_norm; d1 is taken by a row's first walk.
  *  - grad_exact is NaN for sparsemax and ssmax (section 10); grad_bound is the
  *    T-only curve min(1/(4T), sqrt 2) for every normalizer.
  *  - A zero vector x_j normalizes to y_j = 0 (section 6). If the radius r is 0, no selected
