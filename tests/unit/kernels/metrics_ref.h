@@ -137,11 +137,12 @@ static void ref_entmax15(double *a, const double *z, int n) {
 }
 
 /* alpha-entmax for alpha != 1.5 in extended precision: bisection on tau of
- * sum [(alpha - 1)(z - max z) - tau]_+^(1/(alpha-1)) = 1, 200 halvings, then normalized */
+ * sum [(alpha - 1)(z - max z) - tau]_+^(1/(alpha-1)) = 1, 72 halvings of [-1, 0] (below
+ * long double's 64-bit resolution of tau), then normalized; only entries above -1 enter */
 static void ref_entmax_alpha(double *a, const double *z, int n, double alpha) {
     long double mx = -INFINITY, lo = -1, hi = 0, pw = 1.0L / (alpha - 1);
     for (int j = 0; j < n; j++) mx = z[j] > mx ? z[j] : mx;
-    for (int it = 0; it < 200; it++) {
+    for (int it = 0; it < 72; it++) {
         long double mid = (lo + hi) / 2, s = 0;
         for (int j = 0; j < n; j++) {
             long double d = (alpha - 1) * ((long double)z[j] - mx) - mid;

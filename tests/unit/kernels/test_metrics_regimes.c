@@ -99,8 +99,13 @@ static const met_normalizer norms_paper[] = {MET_SOFTMAX, MET_SPARSEMAX, MET_SSM
 /* --normalizers new: the five of docs/metrics.md section 10.1 instead (a ctest of its own) */
 static const met_normalizer norms_new[] = {MET_SA_SOFTMAX, MET_SA_SOFTMAX_NORM, MET_ENTMAX15,
                                            MET_SIGMOID, MET_SOFTMAX1};
+/* --normalizers params: entmax at alpha = 1.25 (the long-double bisection reference) and
+ * sigmoid with a configured bias, the two parameters of section 10.1 */
+static const met_normalizer norms_params[] = {MET_ENTMAX15, MET_SIGMOID};
 static const met_normalizer *norms = norms_paper;
 static size_t n_norms = 3;
+static double entmax_alpha = 0, sigmoid_bias = 0;
+static int sigmoid_bias_set = 0;
 enum { L_REG = 34, D_REG = 8 };
 
 static const char *per_n_name[MET_NPERN] = {"dist_true", "dist_bound", "dist_expect",
@@ -179,7 +184,8 @@ static void compare(const double *got, const double *want, const met_axes *ax, d
 
 static met_axes regime_axes(int full) {
     met_axes ax = {.N = Ns, .n_N = 5, .T = Ts, .n_T = 6, .eps = epss, .n_eps = 3, .norm = norms,
-                   .n_norm = n_norms, .full_row = full, .seed = 16, .window = 1, .layer = 2,
+                   .n_norm = n_norms, .entmax_alpha = entmax_alpha,
+                   .sigmoid_bias_set = sigmoid_bias_set, .sigmoid_bias = sigmoid_bias, .full_row = full, .seed = 16, .window = 1, .layer = 2,
                    .head = 3};
     return ax;
 }
@@ -514,6 +520,11 @@ int main(int argc, char **argv) {
         }
         if (!strcmp(argv[i], "--normalizers") && !strcmp(argv[i + 1], "new")) {
             norms = norms_new, n_norms = 5;
+            continue;
+        }
+        if (!strcmp(argv[i], "--normalizers") && !strcmp(argv[i + 1], "params")) {
+            norms = norms_params, n_norms = 2;
+            entmax_alpha = 1.25, sigmoid_bias_set = 1, sigmoid_bias = 1.5;
             continue;
         }
         if (!strcmp(argv[i], "--save")) save = fopen(argv[i + 1], "wb");
