@@ -250,7 +250,8 @@ double met_softmax(double *a, const double *z, size_t n);
 /* Euclidean projection onto the simplex (Michelot's iteration; exact zeros). */
 void met_sparsemax(double *a, const double *z, size_t n);
 /* Weights of one row: a [n] for logits l [nv] at temperature T with normalizer zn; entries
- * nv..n-1 (full_row masking) are 0. n_for_ssmax is the n of "ln n" (section 10). */
+ * nv..n-1 (full_row masking) are 0. n_for_ssmax is the n of "ln n" (section 10). softmax,
+ * sparsemax and ssmax only: the normalizers of section 10.1 take met_weights_ext. */
 void met_weights(double *a, const double *l, size_t nv, size_t n, double T, met_normalizer zn,
                  double ssmax_scale);
 
