@@ -56,6 +56,7 @@ PAPER_FIGURE = {
     "gradient_vs_T": "paper: gradient vs T, Alg. 5, sec. 2.3",
     "entropy_heatmap": "not in the paper: its entropy monitoring guideline",
     "normalizers": "not in the paper",
+    "selectivity_vs_gradient": "the paper's guideline: decouple selectivity from gradient health",
 }
 
 
@@ -493,11 +494,49 @@ def fig_normalizers(ds, opt, out_dir, fmt):
     return result
 
 
+def fig_selectivity_vs_gradient(ds, opt, out_dir, fmt):
+    """The paper's guideline (normalizers that "decouple selectivity from gradient health"):
+    per normalizer, one curve across T of the resolvable separability max(sep_ratio -
+    sep_marginal, 0) at top-N = opt.N against the gradient sensitivity grad_fd (eps nearest
+    1e-3, the one measure every normalizer has; docs/metrics.md sections 6.2, 7, 10.1), both
+    means over windows, layers and heads at the longest L. Up and left is the guideline's
+    corner: selective and gentle."""
+    names = [str(v) for v in ds["normalizer"].values]
+    if len(names) < 2:
+        note("selectivity_vs_gradient skipped: the normalizer axis has one value")
+        return None
+    eps = float(ar.nearest(ds, "eps", 1e-3))
+    cell = ds.sel(L=opt.L_max)
+    all_dims = ("window", "layer", "head")
+    res, _ = checkpoints.resolvable_sep(cell.sel(N=opt.N))
+    result = {"N": opt.N, "T": _values(ds["T"]), "eps": eps, "resolvable": {}, "grad_fd": {}}
+    fig, ax = plt.subplots(figsize=(6.4, 4.6))
+    for i, name in enumerate(names):
+        sep = _values(res.sel(normalizer=name).mean(all_dims, skipna=True))
+        grad = _values(cell["grad_fd"].sel(eps=eps, normalizer=name).mean(all_dims, skipna=True))
+        result["resolvable"][name], result["grad_fd"][name] = sep, grad
+        ax.plot(grad, sep, "-o", ms=3, color=f"C{i % 10}", label=name)
+        ok = np.isfinite(grad) & np.isfinite(sep)
+        if ok.any():  # mark the lowest T of each curve
+            j = int(np.flatnonzero(ok)[0])
+            ax.annotate(f"T={result['T'][j]:g}", (grad[j], sep[j]), fontsize=6, color=f"C{i % 10}")
+    ax.set_xscale("log")
+    ax.set_xlabel(f"gradient sensitivity grad_fd (eps = {eps:g}, mean)")
+    ax.set_ylabel(f"resolvable separability at N = {opt.N} (mean)")
+    ax.set_ylim(-0.03, 1.05)
+    _title(ax, "selectivity_vs_gradient",
+           f"Selectivity vs gradient sensitivity across T (L = {opt.L_max}, N = {opt.N})", ds)
+    ax.legend(fontsize=7)
+    ax.grid(alpha=0.3, which="both")
+    result["path"] = _save(fig, opt, out_dir, "selectivity_vs_gradient", fmt)
+    return result
+
+
 FIGURES = (("distance_vs_L", fig_distance_vs_L), ("distance_vs_N", fig_distance_vs_N),
            ("critical_N", fig_critical_N), ("distance_ratio", fig_distance_ratio),
            ("separability", fig_separability),
            ("gradient_vs_T", fig_gradient), ("entropy_heatmap", fig_entropy_heatmap),
-           ("normalizers", fig_normalizers))
+           ("normalizers", fig_normalizers), ("selectivity_vs_gradient", fig_selectivity_vs_gradient))
 
 
 # -- headline numbers ----------------------------------------------------------------------

@@ -27,6 +27,10 @@
  *    U d1 + |U - A| m (U the unselected mass, summed over its weights), dist_expect = (|n - 2N| / n) ||S|| (the norm of
  *    the expected difference for I_N uniform: P(i in I_N) = N/n). Separability is unchanged.
  *  - ssmax (section 10): a = softmax((s ln n) * l / T), s = ssmax_scale (0 -> 1/ln 1024).
+ *  - The five normalizers after ssmax (section 10.1, metrics_norm.c): top-N by weight, which
+ *    is the logit order except for sa_softmax (negative logits; its rows with a different
+ *    order walk each T alone); entropy of |a| / sum |a|; grad_exact for sigmoid, softmax1,
+ *    entmax15, NaN for sa_softmax and sa_softmax_norm; d1 is taken by a row's first walk.
  *  - grad_exact is NaN for sparsemax and ssmax (section 10); grad_bound is the
  *    T-only curve min(1/(4T), sqrt 2) for every normalizer.
  *  - A zero vector x_j normalizes to y_j = 0 (section 6). If the radius r is 0, no selected
@@ -117,18 +121,39 @@
 
 #include "errors.h"
 
-typedef enum { MET_SOFTMAX = 0, MET_SPARSEMAX = 1, MET_SSMAX = 2, MET_N_NORMALIZERS } met_normalizer;
+/* The normalizers (docs/metrics.md section 10; section 10.1 for the five after ssmax). The
+ * enum order is the file's: stored results index the normalizer coordinate by name, never by
+ * this number. */
+typedef enum {
+    MET_SOFTMAX = 0,
+    MET_SPARSEMAX = 1,
+    MET_SSMAX = 2,
+    MET_SA_SOFTMAX = 3,      /* Self-Adjust Softmax: z * softmax(z) */
+    MET_SA_SOFTMAX_NORM = 4, /* its normalized variant: (z - m) / (M - m) * softmax(z) */
+    MET_ENTMAX15 = 5,        /* alpha-entmax, alpha = entmax_alpha (1.5 by default) */
+    MET_SIGMOID = 6,         /* sigmoid(z + b) elementwise, b = -ln n by default */
+    MET_SOFTMAX1 = 7,        /* exp(z_i) / (1 + sum_j exp(z_j)) */
+    MET_N_NORMALIZERS
+} met_normalizer;
 
-/* "softmax" | "sparsemax" | "ssmax" <-> enum (-1 when unknown). Inline: the config layer
- * parses the names without linking the kernels' code. */
+/* The ONE table of the normalizers' names (config values, the store's normalizer coordinate,
+ * the recorded config) <-> enum (-1 when unknown). Inline: the config layer parses the names
+ * without linking the kernels' code. */
 static inline const char *met_normalizer_name(met_normalizer z) {
-    static const char *const names[MET_N_NORMALIZERS] = {"softmax", "sparsemax", "ssmax"};
+    static const char *const names[MET_N_NORMALIZERS] = {
+        "softmax", "sparsemax", "ssmax", "sa_softmax", "sa_softmax_norm", "entmax15", "sigmoid",
+        "softmax1"};
     return (unsigned)z < MET_N_NORMALIZERS ? names[z] : "?";
 }
 static inline int met_normalizer_from_name(const char *name) {
     for (int z = 0; z < MET_N_NORMALIZERS; z++)
         if (!strcmp(name, met_normalizer_name((met_normalizer)z))) return z;
     return -1;
+}
+/* Whether grad_exact is computed for z (docs/metrics.md section 10.1: NaN for the others,
+ * with the reason there). */
+static inline int met_has_grad_exact(met_normalizer z) {
+    return z == MET_SOFTMAX || z == MET_ENTMAX15 || z == MET_SIGMOID || z == MET_SOFTMAX1;
 }
 
 /* The axes of one head job. N may be in any order and hold values >= 1; T > 0. */
@@ -142,6 +167,9 @@ typedef struct {
     const met_normalizer *norm;
     size_t n_norm;
     double ssmax_scale; /* s of section 10; 0 -> 1/ln(1024) */
+    double entmax_alpha; /* alpha of entmax15 (section 10.1); 0 -> 1.5 */
+    int sigmoid_bias_set; /* 0: sigmoid's b = -ln n (n = the row's length), 1: b = sigmoid_bias */
+    double sigmoid_bias;
     int full_row;       /* 0: rows="visible" (default), 1: rows="full_row" */
     int aggregate;      /* 0: distance="per_token" (default), 1: distance="aggregate" (below) */
     /* key of the counter-based direction generator (section 7): u depends only on
@@ -200,9 +228,33 @@ double met_softmax(double *a, const double *z, size_t n);
 /* Euclidean projection onto the simplex (Michelot's iteration; exact zeros). */
 void met_sparsemax(double *a, const double *z, size_t n);
 /* Weights of one row: a [n] for logits l [nv] at temperature T with normalizer zn; entries
- * nv..n-1 (full_row masking) are 0. n_for_ssmax is the n of "ln n" (section 10). */
+ * nv..n-1 (full_row masking) are 0. n_for_ssmax is the n of "ln n" (section 10). softmax,
+ * sparsemax and ssmax only: the normalizers of section 10.1 take met_weights_ext. */
 void met_weights(double *a, const double *l, size_t nv, size_t n, double T, met_normalizer zn,
                  double ssmax_scale);
+
+/* Section 10.1 (metrics_norm.c documents each): the weights of the normalizers after ssmax
+ * (a must not alias l; x scratch [nv]; returns softmax1's null weight, else 0), their
+ * resolved parameters, the entropy of |a| / sum |a|, grad_exact with respect to the raw
+ * logits (NaN where met_has_grad_exact is 0) and grad_fd's numerator |F(l + eps u) - F(l)|. */
+double met_weights_ext(double *a, double *x, const double *l, size_t nv, size_t n, double T,
+                       met_normalizer zn, const met_axes *ax);
+double met_entmax_alpha(const met_axes *ax);
+double met_sigmoid_b(const met_axes *ax, size_t n);
+double met_entropy_abs(const double *a, size_t nv);
+double met_jacobian_norm_sub(const double *a, size_t n, double a0);
+double met_grad_exact_ext(const double *a, const double *l, size_t nv, size_t n, double T,
+                          met_normalizer zn, const met_axes *ax, double a0, double *b,
+                          double *rest);
+double met_change_norm_ext(const double *a, size_t p, const double *l, const double *u,
+                           double eps, size_t nv, size_t n, double T, met_normalizer zn,
+                           const met_axes *ax, double *ap, double *x, double *y);
+/* Section 3 for sa_softmax: order [K] = the K largest weights z_j softmax(z)_j, z = l / T,
+ * ties to the lower index, compared without forming the weights (positive logits by logit,
+ * then zeros, then negative ones by ln|z| + z ascending); masked entries nv..n-1 after every
+ * visible one. idx, tmp: scratch [nv] (uint32), key: scratch [nv]. */
+void met_sa_order(uint32_t *order, uint32_t *idx, uint32_t *tmp, uint32_t *scratch, double *key,
+                  const double *l, size_t nv, size_t K, double T);
 
 /* Section 7: largest eigenvalue of diag(a) - a a^T (a >= 0, n entries; spectral norm of the
  * softmax Jacobian times T). Secular equation, 1e-13 relative in practice. */

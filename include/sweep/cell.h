@@ -59,6 +59,9 @@ typedef struct {
     as_logits logits;
     as_distance distance;
     double ssmax_scale;    /* resolved, never 0 */
+    double entmax_alpha;   /* docs/metrics.md section 10.1 */
+    int sigmoid_bias_set;
+    double sigmoid_bias;
     int64_t seed;
     double ks_alpha;
     int threads;           /* metric threads per rank (runtime.blas_threads) */

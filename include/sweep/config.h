@@ -125,6 +125,9 @@ typedef struct {
     int dist_expect;      /* metrics.dist_expect (default 1): 0 skips it and the KS test */
     double ks_alpha;
     double ssmax_scale;           /* resolved: never 0 */
+    double entmax_alpha;          /* metrics.entmax_alpha: entmax15's alpha, in (1, 2], 1.5 default */
+    int sigmoid_bias_set;         /* metrics.sigmoid_bias given: sigmoid's b; else b = -ln n */
+    double sigmoid_bias;
     int64_t seed;
 
     int blas_threads;             /* per rank */

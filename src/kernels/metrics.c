@@ -825,7 +825,9 @@ static void row_per_n(met_ws *w, size_t n, size_t nv, size_t K, double delta, si
     }
     selection_weights(w, K);
     gather_rows(w, K);
-    double *d1_sq_run = iZ == 0 ? w->d1_sq_run : NULL; /* d1, m: T- and normalizer-free */
+    /* d1, m: T- and normalizer-free for the logit order, taken by the row's first walk */
+    double *d1_sq_run = !w->d1_valid ? w->d1_sq_run : NULL;
+    w->d1_valid = 1;
     start_walk(w, n, n16, d1_sq_run);
     double m = 0;
     size_t k0 = 0;
@@ -863,7 +865,7 @@ static void row_per_n(met_ws *w, size_t n, size_t nv, size_t K, double delta, si
             size_t qv = N; /* the last visible selected key has the least visible weight */
             while (qv > 0 && w->order[qv - 1] >= nv) qv--;
             /* g_i ~ 2 a_i (s^y . y_i) underflows (6.2): decide in the log domain */
-            if (zn != MET_SPARSEMAX && qv > 0 && sa[qv - 1] * sqrt(sy_sq) < 0x1p-950) {
+            if ((zn == MET_SOFTMAX || zn == MET_SSMAX) && qv > 0 && sa[qv - 1] * sqrt(sy_sq) < 0x1p-950) {
                 double f = 1.0 / ax->T[w->wT[iT]]; /* the logit factor, as row_weights forms it */
                 if (zn == MET_SSMAX) f *= ssmax_factor(ax->ssmax_scale, n);
                 Ns = tiny_weight_count(w, &in, n, nv, f, sa, w->sel_gather + 2 * K,
@@ -950,6 +952,36 @@ static size_t row_start(met_ws *w, size_t t, size_t n) {
     return K;
 }
 
+/* sa_softmax's entropy (section 10.1) in the log domain: ln |a_j| = ln |z_j| + z_j - max z -
+ * ln Z, so p_j = |a_j| / sum |a| is the softmax of y_j = ln |z_j| + (z_j - max z) and its
+ * entropy comes from the identity of section 8. Where max l = 0 at small T every weight
+ * underflows to 0 in double while the definition still has a distribution (the logits just
+ * below 0 weigh most); the log domain keeps it. A zero logit (weight exactly 0) gets
+ * y = -1e308 (weight 0, and 0 * y = 0 in the identity); all logits 0: entropy 0. */
+static double sa_entropy(met_ws *w, size_t nv, double f) {
+    double lmax = -INFINITY;
+    int any = 0;
+    for (size_t j = 0; j < nv; j++) lmax = w->l[j] > lmax ? w->l[j] : lmax;
+    for (size_t j = 0; j < nv; j++) {
+        double lj = w->l[j];
+        any |= lj != 0;
+        w->y_scr[j] = lj != 0 ? log(fabs(lj * f)) + (lj - lmax) * f : -1e308;
+    }
+    if (!any) return 0.0;
+    double lnZ = met_softmax_scaled(w->ap, w->z, w->y_scr, 1.0, nv);
+    double H = lnZ - lane_dot(w->ap, w->z, nv);
+    return H > 0 ? H : 0;
+}
+
+/* softmax1's entropy (section 10.1): |a| / sum |a| is softmax(z) itself, so the softmax
+ * identity of section 8 applies (ln p_j = z_j - max z - ln Z), on the shifted logits in z
+ * (scratch; the weights' own z is not kept) */
+static double softmax1_entropy(met_ws *w, size_t nv, double f) {
+    double lnZ = met_softmax_scaled(w->ap, w->z, w->l, f, nv);
+    double H = lnZ - lane_dot(w->ap, w->z, nv);
+    return H > 0 ? H : 0;
+}
+
 /* Row t's weights a_T of every T at normalizer iZ, and the metrics that need only them:
  * entropy (section 8), grad_exact and grad_fd (section 7). */
 static void row_weights(met_ws *w, size_t t, size_t n, size_t iZ) {
@@ -962,6 +994,23 @@ static void row_weights(met_ws *w, size_t t, size_t n, size_t iZ) {
         for (size_t iT = 0; iT < ax->n_T; iT++) {
             double T = ax->T[iT];
             double *a = w->a_T + w->slotT[iT] * L;
+            if (zn > MET_SSMAX) { /* section 10.1 */
+                double a0 = met_weights_ext(a, w->z, w->l, nv, n, T, zn, ax);
+                double He = zn == MET_SOFTMAX1 ? softmax1_entropy(w, nv, 1.0 / T)
+                            : zn == MET_SA_SOFTMAX ? sa_entropy(w, nv, 1.0 / T) : met_entropy_abs(a, nv);
+                double *acc = w->acc;
+                acc[met_at_per_t(ax, MET_ENTROPY, iT, iZ)] += He;
+                acc[met_at_per_t(ax, MET_ENTROPY_NORM, iT, iZ)] += He / lnn;
+                if (met_has_grad_exact(zn) && w->do_grad_exact)
+                    acc[met_at_per_t(ax, MET_GRAD_EXACT, iT, iZ)] +=
+                        met_grad_exact_ext(a, w->l, nv, n, T, zn, ax, a0, w->z, w->ap);
+                for (size_t iE = 0; iE < ax->n_eps; iE++)
+                    acc[met_at_grad_fd(ax, iT, iE, iZ)] +=
+                        met_change_norm_ext(a, w->order[0], w->l, w->u + iE * L, ax->eps[iE], nv,
+                                            n, T, zn, ax, w->ap, w->z, w->y_scr) /
+                        ax->eps[iE];
+                continue;
+            }
             /* logit factor of the normalizer (section 10) */
             double f = 1.0 / T;
             if (zn == MET_SSMAX) f *= ssmax_factor(ax->ssmax_scale, n);
@@ -1005,13 +1054,62 @@ static void row_weights(met_ws *w, size_t t, size_t n, size_t iZ) {
     }
 }
 
+/* sa_softmax's walk (docs/metrics.md section 3): its top-N order is by weight, which for
+ * negative logits differs from the logit order and depends on T. When every T's order agrees
+ * with the logit order over the first K keys (always when K <= the number of logits >= 0),
+ * the shared walk serves; otherwise each T walks alone with its own order (its d1 and m
+ * too), as a one-T, one-normalizer job accumulated in sa_acc and added into acc. */
+static void sa_row_per_n(met_ws *w, size_t t, size_t n, size_t K, double delta, size_t iZ) {
+    const met_axes *ax = w->ax;
+    const size_t L = w->L, nv = t + 1;
+    int differs = 0;
+    for (size_t iT = 0; iT < ax->n_T && !differs; iT++) {
+        if (ax->per_n_T && !ax->per_n_T[iT]) continue; /* not walked (metrics.per_N_T) */
+        met_sa_order(w->sa_order, w->sa_idx, w->sa_tmp, w->scratch, w->z, w->l, nv, K, ax->T[iT]);
+        differs = memcmp(w->sa_order, w->order, K * sizeof *w->order) != 0;
+    }
+    if (!differs) {
+        row_per_n(w, n, nv, K, delta, iZ, 0);
+        return;
+    }
+    met_axes ax1 = *ax;
+    ax1.n_T = 1, ax1.norm = ax->norm + iZ, ax1.n_norm = 1;
+    uint32_t *order = w->order;
+    double *a_T = w->a_T, *acc = w->acc, *d1_N = w->d1_N, *m_N = w->m_N;
+    int d1_valid = w->d1_valid;
+    size_t nacc = met_out_count(&ax1), n_W = w->n_W;
+    uint32_t *wT = w->wT, slot0 = 0;
+    ax1.per_n_T = NULL;
+    for (size_t iT = 0; iT < ax->n_T; iT++) {
+        if (ax->per_n_T && !ax->per_n_T[iT]) continue; /* not walked (metrics.per_N_T) */
+        met_sa_order(w->sa_order, w->sa_idx, w->sa_tmp, w->scratch, w->z, w->l, nv, K, ax->T[iT]);
+        ax1.T = ax->T + iT;
+        /* a one-T job: its weights are T's slot (metrics_int.h, per_N_T) */
+        w->n_W = 1, w->wT = &slot0;
+        w->ax = &ax1, w->order = w->sa_order, w->a_T = a_T + w->slotT[iT] * L, w->acc = w->sa_acc;
+        w->d1_N = w->d1_N_alt, w->m_N = w->m_N_alt, w->d1_valid = 0;
+        memset(w->sa_acc, 0, nacc * sizeof *w->sa_acc);
+        row_per_n(w, n, nv, K, delta, 0, 0);
+        for (int v = 0; v < NVAL; v++)
+            for (size_t iN = 0; iN < ax->n_N; iN++)
+                acc[met_at_per_n(ax, v, iN, iT, iZ)] += w->sa_acc[met_at_per_n(&ax1, v, iN, 0, 0)];
+        w->ax = ax, w->order = order, w->a_T = a_T, w->acc = acc;
+        w->d1_N = d1_N, w->m_N = m_N, w->d1_valid = d1_valid;
+        w->n_W = n_W, w->wT = wT;
+    }
+}
+
 /* One row t: n entries (n = nv = t+1 for visible rows, n = Lc for full_row). */
 void met_process_row(met_ws *w, size_t t, size_t n, double delta) {
     if (n < 2) return; /* no metric is defined on a one-key row (section 9) */
     size_t K = row_start(w, t, n);
+    w->d1_valid = 0;
     for (size_t iZ = 0; iZ < w->ax->n_norm; iZ++) {
         row_weights(w, t, n, iZ);
-        if (w->n_W) row_per_n(w, n, t + 1, K, delta, iZ, 0);
+        if (w->n_W && w->ax->norm[iZ] == MET_SA_SOFTMAX) /* (n_W = 0: no T walked, per_N_T) */
+            sa_row_per_n(w, t, n, K, delta, iZ);
+        else if (w->n_W)
+            row_per_n(w, n, t + 1, K, delta, iZ, 0);
     }
 }
 
@@ -1059,6 +1157,7 @@ void met_process_rows(met_ws *w, size_t t0, size_t nrows) {
     for (size_t b = b0; b < nrows; b++) {
         size_t t = t0 + b;
         select_slot(w, b);
+        w->d1_valid = 0;
         row_per_n(w, t + 1, t + 1, K[b], w->delta_run[t], 0, 1);
     }
     select_slot(w, 0);

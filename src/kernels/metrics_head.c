@@ -122,6 +122,31 @@ void met_topk_order(uint32_t *order, uint32_t *scratch, const double *l, size_t 
     memcpy(order, scratch, K * sizeof *order);
 }
 
+void met_sa_order(uint32_t *order, uint32_t *idx, uint32_t *tmp, uint32_t *scratch, double *key,
+                  const double *l, size_t nv, size_t K, double T) {
+    /* docs/metrics.md section 3: z e^z is positive and increasing for z > 0, 0 at z = 0, and
+     * negative for z < 0 with its minimum at z = -1, so by weight the positive logits come
+     * first in logit order, then the zeros (index order), then the negative ones by their
+     * weight -|z| e^z descending, i.e. ln|z| + z ascending (the partition function is common
+     * to all, and the key has no underflow). NaN ranks last. */
+    size_t Kv = K < nv ? K : nv, np = 0, nz = 0, m = 0;
+    for (size_t j = 0; j < nv; j++) np += l[j] > 0, nz += l[j] == 0;
+    for (size_t j = 0; j < nv; j++) key[j] = l[j];
+    size_t Kp = Kv < np + nz ? Kv : np + nz;
+    met_topk_order(order, scratch, key, nv, Kp); /* positives by logit, then the zeros */
+    for (size_t j = 0; j < nv && Kp < Kv; j++)
+        if (!(l[j] >= 0)) {
+            double z = l[j] / T;
+            key[m] = -(log(-z) + z); /* NaN for a NaN logit: last */
+            idx[m++] = (uint32_t)j;
+        }
+    if (Kp < Kv) {
+        met_topk_order(tmp, scratch, key, m, Kv - Kp);
+        for (size_t k = Kp; k < Kv; k++) order[k] = idx[tmp[k - Kp]];
+    }
+    for (size_t k = Kv; k < K; k++) order[k] = (uint32_t)(nv + (k - Kv));
+}
+
 static size_t axes_unique_n(const met_axes *ax, uint32_t *uN, uint32_t *uOf) {
     /* sorted unique N values; uOf[iN] = index of N[iN] in uN */
     size_t nU = 0;
@@ -210,6 +235,13 @@ static size_t carve(met_ws *w, char *base, size_t L, size_t dim, const met_axes 
     TAKE(w->uIdx, n_N, uint32_t);
     TAKE(w->wT, n_T, uint32_t);
     TAKE(w->slotT, n_T, uint32_t);
+    TAKE(w->y_scr, L, double);
+    TAKE(w->sa_order, L, uint32_t);
+    TAKE(w->sa_idx, L, uint32_t);
+    TAKE(w->sa_tmp, L, uint32_t);
+    TAKE(w->sa_acc, (MET_NPERN * n_N + MET_NPERT + (ax->n_eps ? ax->n_eps : 1)), double);
+    TAKE(w->d1_N_alt, n_N, double);
+    TAKE(w->m_N_alt, n_N, double);
 #undef TAKE
     w->order0 = w->order, w->sparse_T0 = w->sparse_T, w->nz_idx_T0 = w->nz_idx_T;
     w->nnz_T0 = w->nnz_T, w->a_T0 = w->a_T, w->S_T0 = w->S_T, w->e_T0 = w->e_T;
@@ -249,7 +281,7 @@ static void finish_cut(double *out, met_ws *w) {
             double T = ax->T[iT], gb = 1.0 / (4.0 * T);
             out[met_at_per_t(ax, MET_GRAD_BOUND, iT, iZ)] =
                 cnt > 0 ? (gb < sqrt(2.0) ? gb : sqrt(2.0)) : NAN;
-            if (ax->norm[iZ] != MET_SOFTMAX || !w->do_grad_exact)
+            if (!met_has_grad_exact(ax->norm[iZ]) || !w->do_grad_exact)
                 out[met_at_per_t(ax, MET_GRAD_EXACT, iT, iZ)] = NAN;
             for (size_t iE = 0; iE < ax->n_eps; iE++) {
                 size_t at = met_at_grad_fd(ax, iT, iE, iZ);
@@ -283,8 +315,12 @@ int met_head(double *out, void *workspace, size_t workspace_bytes, const float *
         if (!(ax->eps[i] > 0))
             return as_fail(err, "metrics: eps[%zu]=%g must be > 0", i, ax->eps[i]);
     for (size_t i = 0; i < ax->n_norm; i++)
-        if ((int)ax->norm[i] < 0 || (int)ax->norm[i] > MET_SSMAX)
+        if ((int)ax->norm[i] < 0 || (int)ax->norm[i] >= MET_N_NORMALIZERS)
             return as_fail(err, "metrics: normalizer[%zu]=%d unknown", i, (int)ax->norm[i]);
+    if (ax->entmax_alpha != 0 && !(ax->entmax_alpha > 1 && ax->entmax_alpha <= 2))
+        return as_fail(err, "metrics: entmax_alpha=%g must be in (1, 2] (0: 1.5)", ax->entmax_alpha);
+    if (ax->sigmoid_bias_set && !isfinite(ax->sigmoid_bias))
+        return as_fail(err, "metrics: sigmoid_bias=%g must be finite", ax->sigmoid_bias);
     for (size_t c = 0; c < ncuts; c++)
         if (cuts[c] < 1 || cuts[c] > L || (c && cuts[c] < cuts[c - 1]))
             return as_fail(err, "metrics: cut %zu = %zu must be ascending in [1, %zu]", c,

@@ -247,6 +247,15 @@ typedef struct {
     int do_expect;     /* dist_expect's S and e are needed (on, or the aggregate reading) */
     int do_grad_exact; /* metrics.grad_exact */
     uint32_t *uN, *uOf, *iota, *uStart, *uIdx;
+    /* section 10.1 */
+    double *y_scr;      /* [L] scratch of the new normalizers' grad_fd */
+    int d1_valid;       /* d1_N, m_N hold the row's logit-order d1 and m (the first walk's) */
+    /* sa_softmax's top-N order is by weight and depends on T (section 3): a row where it
+     * differs from the logit order walks each T alone, with its own order, d1 and m, into
+     * sa_acc (one T, one normalizer), added into acc afterwards */
+    uint32_t *sa_order, *sa_idx, *sa_tmp; /* [L] */
+    double *sa_acc;     /* [met_out_count of one T and one normalizer] */
+    double *d1_N_alt, *m_N_alt; /* [nU] */
 } met_ws;
 
 #define NVAL 7 /* per-N values: dist_true dist_bound dist_expect sep_ratio sep_lower sep_upper
@@ -270,6 +279,7 @@ static inline size_t met_rows_per_block(const met_axes *ax) {
     if (ax->skip & MET_SKIP_DIST_EXPECT) return 1;
     for (size_t iT = 0; ax->per_n_T && iT < ax->n_T; iT++)
         if (!ax->per_n_T[iT]) return 1;
+    if (ax->norm[0] == MET_SA_SOFTMAX) return 1; /* its order may differ per T: row by row */
     return 6 / ax->n_T;
 }
 /* metrics.c: one row of the head job (called once per row by met_head in metrics_head.c), or

@@ -480,3 +480,336 @@ double met_softmax_jacobian_norm(const double *a, size_t n) {
     if (jacobian_poles(&done, &a1, &a2, &cnt2, a, n)) return done;
     return jacobian_norm_rest(a, n, a1, a2, cnt2, 1); /* no scratch here: mask instead */
 }
+
+/* ---------------- the normalizers after ssmax (docs/metrics.md section 10.1) ---------------- */
+
+static double softmax1_into(double *a, double *x, const double *l, size_t n, double f);
+
+/* sigmoid(u) without overflow for any u */
+static inline double sigmoid_of(double u) {
+    if (u >= 0) return 1.0 / (1.0 + exp(-u));
+    double e = exp(u);
+    return e / (1.0 + e);
+}
+
+/* alpha-entmax of x [n] = (alpha - 1) (z - max z) (max x = 0), a [n] (may alias x):
+ * a_j = [x_j - tau]_+^(1/(alpha-1)) with tau the root of sum_j a_j = 1 (Peters, Niculae and
+ * Martins 2019, their eq. 9). tau lies in [-1, 0) (the top entry alone gives 1 at tau = -1,
+ * every entry is 0 at tau = 0); bisection until the bracket is two neighbouring doubles finds
+ * the support. For alpha = 1.5 tau is then taken exactly on that support from the quadratic
+ * sum_{j in S} (x_j - tau)^2 = 1, tau = mean - sqrt((1 - sum (x_j - mean)^2) / k), so the
+ * weights are the exact (sort-based) algorithm's; for other alpha the weights at the bracket's
+ * lower end are divided by their sum, as the entmax authors' bisection does. NaN in x gives a
+ * NaN row. */
+static void entmax_shifted(double *a, const double *x, size_t n, double alpha) {
+    double chk = 0;
+    for (size_t j = 0; j < n; j++) chk += x[j];
+    if (chk != chk) {
+        for (size_t j = 0; j < n; j++) a[j] = NAN;
+        return;
+    }
+    const double pw = 1.0 / (alpha - 1.0);
+    const int sq = alpha == 1.5, lin = alpha == 2.0;
+    double lo = -1.0, hi = 0.0;
+    for (int it = 0; it < 2100; it++) {
+        double mid = 0.5 * (lo + hi);
+        if (!(mid > lo && mid < hi)) break;
+        double s = 0;
+        for (size_t j = 0; j < n; j++) {
+            double d = x[j] - mid;
+            if (d > 0) s += sq ? d * d : lin ? d : pow(d, pw);
+        }
+        if (s >= 1.0) lo = mid; else hi = mid;
+    }
+    if (sq) {
+        size_t k = 0;
+        double mean = 0, ss = 0;
+        for (size_t j = 0; j < n; j++)
+            if (x[j] > lo) mean += x[j], k++;
+        mean /= (double)k;
+        for (size_t j = 0; j < n; j++)
+            if (x[j] > lo) ss += (x[j] - mean) * (x[j] - mean);
+        double r = (1.0 - ss) / (double)k;
+        double tau = mean - sqrt(r > 0 ? r : 0);
+        for (size_t j = 0; j < n; j++) {
+            double d = x[j] - tau;
+            a[j] = d > 0 ? d * d : 0.0;
+        }
+        return;
+    }
+    double s = 0;
+    for (size_t j = 0; j < n; j++) {
+        double d = x[j] - lo;
+        a[j] = d > 0 ? (lin ? d : pow(d, pw)) : 0.0;
+        s += a[j];
+    }
+    for (size_t j = 0; j < n; j++) a[j] /= s;
+}
+
+double met_entmax_alpha(const met_axes *ax) { return ax->entmax_alpha > 0 ? ax->entmax_alpha : 1.5; }
+double met_sigmoid_b(const met_axes *ax, size_t n) {
+    return ax->sigmoid_bias_set ? ax->sigmoid_bias : -log((double)n);
+}
+
+/* Section 10.1: the weights a [n] of sa_softmax, sa_softmax_norm, entmax15, sigmoid and
+ * softmax1 for the raw logits l [nv] at T (entries nv..n-1 = 0, full_row masking); a must not
+ * alias l. x: scratch [nv]. Returns softmax1's null weight 1 / (1 + sum_j exp(z_j)) (the
+ * share the "off-by-one" softmax gives to nothing), 0 for the others. */
+double met_weights_ext(double *a, double *x, const double *l, size_t nv, size_t n, double T,
+                       met_normalizer zn, const met_axes *ax) {
+    double f = 1.0 / T, lmax = -INFINITY, lmin = INFINITY, a0 = 0;
+    for (size_t j = 0; j < nv; j++) {
+        if (l[j] > lmax) lmax = l[j];
+        if (l[j] < lmin) lmin = l[j];
+    }
+    if (!(lmax > -INFINITY)) lmax = 0, lmin = 0; /* all NaN: let NaN through */
+    switch (zn) {
+    case MET_SA_SOFTMAX: /* z_j softmax(z)_j, z = l / T: softmax shifted then scaled */
+        met_softmax_scaled(a, x, l, f, nv);
+        for (size_t j = 0; j < nv; j++) a[j] *= l[j] * f;
+        break;
+    case MET_SA_SOFTMAX_NORM: { /* (z - m) / (M - m) softmax(z), m = min(z_min, 0), M =
+                                 * max(0, z_max): the factor is the same on l (T cancels) */
+        met_softmax_scaled(a, x, l, f, nv);
+        double m = lmin < 0 ? lmin : 0, M = lmax > 0 ? lmax : 0;
+        if (M > m) /* all logits 0: the factor is 0 / 0, taken as 1 (the weights are softmax's) */
+            for (size_t j = 0; j < nv; j++) a[j] *= (l[j] - m) / (M - m);
+        break;
+    }
+    case MET_ENTMAX15: {
+        double alpha = met_entmax_alpha(ax), g = (alpha - 1.0) * f;
+        for (size_t j = 0; j < nv; j++) x[j] = (l[j] - lmax) * g;
+        entmax_shifted(a, x, nv, alpha);
+        break;
+    }
+    case MET_SIGMOID: {
+        double b = met_sigmoid_b(ax, n);
+        for (size_t j = 0; j < nv; j++) a[j] = sigmoid_of(l[j] * f + b);
+        break;
+    }
+    case MET_SOFTMAX1:
+        a0 = softmax1_into(a, x, l, nv, f);
+        break;
+    default:
+        for (size_t j = 0; j < nv; j++) a[j] = NAN;
+    }
+    for (size_t j = nv; j < n; j++) a[j] = 0.0;
+    return a0;
+}
+
+/* Section 10.1's entropy of weights that need not sum to 1 or be positive: the Shannon
+ * entropy of p_j = |a_j| / sum_k |a_k|. The dominant entry k's ln p_k = -log1p(R / |a_k|)
+ * (R = the other |a_j| summed) keeps near-one-hot rows accurate, as ln Z = ln c + log1p(R / c)
+ * does for softmax (section 8). A row of zero weights has entropy 0. */
+double met_entropy_abs(const double *a, size_t nv) {
+    size_t k = 0;
+    double big = -1;
+    for (size_t j = 0; j < nv; j++)
+        if (fabs(a[j]) > big) big = fabs(a[j]), k = j;
+    if (big == 0) return 0.0;
+    if (!(big > 0)) return NAN;
+    double R = 0;
+    for (size_t j = 0; j < nv; j++)
+        if (j != k) R += fabs(a[j]);
+    double r = R / big, lnS = log(big) + log1p(r), S = big + R, H = big / S * log1p(r);
+    for (size_t j = 0; j < nv; j++) {
+        double aj = fabs(a[j]);
+        if (j != k && aj > 0) H += aj / S * (lnS - log(aj));
+    }
+    return H > 0 ? H : 0.0;
+}
+
+/* Largest eigenvalue of diag(a) - a a^T for a >= 0 with sum a = 1 - a0, a0 > 0 (softmax1's
+ * Jacobian with respect to z; section 10.1). Its secular equation 1 = sum_j a_j^2 / (a_j -
+ * lambda) is, with a_j^2 / (a_j - lambda) = a_j + lambda a_j / (a_j - lambda), the
+ * cancellation-free h(lambda) = a0 - lambda sum_j a_j / (a_j - lambda) = 0; h falls from +inf
+ * to -inf between the two largest distinct weights a2 < a1 (interlacing). Lambda is held as an
+ * offset v from the nearer pole (as met_jacobian_norm does) and found by Newton's method
+ * safeguarded by bisection. A repeated a1 is itself the eigenvalue; a single nonzero weight
+ * gives a1 (1 - a1) = a1 a0. */
+double met_jacobian_norm_sub(const double *a, size_t n, double a0) {
+    double a1 = -1, a2 = 0;
+    size_t c1 = 0;
+    for (size_t j = 0; j < n; j++)
+        if (a[j] > a1) a1 = a[j];
+    if (!(a1 > 0)) return a1 == 0 ? 0.0 : NAN;
+    for (size_t j = 0; j < n; j++) {
+        c1 += a[j] == a1;
+        if (a[j] < a1 && a[j] > a2) a2 = a[j];
+    }
+    if (c1 >= 2) return a1;
+    if (!(a2 > 0)) return a1 * a0;
+    const double g = a1 - a2;
+    double o = a2, sg = 1, v = 0.5 * g, lo = 0, hi = g;
+    for (int it = 0; it < 300; it++) {
+        double lam = o + sg * v, phi = 0, dphi = 0;
+        for (size_t j = 0; j < n; j++) {
+            if (!(a[j] > 0)) continue;
+            double den = (a[j] - o) - sg * v, q = a[j] / den;
+            phi += q;
+            dphi += q / den * a[j];
+        }
+        double h = a0 - lam * phi; /* dh/dlambda = -sum a_j^2 / (a_j - lambda)^2 = -dphi */
+        if (it == 0) {
+            if (h == 0) return lam;
+            if (h < 0) lo = 0, hi = v;          /* root in (a2, mid): measure from a2 */
+            else o = a1, sg = -1, lo = 0, hi = v; /* root in (mid, a1): measure from a1 */
+            v = 0.5 * hi;
+            continue;
+        }
+        if (h == 0) break;
+        /* h falls with lambda; v runs with lambda when sg = +1 */
+        if ((h > 0) == (sg > 0)) lo = v; else hi = v;
+        double vn = v + h / (sg * dphi); /* Newton: dv = -h / (sg dh/dlambda) */
+        if (!(vn > lo && vn < hi)) vn = 0.5 * (lo + hi);
+        double step = fabs(vn - v);
+        v = vn;
+        if (step <= 1e-15 * v || hi - lo <= 4e-16 * hi) break;
+    }
+    return o + sg * v;
+}
+
+/* Section 10.1's grad_exact of zn (met_has_grad_exact) with respect to the raw logits, for
+ * the weights a [nv] of one row at T (a0: softmax1's null weight). b, rest: scratch [nv]. */
+double met_grad_exact_ext(const double *a, const double *l, size_t nv, size_t n, double T,
+                          met_normalizer zn, const met_axes *ax, double a0, double *b,
+                          double *rest) {
+    double f = 1.0 / T;
+    if (zn == MET_SIGMOID) { /* diag(s (1 - s)): its largest entry, e / (1 + e)^2, e = e^-|u| */
+        double bias = met_sigmoid_b(ax, n), mx = 0;
+        for (size_t j = 0; j < nv; j++) {
+            double e = exp(-fabs(l[j] * f + bias)), d = e / ((1 + e) * (1 + e));
+            if (d > mx || d != d) mx = d;
+        }
+        return mx * f;
+    }
+    if (zn == MET_ENTMAX15) { /* diag(s) - s s^T / sum s, s = a^(2 - alpha) on the support:
+                               * sum s times the softmax form diag(b) - b b^T of b = s / sum s */
+        double alpha = met_entmax_alpha(ax), ss = 0;
+        for (size_t j = 0; j < nv; j++) {
+            b[j] = a[j] > 0 ? (alpha == 1.5 ? sqrt(a[j]) : pow(a[j], 2.0 - alpha)) : 0.0;
+            ss += b[j];
+        }
+        for (size_t j = 0; j < nv; j++) b[j] /= ss;
+        return ss * met_jacobian_norm(b, nv, rest) * f;
+    }
+    if (zn == MET_SOFTMAX1) return met_jacobian_norm_sub(a, nv, a0) * f;
+    return NAN;
+}
+
+/* softmax1 of the logits l [n] at scale f into a [n] (a may alias l: l is read into x [n]
+ * first); returns the null weight. Shifted by c = max(z_max, 0): every exponent <= 0, and the
+ * 1 of the denominator becomes exp(-c). */
+static double softmax1_into(double *a, double *x, const double *l, size_t n, double f) {
+    double lmax = -INFINITY;
+    for (size_t j = 0; j < n; j++)
+        if (l[j] > lmax) lmax = l[j];
+    double c = lmax > 0 ? lmax * f : 0;
+    for (size_t j = 0; j < n; j++) x[j] = lmax > 0 ? (l[j] - lmax) * f : l[j] * f;
+    exp_nonpos(a, x, n);
+    double e0 = exp(-c), s = e0 + lane_sum(a, n), inv = 1.0 / s;
+    for (size_t j = 0; j < n; j++) a[j] *= inv;
+    return e0 * inv;
+}
+
+/* Section 10.1's grad_fd numerator: |F(l + eps u) - F(l)|_2 for the weights a [nv] = F(l) of
+ * one row at T. p: the dominant entry (largest logit). ap: scratch [n], x, y: scratch [nv].
+ *  - softmax1 and the two sa_softmax variants through the change of their softmax part,
+ *    dp_j = p'_j - p_j (p = softmax(z) for sa_softmax; for softmax1 the (n+1)-entry softmax
+ *    whose extra, null entry has logit 0 and no perturbation). Where every step
+ *    |d_j| = |eps (u_j - u_q) / T| <= 1/2 (q the dominant entry, the null one for softmax1
+ *    when it weighs most) by the exact identity of section 7, dp_j = p_j (expm1(d_j) - mu) /
+ *    (1 + mu); otherwise from the perturbed softmax, directly for every entry but the dominant
+ *    one, whose change is minus the sum of the others' (the entries sum to 1): never 1 - 1
+ *    where the dominant weight is within 1e-16 of 1. Then sa_softmax's z'_j p'_j - z_j p_j =
+ *    z_j dp_j + (eps u_j / T) p'_j and sa_softmax_norm's c'_j p'_j - c_j p_j =
+ *    c'_j dp_j + (c'_j - c_j) p_j;
+ *  - sigmoid: sigma(u') - sigma(u) = sinh(d / 2) / (2 cosh(u / 2) cosh(u' / 2)), d = u' - u
+ *    = eps u_j / T, which has no difference of two nearly equal numbers (in logs past |d| 40);
+ *  - entmax15: the plain difference of the two weight rows (piecewise polynomial in z, as
+ *    sparsemax is piecewise affine). */
+double met_change_norm_ext(const double *a, size_t p, const double *l, const double *u,
+                           double eps, size_t nv, size_t n, double T, met_normalizer zn,
+                           const met_axes *ax, double *ap, double *x, double *y) {
+    double f = 1.0 / T, fe = f * eps, ss = 0;
+    if (zn == MET_SIGMOID) {
+        double bias = met_sigmoid_b(ax, n);
+        for (size_t j = 0; j < nv; j++) {
+            double v0 = l[j] * f + bias, d = fe * u[j], v1 = v0 + d, dd;
+            double w = -0.5 * (fabs(v0) + fabs(v1)), den = (1 + exp(-fabs(v0))) * (1 + exp(-fabs(v1)));
+            if (fabs(d) <= 40)
+                dd = sinh(0.5 * d) * 2 * exp(w) / den;
+            else
+                dd = copysign(exp(0.5 * fabs(d) + log1p(-exp(-fabs(d))) + w - log(den)), d);
+            ss += dd * dd;
+        }
+        return sqrt(ss);
+    }
+    if (zn != MET_SOFTMAX1 && zn != MET_SA_SOFTMAX && zn != MET_SA_SOFTMAX_NORM) {
+        for (size_t j = 0; j < nv; j++) y[j] = l[j] + eps * u[j];
+        met_weights_ext(ap, x, y, nv, n, T, zn, ax);
+        return sqrt(lane_sqdiff(ap, 1.0, a, nv));
+    }
+    /* p_j in ap (softmax1: its own weights and the null weight a0) */
+    double a0 = 0, dnull = 0;
+    if (zn == MET_SOFTMAX1) {
+        memcpy(ap, a, nv * sizeof *ap);
+        a0 = softmax1_into(y, x, l, nv, f); /* only for a0 (a holds the weights) */
+    } else {
+        met_softmax_scaled(ap, x, l, f, nv);
+    }
+    int null_dom = zn == MET_SOFTMAX1 && a0 > ap[p];
+    double uq = null_dom ? 0.0 : u[p], dmax = null_dom ? 0.0 : fabs(fe * uq);
+    for (size_t j = 0; j < nv; j++) {
+        double d = fabs(fe * (u[j] - uq));
+        dmax = d > dmax ? d : dmax;
+    }
+    if (dmax <= 0.5) {
+        double mu = 0, En = zn == MET_SOFTMAX1 ? expm1_small(-fe * uq) : 0.0;
+        for (size_t j = 0; j < nv; j++) {
+            y[j] = expm1_small(fe * (u[j] - uq));
+            mu += ap[j] * y[j];
+        }
+        mu += a0 * En;
+        double inv = 1.0 / (1.0 + mu);
+        for (size_t j = 0; j < nv; j++) y[j] = ap[j] * (y[j] - mu) * inv;
+    } else {
+        for (size_t j = 0; j < nv; j++) y[j] = l[j] + eps * u[j];
+        double a0p = 0;
+        if (zn == MET_SOFTMAX1)
+            a0p = softmax1_into(y, x, y, nv, f);
+        else
+            met_softmax_scaled(y, x, y, f, nv);
+        double rest = 0;
+        dnull = a0p - a0;
+        for (size_t j = 0; j < nv; j++) {
+            y[j] -= ap[j];
+            if (null_dom || j != p) rest += y[j];
+        }
+        if (!null_dom) y[p] = -(rest + dnull); /* dnull = 0 for sa_softmax */
+    }
+    if (zn == MET_SOFTMAX1) return sqrt(lane_dot(y, y, nv)); /* the null entry is no output */
+    double m = 0, M = 0, m1 = 0, M1 = 0;
+    if (zn == MET_SA_SOFTMAX_NORM) {
+        double lmin = INFINITY, lmax = -INFINITY, kmin = INFINITY, kmax = -INFINITY;
+        for (size_t j = 0; j < nv; j++) {
+            double k = l[j] + eps * u[j];
+            lmin = l[j] < lmin ? l[j] : lmin, lmax = l[j] > lmax ? l[j] : lmax;
+            kmin = k < kmin ? k : kmin, kmax = k > kmax ? k : kmax;
+        }
+        m = lmin < 0 ? lmin : 0, M = lmax > 0 ? lmax : 0;
+        m1 = kmin < 0 ? kmin : 0, M1 = kmax > 0 ? kmax : 0;
+    }
+    for (size_t j = 0; j < nv; j++) {
+        double dp = y[j], d;
+        if (zn == MET_SA_SOFTMAX) {
+            d = l[j] * f * dp + fe * u[j] * (ap[j] + dp);
+        } else {
+            double c0 = M > m ? (l[j] - m) / (M - m) : 1.0;
+            double c1 = M1 > m1 ? (l[j] + eps * u[j] - m1) / (M1 - m1) : 1.0;
+            d = c1 * dp + (c1 - c0) * ap[j];
+        }
+        ss += d * d;
+    }
+    return sqrt(ss);
+}

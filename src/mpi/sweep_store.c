@@ -280,8 +280,8 @@ int sweep_open_store(sweep_state *st, MPI_Comm comm, const sweep_opts *opts, as_
     if (st->rank != 0) return 0;
     const as_config *c = &st->cfg;
     const as_axes *a = &c->axes;
-    const char *norm_names[8];
-    for (size_t z = 0; z < a->n_norm && z < 8; z++) norm_names[z] = met_normalizer_name(a->normalizer[z]);
+    const char *norm_names[MET_N_NORMALIZERS]; /* the axis holds each normalizer at most once */
+    for (size_t z = 0; z < a->n_norm && z < MET_N_NORMALIZERS; z++) norm_names[z] = met_normalizer_name(a->normalizer[z]);
     /* the model axis: names, paths, sha256s, shapes; head_valid over the union axes */
     size_t nm = c->n_model;
     const char **mname = calloc(nm, sizeof *mname), **mpath = calloc(nm, sizeof *mpath);

@@ -569,7 +569,7 @@ int st_create_view(store *s, const char *path, as_err *err) {
         rc |= create_coord(file, "eps", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, s->ax.n_eps, s->epsv,
                            "size of the logit perturbation of the finite-difference gradient", "1");
         rc |= create_coord(file, "normalizer", str, str, s->ax.n_norm, s->normv,
-                           "attention normalizer (softmax, sparsemax or ssmax)", NULL);
+                           "attention normalizer (softmax, sparsemax, ssmax, sa_softmax, sa_softmax_norm, entmax15, sigmoid or softmax1; docs/metrics.md section 10)", NULL);
         rc |= create_coord(file, "layer", H5T_STD_I32LE, H5T_NATIVE_INT32, s->ax.n_layer,
                            s->layerv, "transformer block (0-based)", "1");
         rc |= create_coord(file, "head", H5T_STD_I32LE, H5T_NATIVE_INT32, s->ax.n_head, s->headv,

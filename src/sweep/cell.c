@@ -21,6 +21,8 @@ cell_spec cell_spec_of_model(const as_config *cfg, size_t m) {
     return (cell_spec){.axes = &cfg->axes, .vectors = cfg->vectors, .rows = cfg->rows,
                        .logits = cfg->logits, .distance = cfg->distance,
                        .ssmax_scale = cfg->models ? cfg->models[m].ssmax_scale : cfg->ssmax_scale,
+                       .entmax_alpha = cfg->entmax_alpha, .sigmoid_bias_set = cfg->sigmoid_bias_set,
+                       .sigmoid_bias = cfg->sigmoid_bias,
                        .seed = cfg->seed, .ks_alpha = cfg->ks_alpha, .threads = cfg->blas_threads,
                        .skip = (cfg->grad_exact ? 0u : MET_SKIP_GRAD_EXACT) |
                                (cfg->dist_expect ? 0u : MET_SKIP_DIST_EXPECT)};
@@ -44,6 +46,8 @@ int cell_worker_init(cell_worker *w, const gpt2_model *model, const cell_spec *s
     w->axes = (met_axes){
         .N = a->N, .n_N = a->n_N, .T = a->T, .n_T = a->n_T, .eps = a->eps, .n_eps = a->n_eps,
         .norm = a->normalizer, .n_norm = a->n_norm, .ssmax_scale = spec->ssmax_scale,
+        .entmax_alpha = spec->entmax_alpha, .sigmoid_bias_set = spec->sigmoid_bias_set,
+        .sigmoid_bias = spec->sigmoid_bias,
         .full_row = spec->rows == AS_ROWS_FULL_ROW, .seed = (uint64_t)spec->seed,
         .aggregate = spec->distance == AS_DISTANCE_AGGREGATE,
         .per_n_T = a->per_N_at, .skip = spec->skip,

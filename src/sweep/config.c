@@ -25,7 +25,7 @@ const char *const config_known_keys[] = {
     "metrics.vectors", "metrics.rows", "metrics.logits", "metrics.distance",
     "metrics.ks_alpha",
     "metrics.ssmax_scale", "metrics.seed", "metrics.per_N_T", "metrics.grad_exact",
-    "metrics.dist_expect",
+    "metrics.dist_expect", "metrics.entmax_alpha", "metrics.sigmoid_bias",
     "runtime.blas_threads", "runtime.commit_every", "runtime.compress", "runtime.stop_grace",
     NULL,
 };
@@ -542,6 +542,15 @@ static int load_values(ctx *c, as_config *cfg, const char *const *sets, size_t n
         return cfg_fail_key(c, cfg_get(c, "metrics.ssmax_scale"), "metrics.ssmax_scale",
                         "must be >= 0 (0 = 1/ln(n_positions))");
     /* docs/metrics.md section 10: ssmax equals softmax at full context, per model */
+    /* docs/metrics.md section 10.1 */
+    if (cfg_get_double(c, "metrics.entmax_alpha", 1.5, &cfg->entmax_alpha) ||
+        cfg_get_double(c, "metrics.sigmoid_bias", 0.0, &cfg->sigmoid_bias))
+        return -1;
+    if (!(cfg->entmax_alpha > 1 && cfg->entmax_alpha <= 2))
+        return cfg_fail_key(c, cfg_get(c, "metrics.entmax_alpha"), "metrics.entmax_alpha",
+                            "%g is not in (1, 2] (1 would be softmax, 2 is sparsemax)",
+                            cfg->entmax_alpha);
+    cfg->sigmoid_bias_set = cfg_get(c, "metrics.sigmoid_bias") != NULL;
     cfg->ssmax_given = cfg->ssmax_scale;
     for (size_t m = 0; m < cfg->n_model; m++) {
         size_t P = cfg->models[m].cfg.n_positions;

@@ -287,7 +287,9 @@ int cfg_read_normalizer(ctx *c, as_axes *ax) {
     if (s && !is_sequence(s) && config_setting_type(s) != CONFIG_TYPE_STRING)
         return cfg_fail_key(c, s, key, "expected a list of strings, got %s", cfg_type_name(s));
     if (n == 0) return cfg_fail_key(c, s, key, "empty list");
-    if (n > 3) return cfg_fail_key(c, s, key, "%zu entries: each of softmax, sparsemax, ssmax at most once", n);
+    if (n > MET_N_NORMALIZERS)
+        return cfg_fail_key(c, s, key, "%zu entries: each of the %d normalizers at most once", n,
+                            (int)MET_N_NORMALIZERS);
     ax->normalizer = malloc(n * sizeof *ax->normalizer);
     if (!ax->normalizer) return as_fail(c->err, "out of memory");
     ax->n_norm = 0;

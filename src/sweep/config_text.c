@@ -108,6 +108,11 @@ char *cfg_canonical_text(const as_config *cfg) {
     /* (added later too: only when not the default, see below) */
     if (!cfg->dist_expect) sb_printf(&b, "dist_expect = false;\n  ");
     if (cfg->distance != AS_DISTANCE_PER_TOKEN) sb_printf(&b, "distance = \"aggregate\";\n  ");
+    if (cfg->entmax_alpha != 1.5) {
+        sb_printf(&b, "entmax_alpha = ");
+        sb_double(&b, cfg->entmax_alpha);
+        sb_printf(&b, ";\n  ");
+    }
     if (!cfg->grad_exact) sb_printf(&b, "grad_exact = false;\n  ");
     sb_printf(&b, "ks_alpha = ");
     sb_double(&b, cfg->ks_alpha);
@@ -126,6 +131,10 @@ char *cfg_canonical_text(const as_config *cfg) {
     }
     sb_printf(&b, ";\n  rows = \"%s\";\n  seed = ", cfg->rows == AS_ROWS_VISIBLE ? "visible" : "full_row");
     sb_int64(&b, cfg->seed);
+    if (cfg->sigmoid_bias_set) {
+        sb_printf(&b, ";\n  sigmoid_bias = ");
+        sb_double(&b, cfg->sigmoid_bias);
+    }
     /* resolved: one value when every model resolves alike, else 0 (per model, config.h) */
     double ssmax = cfg->ssmax_scale;
     for (size_t m = 1; m < cfg->n_model; m++)

@@ -53,7 +53,7 @@ def write_config(path, output):
 text = {{ path = "tokens.npy"; format = "tokens"; }};
 windows = {{ count = 3; offset = 0; stride = 64; }};
 grid = {{ L = [16, 32, 64]; N = [1, 2, 4, 6, 8, 16]; T = [0.01, 0.03, 0.09, 1.0, 8.0, 100.0];
-         eps = [1e-3, 0.1]; normalizer = ["softmax", "sparsemax"]; }};
+         eps = [1e-3, 0.1]; normalizer = ["softmax", "sparsemax", "sa_softmax"]; }};
 output = "{output}";
 """)
 
@@ -365,6 +365,18 @@ def test_figures(path, out_dir, label):
               f"{label}: normalizer {name} sep_ratio")
         close(fig["grad_fd"][name], nanmean(ref.metric("grad_fd")[:, iL, :, ie, k], (0, 2, 3)),
               f"{label}: normalizer {name} grad_fd")
+
+    # the guideline's figure: resolvable separability at N against grad_fd, one curve per
+    # normalizer across T
+    fig = drawn["selectivity_vs_gradient"]
+    jN = int(np.flatnonzero(N == fig["N"])[0])
+    for k, name in enumerate(ref.norms):
+        res = np.maximum(ref.metric("sep_ratio")[:, iL, jN, :, k] -
+                         ref.metric("sep_marginal")[:, iL, jN, :, k], 0)
+        close(fig["resolvable"][name], nanmean(res, (0, 2, 3)),
+              f"{label}: selectivity_vs_gradient {name} resolvable separability")
+        close(fig["grad_fd"][name], nanmean(ref.metric("grad_fd")[:, iL, :, ie, k], (0, 2, 3)),
+              f"{label}: selectivity_vs_gradient {name} grad_fd")
 
     # headline numbers: plateau = mean sep_ratio over N >= 16 (here the last N); slope by
     # an independent least-squares fit

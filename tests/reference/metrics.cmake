@@ -40,3 +40,11 @@ set_tests_properties(metrics_nofma_save PROPERTIES FIXTURES_SETUP metrics_nofma)
 add_test(NAME metrics_fma_agree
          COMMAND test_metrics_regimes --compare ${CMAKE_BINARY_DIR}/metrics_nofma.bin)
 set_tests_properties(metrics_fma_agree PROPERTIES FIXTURES_REQUIRED metrics_nofma)
+
+# The five normalizers of docs/metrics.md section 10.1 in the same regimes, against the brute
+# force of their own definitions in metrics_ref.h (sort-based entmax, quad weights, Jacobi on
+# the explicit Jacobians, sa_softmax's order by weight).
+add_test(NAME metrics_normalizers_new COMMAND test_metrics_regimes --normalizers new)
+# the same with entmax_alpha = 1.25 (reference: extended-precision bisection) and
+# sigmoid_bias = 1.5
+add_test(NAME metrics_normalizers_params COMMAND test_metrics_regimes --normalizers params)

@@ -109,6 +109,149 @@ static double ref_max_eig(double *M, int n) {
     return mx;
 }
 
+/* ---- section 10.1, each from its own definition ---- */
+
+/* 1.5-entmax by the sort-based exact algorithm (Peters, Niculae and Martins 2019, Algorithm 2:
+ * for each k the tau of the k largest, the support the largest k with x_(k) > tau_k), a
+ * different algorithm from the library's bisection */
+static void ref_entmax15(double *a, const double *z, int n) {
+    double *x = malloc(n * sizeof *x), *xs = malloc(n * sizeof *xs), mx = -INFINITY;
+    for (int j = 0; j < n; j++) mx = z[j] > mx ? z[j] : mx;
+    for (int j = 0; j < n; j++) x[j] = (z[j] - mx) / 2, xs[j] = x[j];
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && xs[j] > xs[j - 1]; j--) {
+            double t = xs[j]; xs[j] = xs[j - 1]; xs[j - 1] = t;
+        }
+    double tau = 0;
+    for (int k = 1; k <= n; k++) {
+        double mean = 0, ss = 0;
+        for (int i = 0; i < k; i++) mean += xs[i];
+        mean /= k;
+        for (int i = 0; i < k; i++) ss += (xs[i] - mean) * (xs[i] - mean);
+        double dl = (1 - ss) / k;
+        if (dl < 0) break;
+        double tk = mean - sqrt(dl);
+        if (xs[k - 1] > tk) tau = tk; else break;
+    }
+    for (int j = 0; j < n; j++) a[j] = x[j] > tau ? (x[j] - tau) * (x[j] - tau) : 0;
+    free(x), free(xs);
+}
+
+/* alpha-entmax for alpha != 1.5 in extended precision: bisection on tau of
+ * sum [(alpha - 1)(z - max z) - tau]_+^(1/(alpha-1)) = 1, 72 halvings of [-1, 0] (below
+ * long double's 64-bit resolution of tau), then normalized; only entries above -1 enter */
+static void ref_entmax_alpha(double *a, const double *z, int n, double alpha) {
+    long double mx = -INFINITY, lo = -1, hi = 0, pw = 1.0L / (alpha - 1);
+    for (int j = 0; j < n; j++) mx = z[j] > mx ? z[j] : mx;
+    for (int it = 0; it < 72; it++) {
+        long double mid = (lo + hi) / 2, s = 0;
+        for (int j = 0; j < n; j++) {
+            long double d = (alpha - 1) * ((long double)z[j] - mx) - mid;
+            if (d > 0) s += powl(d, pw);
+        }
+        if (s >= 1) lo = mid; else hi = mid;
+    }
+    long double s = 0;
+    for (int j = 0; j < n; j++) {
+        long double d = (alpha - 1) * ((long double)z[j] - mx) - lo;
+        s += d > 0 ? powl(d, pw) : 0;
+    }
+    for (int j = 0; j < n; j++) {
+        long double d = (alpha - 1) * ((long double)z[j] - mx) - lo;
+        a[j] = (double)(d > 0 ? powl(d, pw) / s : 0);
+    }
+}
+
+/* quad weights of sa_softmax, sa_softmax_norm, sigmoid, softmax1 for the logits lq [n] at T
+ * (b: sigmoid's bias); softmax1's null weight in *a0 */
+static void ref_new_q(refq *a, refq *a0, const refq *lq, int n, double T, met_normalizer zn,
+                      double b) {
+    refq mx = lq[0], mn = lq[0];
+    for (int j = 1; j < n; j++) mx = lq[j] > mx ? lq[j] : mx, mn = lq[j] < mn ? lq[j] : mn;
+    *a0 = 0;
+    if (zn == MET_SIGMOID) {
+        for (int j = 0; j < n; j++) {
+            refq u = lq[j] / (refq)T + (refq)b;
+            a[j] = u >= 0 ? 1 / (1 + REFQ_EXP(-u)) : REFQ_EXP(u) / (1 + REFQ_EXP(u));
+        }
+        return;
+    }
+    if (zn == MET_SOFTMAX1) { /* exp(z_j) / (1 + sum exp(z)), all over exp(c), c = max(z, 0) */
+        refq c = mx > 0 ? mx / (refq)T : 0, s = REFQ_EXP(-c);
+        for (int j = 0; j < n; j++) s += REFQ_EXP(lq[j] / (refq)T - c);
+        for (int j = 0; j < n; j++) a[j] = REFQ_EXP(lq[j] / (refq)T - c) / s;
+        *a0 = REFQ_EXP(-c) / s;
+        return;
+    }
+    refq *zq = malloc(n * sizeof *zq);
+    for (int j = 0; j < n; j++) zq[j] = lq[j] / (refq)T;
+    ref_softmax_q(a, zq, n);
+    refq m = mn < 0 ? mn : 0, M = mx > 0 ? mx : 0;
+    for (int j = 0; j < n; j++) {
+        if (zn == MET_SA_SOFTMAX) a[j] *= zq[j];
+        else if (M > m) a[j] *= (lq[j] - m) / (M - m);
+    }
+    free(zq);
+}
+
+/* The same weights in float64 (what sections 4 and 6 see: a weight that underflows in double
+ * is 0 there, as in the library; quad would keep 1e-320 and decide separability by it) */
+static void ref_new_d(double *a, const double *l, int n, double T, met_normalizer zn, double b) {
+    double mx = l[0], mn = l[0];
+    for (int j = 1; j < n; j++) mx = l[j] > mx ? l[j] : mx, mn = l[j] < mn ? l[j] : mn;
+    if (zn == MET_SIGMOID) {
+        for (int j = 0; j < n; j++) { /* e^u / (1 + e^u) below 0: 1 / (1 + e^-u) overflows */
+            double u = l[j] / T + b;
+            a[j] = u >= 0 ? 1 / (1 + exp(-u)) : exp(u) / (1 + exp(u));
+        }
+        return;
+    }
+    if (zn == MET_SOFTMAX1) {
+        double c = mx > 0 ? mx / T : 0, s = exp(-c);
+        for (int j = 0; j < n; j++) s += exp(l[j] / T - c);
+        for (int j = 0; j < n; j++) a[j] = exp(l[j] / T - c) / s;
+        return;
+    }
+    double *z = malloc(n * sizeof *z), m = mn < 0 ? mn : 0, M = mx > 0 ? mx : 0;
+    for (int j = 0; j < n; j++) z[j] = l[j] / T;
+    ref_softmax(a, z, n);
+    for (int j = 0; j < n; j++) {
+        if (zn == MET_SA_SOFTMAX) a[j] *= z[j];
+        else if (M > m) a[j] *= (l[j] - m) / (M - m);
+    }
+    free(z);
+}
+
+/* Shannon entropy of |a| / sum |a| in quad, the dominant entry's log by log1p of the rest */
+static refq ref_entropy_abs_q(const refq *a, int n) {
+    int k = 0;
+    for (int j = 1; j < n; j++)
+        if (fabsl((long double)a[j]) > fabsl((long double)a[k])) k = j;
+    refq big = a[k] < 0 ? -a[k] : a[k], R = 0, H;
+    if (big == 0) return 0;
+    for (int j = 0; j < n; j++)
+        if (j != k) R += a[j] < 0 ? -a[j] : a[j];
+    refq S = big + R, lnS = REFQ_LOG(big) + REFQ_LOG1P(R / big);
+    H = big / S * REFQ_LOG1P(R / big);
+    for (int j = 0; j < n; j++) {
+        refq aj = a[j] < 0 ? -a[j] : a[j];
+        if (j != k && aj > 0) H += aj / S * (lnS - REFQ_LOG(aj));
+    }
+    return H;
+}
+
+/* sa_softmax's order by weight (section 3) for logits l [n] at T, as a comparison of two
+ * weights z e^z (common 1/Z dropped) in the log domain: sign first, then for positive z the
+ * larger z, for negative z the smaller ln|z| + z; ties to the lower index (insertion sort) */
+static int ref_sa_before(double li, double lj, double T) {
+    int si = li > 0 ? 2 : li == 0 ? 1 : 0, sj = lj > 0 ? 2 : lj == 0 ? 1 : 0;
+    if (si != sj) return si > sj;
+    if (si == 2) return li > lj;
+    if (si == 1) return 0;
+    double zi = li / T, zj = lj / T;
+    return log(-zi) + zi < log(-zj) + zj;
+}
+
 /* || ax x - ay y ||, entry by entry */
 static double norm_diff(const double *x, const double *y, double ax, double ay, int d) {
     double s = 0;
@@ -149,8 +292,9 @@ static void ref_sep_row(int *Ns, int *Nm, double *r_out, int *Nlo, int *Nhi, int
         double mg = g[i] - gmin;
         /* the decision's own rounding: g_j = a_j (a_j |y_j|^2 - 2 s.y_j) carries ~1e-15 of
          * a_j (a_j + 2 |s|); a margin below 1e-12 of that is a tie in any float evaluation
-         * (exact twins), larger ones are decided, however small against |s|^2 */
-        double amb = 1e-12 * (a[i] + am) * (a[i] + am + 2 * sn);
+         * (exact twins), larger ones are decided, however small against |s|^2; |a| for
+         * sa_softmax's negative weights */
+        double amb = 1e-12 * (fabs(a[i]) + fabs(am)) * (fabs(a[i]) + fabs(am) + 2 * sn);
         *Ns += mg < 0;
         *Nlo += mg < -amb;
         *Nhi += mg < amb;
@@ -220,6 +364,162 @@ static void ref_sep_row_log(int *Ns, int *Nlo, int *Nhi, const refq *lam, const 
  * [ref_lo, ref_hi] at those indices (elsewhere they are unused). */
 static double *ref_lo, *ref_hi;
 
+/* |F(lp) - F(lq)|^2 in quad for sa_softmax, sa_softmax_norm, sigmoid, softmax1 (aq = F(lq),
+ * a0q softmax1's null weight). Quad alone does not do it where a weight is within 1e-34 of 1
+ * (a sink at small T: 1 - 1 = 0 while the change is 1e-45): sigmoid's change of a weight
+ * near 1 is taken on the complements 1 - sigma(u) = sigma(-u); softmax1's dominant entry
+ * (the largest logit, or the null one) changes by minus the sum of the other changes (with
+ * the null entry, the weights sum to 1); sa_softmax's c_j p_j (c_j = z_j, or the factor of
+ * sa_softmax_norm) changes by c'_j (p'_j - p_j) + (c'_j - c_j) p_j, the softmax's dominant
+ * change again minus the others'. */
+static void ref_change_q(refq *ddq, const refq *lq, const refq *lp, const refq *aq, refq a0q,
+                         int n, double T, met_normalizer zn, double b) {
+    refq *bq = malloc(n * sizeof *bq), a0p, dd = 0;
+    int p = 0;
+    for (int j = 1; j < n; j++) p = lq[j] > lq[p] ? j : p;
+    if (zn == MET_SIGMOID) {
+        for (int j = 0; j < n; j++) {
+            refq u0 = lq[j] / (refq)T + (refq)b, u1 = lp[j] / (refq)T + (refq)b, v0, v1;
+            refq s0 = u0 >= 0 ? -u0 : u0, s1 = u0 >= 0 ? -u1 : u1; /* complements if u0 >= 0 */
+            v0 = s0 >= 0 ? 1 / (1 + REFQ_EXP(-s0)) : REFQ_EXP(s0) / (1 + REFQ_EXP(s0));
+            v1 = s1 >= 0 ? 1 / (1 + REFQ_EXP(-s1)) : REFQ_EXP(s1) / (1 + REFQ_EXP(s1));
+            dd += (v1 - v0) * (v1 - v0);
+        }
+    } else if (zn == MET_SOFTMAX1) {
+        ref_new_q(bq, &a0p, lp, n, T, zn, b);
+        refq rest = a0p - a0q, d2 = 0;
+        int vis = lq[p] > 0; /* the dominant entry is visible, else it is the null one */
+        for (int j = 0; j < n; j++) {
+            refq d = bq[j] - aq[j];
+            if (vis && j == p) continue;
+            if (vis) rest += d;
+            d2 += d * d;
+        }
+        dd = vis ? d2 + rest * rest : d2;
+    } else {
+        refq *z0 = malloc(n * sizeof *z0), *z1 = malloc(n * sizeof *z1), *p0 = malloc(n * sizeof *p0);
+        refq mn0 = lq[0], mx0 = lq[0], mn1 = lp[0], mx1 = lp[0], rest = 0;
+        for (int j = 0; j < n; j++) {
+            z0[j] = lq[j] / (refq)T, z1[j] = lp[j] / (refq)T;
+            mn0 = lq[j] < mn0 ? lq[j] : mn0, mx0 = lq[j] > mx0 ? lq[j] : mx0;
+            mn1 = lp[j] < mn1 ? lp[j] : mn1, mx1 = lp[j] > mx1 ? lp[j] : mx1;
+        }
+        ref_softmax_q(p0, z0, n);
+        ref_softmax_q(bq, z1, n);
+        refq m0 = mn0 < 0 ? mn0 : 0, M0 = mx0 > 0 ? mx0 : 0, m1 = mn1 < 0 ? mn1 : 0, M1 = mx1 > 0 ? mx1 : 0;
+        for (int j = 0; j < n; j++)
+            if (j != p) rest += bq[j] - p0[j];
+        for (int j = 0; j < n; j++) {
+            refq dp = j == p ? -rest : bq[j] - p0[j], c0, c1;
+            if (zn == MET_SA_SOFTMAX) {
+                c0 = z0[j], c1 = z1[j];
+            } else {
+                c0 = M0 > m0 ? (lq[j] - m0) / (M0 - m0) : 1;
+                c1 = M1 > m1 ? (lp[j] - m1) / (M1 - m1) : 1;
+            }
+            refq d = c1 * dp + (c1 - c0) * p0[j];
+            dd += d * d;
+        }
+        free(z0), free(z1), free(p0);
+    }
+    free(bq);
+    *ddq = dd;
+}
+
+/* Row t of a section 10.1 normalizer at T: its float64 weights in a [n] (0 past nv), its
+ * entropy (quad), grad_exact (Jacobi on the explicit Jacobian) and grad_fd (the quad
+ * difference of the two weight rows; entmax: the float64 one) added into sum, and (for
+ * sa_softmax) its order by weight in ord_sa [n]. l [n]: the raw logits (-inf past nv). */
+static void ref_new_row(double *sum, double *a, int *ord_sa, const double *l, int nv, int n,
+                        int t, double T, size_t iT, size_t iZ, const met_axes *ax) {
+    met_normalizer zn = ax->norm[iZ];
+    double alpha = ax->entmax_alpha > 0 ? ax->entmax_alpha : 1.5;
+    double b = ax->sigmoid_bias_set ? ax->sigmoid_bias : -log((double)n);
+    refq *lq = malloc(nv * sizeof *lq), *aq = malloc(nv * sizeof *aq), *apq = malloc(nv * sizeof *apq), a0q = 0;
+    double *z = malloc(nv * sizeof *z), *ap = malloc(nv * sizeof *ap), *u = malloc(nv * sizeof *u);
+    double *M = malloc((size_t)nv * nv * sizeof *M);
+    for (int j = 0; j < nv; j++) lq[j] = l[j];
+    if (zn == MET_ENTMAX15) {
+        for (int j = 0; j < nv; j++) z[j] = l[j] / T;
+        if (alpha == 1.5) ref_entmax15(a, z, nv); else ref_entmax_alpha(a, z, nv, alpha);
+        for (int j = 0; j < nv; j++) aq[j] = a[j];
+    } else {
+        ref_new_q(aq, &a0q, lq, nv, T, zn, b);
+        ref_new_d(a, l, nv, T, zn, b);
+    }
+    for (int j = nv; j < n; j++) a[j] = 0;
+    /* entropy: softmax1's |a| / sum |a| is softmax(z): its quad entropy by ln Z, as above */
+    refq Hq;
+    if (zn == MET_SOFTMAX1) {
+        refq mx = lq[0], c = 0, R = 0;
+        for (int j = 1; j < nv; j++) mx = lq[j] > mx ? lq[j] : mx;
+        for (int j = 0; j < nv; j++) {
+            refq zj = (lq[j] - mx) / (refq)T;
+            if (zj == 0) c += 1; else R += REFQ_EXP(zj);
+        }
+        refq lnZ = REFQ_LOG(c) + REFQ_LOG1P(R / c);
+        Hq = 0;
+        for (int j = 0; j < nv; j++) {
+            refq zj = (lq[j] - mx) / (refq)T, pj = REFQ_EXP(zj - lnZ);
+            if (pj > 0) Hq += pj * (lnZ - zj);
+        }
+    } else {
+        Hq = ref_entropy_abs_q(aq, nv);
+    }
+    sum[met_at_per_t(ax, MET_ENTROPY, iT, iZ)] += (double)Hq;
+    sum[met_at_per_t(ax, MET_ENTROPY_NORM, iT, iZ)] += (double)Hq / log((double)n);
+    /* grad_exact */
+    double ge = NAN;
+    if (zn == MET_SIGMOID) {
+        ge = 0;
+        for (int j = 0; j < nv; j++) { /* a (1 - a) in quad: float64 loses digits where a ~ 1 */
+            refq v = aq[j] * (1 - aq[j]);
+            ge = fmax(ge, (double)v);
+        }
+    } else if (zn == MET_SOFTMAX1 || zn == MET_ENTMAX15) {
+        double ssum = 0, *sv = malloc(nv * sizeof *sv);
+        for (int j = 0; j < nv; j++) {
+            sv[j] = zn == MET_SOFTMAX1 ? a[j] : (a[j] > 0 ? pow(a[j], 2 - alpha) : 0);
+            ssum += sv[j];
+        }
+        for (int i = 0; i < nv; i++)
+            for (int j = 0; j < nv; j++)
+                M[i * nv + j] = zn == MET_SOFTMAX1 ? ((i == j) ? a[i] : 0) - a[i] * a[j]
+                                                   : ((i == j) ? sv[i] : 0) - sv[i] * sv[j] / ssum;
+        ge = ref_max_eig(M, nv);
+        free(sv);
+    }
+    if (met_has_grad_exact(zn)) sum[met_at_per_t(ax, MET_GRAD_EXACT, iT, iZ)] += ge / T;
+    /* grad_fd */
+    for (size_t iE = 0; iE < ax->n_eps; iE++) {
+        double eps = ax->eps[iE], un = 0, dd = 0;
+        uint64_t key = met_direction_key(ax->seed, ax->window, ax->layer, ax->head, t, iE);
+        for (int j = 0; j < nv; j++) {
+            u[j] = met_normal(key, j);
+            un += u[j] * u[j];
+        }
+        if (zn == MET_ENTMAX15) {
+            for (int j = 0; j < nv; j++) z[j] = (l[j] + eps * u[j] / sqrt(un)) / T;
+            if (alpha == 1.5) ref_entmax15(ap, z, nv); else ref_entmax_alpha(ap, z, nv, alpha);
+            for (int j = 0; j < nv; j++) dd += (ap[j] - a[j]) * (ap[j] - a[j]);
+        } else {
+            refq *lp = malloc(nv * sizeof *lp), ddq = 0;
+            for (int j = 0; j < nv; j++) lp[j] = lq[j] + (refq)eps * ((refq)u[j] / REFQ_SQRT((refq)un));
+            ref_change_q(&ddq, lq, lp, aq, a0q, nv, T, zn, b);
+            dd = (double)ddq;
+            free(lp);
+        }
+        sum[met_at_grad_fd(ax, iT, iE, iZ)] += sqrt(dd) / eps;
+    }
+    /* order by weight (sa_softmax): visible keys by ref_sa_before, masked ones after */
+    for (int j = 0; j < n; j++) ord_sa[j] = j;
+    for (int i = 1; i < nv; i++)
+        for (int j = i; j > 0 && ref_sa_before(l[ord_sa[j]], l[ord_sa[j - 1]], T); j--) {
+            int tt = ord_sa[j]; ord_sa[j] = ord_sa[j - 1]; ord_sa[j - 1] = tt;
+        }
+    free(lq), free(aq), free(apq), free(z), free(ap), free(u), free(M);
+}
+
 /* The head's means straight from docs/metrics.md, for one cut Lc. out laid out as met_head's.
  * rows_out (or NULL): per row t the N-loop values of (N index 0, T 0, normalizer 0) for
  * per-row checks: [Lc][MET_ROWS_USED]. */
@@ -245,6 +545,7 @@ static void ref_head(double *out, const float *scores, int ld, const float *vec,
     refq *zq = malloc(Lc * sizeof *zq), *aq = malloc(Lc * sizeof *aq),
          *apq = malloc(Lc * sizeof *apq);
     int *ord = malloc(Lc * sizeof *ord), *insel = malloc(Lc * sizeof *insel);
+    int *ord_sa = malloc(Lc * sizeof *ord_sa);
     for (int t = 0; t < Lc; t++) {
         int nv = t + 1, n = ax->full_row ? Lc : nv;
         if (n < 2) continue;
@@ -268,12 +569,18 @@ static void ref_head(double *out, const float *scores, int ld, const float *vec,
         for (size_t iN = 0; iN < ax->n_N; iN++) cntN[iN] += ax->N[iN] < n;
         for (size_t iZ = 0; iZ < ax->n_norm; iZ++) {
             met_normalizer zn = ax->norm[iZ];
+            const int *ordz = ord;
             double f = 1;
             if (zn == MET_SSMAX)
                 f = (ax->ssmax_scale > 0 ? ax->ssmax_scale : 1 / log(1024.0)) * log((double)n);
             for (size_t iT = 0; iT < ax->n_T; iT++) {
                 double T = ax->T[iT];
                 for (int j = 0; j < nv; j++) z[j] = f * (l[j] - lmax) / T;
+                if (zn > MET_SSMAX) {
+                    ref_new_row(sum, a, ord_sa, l, nv, n, t, T, iT, iZ, ax);
+                    if (zn == MET_SA_SOFTMAX) ordz = ord_sa;
+                    goto per_n;
+                }
                 if (zn == MET_SPARSEMAX) ref_sparsemax(a, z, nv); else ref_softmax(a, z, nv);
                 for (int j = nv; j < n; j++) a[j] = 0;
                 /* entropy: quad softmax weights (sparsemax: its float64 weights) */
@@ -338,11 +645,12 @@ static void ref_head(double *out, const float *scores, int ld, const float *vec,
                     }
                     sum[met_at_grad_fd(ax, iT, iE, iZ)] += (fdn >= 0 ? fdn : sqrt(dd)) / eps;
                 }
+            per_n:
                 for (size_t iN = 0; iN < ax->n_N; iN++) {
                     int N = ax->N[iN];
                     if (N >= n) continue;
                     memset(insel, 0, n * sizeof *insel);
-                    for (int q = 0; q < N; q++) insel[ord[q]] = 1;
+                    for (int q = 0; q < N; q++) insel[ordz[q]] = 1;
                     double A = 0, U = 0, m = 0, d1 = 0, dt = 0;
                     memset(s, 0, d * sizeof *s);
                     for (int j = 0; j < n; j++)
@@ -400,9 +708,9 @@ static void ref_head(double *out, const float *scores, int ld, const float *vec,
                     ref_sep_row(&Ns, &Nm, &r, &Nlo, &Nhi, &Nmlo, &Nmhi, a, Y, insel, n, d, s, g);
                     double amin_sel = INFINITY;
                     for (int q = 0; q < N; q++)
-                        if (ord[q] < nv && a[ord[q]] < amin_sel) amin_sel = a[ord[q]];
+                        if (ord[q] < nv && fabs(a[ord[q]]) < fabs(amin_sel)) amin_sel = a[ord[q]];
                     /* g = a (a |y|^2 - 2 s.y) may underflow in double: in logs, in quad */
-                    if (zn != MET_SPARSEMAX && amin_sel < 1e-100) {
+                    if ((zn == MET_SOFTMAX || zn == MET_SSMAX) && amin_sel < 1e-100) { /* exp weights only */
                         refq c = 0, R = 0, *lam = malloc(n * sizeof *lam);
                         for (int j = 0; j < nv; j++)
                             zq[j] = (refq)f * ((refq)l[j] - (refq)lmax) / (refq)T;
@@ -412,6 +720,15 @@ static void ref_head(double *out, const float *scores, int ld, const float *vec,
                         for (int j = 0; j < n; j++) lam[j] = j < nv ? zq[j] - lnZ : -INFINITY;
                         ref_sep_row_log(&Ns, &Nlo, &Nhi, lam, Y, insel, n, d);
                         free(lam);
+                    } else if (zn > MET_SSMAX && fabs(amin_sel) < 1e-100) {
+                        /* The other normalizers have no log-domain decision (docs/metrics.md
+                         * 10.1): where a selected |a| is below 1e-100 its g underflows, and its
+                         * D_i < r is decided by round-off; those keys are not checked. */
+                        int tiny = 0;
+                        for (int q = 0; q < N; q++)
+                            if (ord[q] < nv && fabs(a[ord[q]]) < 1e-100) tiny++;
+                        Nlo = Nlo > tiny ? Nlo - tiny : 0;
+                        Nhi = Nhi + tiny < N ? Nhi + tiny : N;
                     }
                     for (int i = 0; i < n; i++) {
                         if (!insel[i]) continue;
@@ -455,14 +772,14 @@ static void ref_head(double *out, const float *scores, int ld, const float *vec,
             double T = ax->T[iT];
             out[met_at_per_t(ax, MET_GRAD_BOUND, iT, iZ)] =
                 cntT > 0 ? fmin(1 / (4 * T), sqrt(2.0)) : NAN;
-            if (ax->norm[iZ] != MET_SOFTMAX) out[met_at_per_t(ax, MET_GRAD_EXACT, iT, iZ)] = NAN;
+            if (!met_has_grad_exact(ax->norm[iZ])) out[met_at_per_t(ax, MET_GRAD_EXACT, iT, iZ)] = NAN;
             for (size_t iE = 0; iE < ax->n_eps; iE++) {
                 size_t at = met_at_grad_fd(ax, iT, iE, iZ);
                 out[at] = cntT > 0 ? sum[at] / cntT : NAN;
             }
         }
     free(sum), free(cntN), free(X), free(Y), free(l), free(z), free(a), free(ap), free(u), free(s);
-    free(M), free(g), free(ord), free(insel), free(zq), free(aq), free(apq);
+    free(M), free(g), free(ord), free(insel), free(zq), free(aq), free(apq), free(ord_sa);
 }
 
 #endif

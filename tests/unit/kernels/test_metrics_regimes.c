@@ -95,7 +95,17 @@ static void make_regime(float *scores, float *vec, int L, int d, int kind) {
 static const int32_t Ns[] = {1, 2, 4, 8, 16};
 static const double Ts[] = {1e-3, 1e-2, 0.1, 1, 8, 100};
 static const double epss[] = {1e-3, 1e-1, 10};
-static const met_normalizer norms[] = {MET_SOFTMAX, MET_SPARSEMAX, MET_SSMAX};
+static const met_normalizer norms_paper[] = {MET_SOFTMAX, MET_SPARSEMAX, MET_SSMAX};
+/* --normalizers new: the five of docs/metrics.md section 10.1 instead (a ctest of its own) */
+static const met_normalizer norms_new[] = {MET_SA_SOFTMAX, MET_SA_SOFTMAX_NORM, MET_ENTMAX15,
+                                           MET_SIGMOID, MET_SOFTMAX1};
+/* --normalizers params: entmax at alpha = 1.25 (the long-double bisection reference) and
+ * sigmoid with a configured bias, the two parameters of section 10.1 */
+static const met_normalizer norms_params[] = {MET_ENTMAX15, MET_SIGMOID};
+static const met_normalizer *norms = norms_paper;
+static size_t n_norms = 3;
+static double entmax_alpha = 0, sigmoid_bias = 0;
+static int sigmoid_bias_set = 0;
 enum { L_REG = 34, D_REG = 8 };
 
 static const char *per_n_name[MET_NPERN] = {"dist_true", "dist_bound", "dist_expect",
@@ -174,7 +184,8 @@ static void compare(const double *got, const double *want, const met_axes *ax, d
 
 static met_axes regime_axes(int full) {
     met_axes ax = {.N = Ns, .n_N = 5, .T = Ts, .n_T = 6, .eps = epss, .n_eps = 3, .norm = norms,
-                   .n_norm = 3, .full_row = full, .seed = 16, .window = 1, .layer = 2,
+                   .n_norm = n_norms, .entmax_alpha = entmax_alpha,
+                   .sigmoid_bias_set = sigmoid_bias_set, .sigmoid_bias = sigmoid_bias, .full_row = full, .seed = 16, .window = 1, .layer = 2,
                    .head = 3};
     return ax;
 }
@@ -295,6 +306,15 @@ static void test_invariants(void) {
                     double en = ROW_T(MET_ENTROPY_NORM), ge = ROW_T(MET_GRAD_EXACT);
                     int ok = en >= -1e-9 && en <= 1 + 1e-9;
                     if (norms[iZ] == MET_SOFTMAX) ok &= ge <= (1 + 1e-9) / (2 * T);
+                    /* section 10.1: sigmoid's Jacobian is at most 1/(4T); softmax1's is a
+                     * principal submatrix of a softmax Jacobian, at most 1/(2T); entmax's,
+                     * diag(s) minus a positive rank-one term, at most max s / T <= 1/T */
+                    if (norms[iZ] == MET_SIGMOID) ok &= ge <= (1 + 1e-9) / (4 * T);
+                    if (norms[iZ] == MET_SOFTMAX1) ok &= ge <= (1 + 1e-9) / (2 * T);
+                    if (norms[iZ] == MET_ENTMAX15) ok &= ge <= (1 + 1e-9) / T;
+                    if (!ok && bad < 5)
+                        fprintf(stderr, "%s row %d T=%g %s: entropy_norm %g grad_exact %g\n",
+                                regime_name[kind], t, T, met_normalizer_name(norms[iZ]), en, ge);
                     for (size_t iN = 0; iN < ax.n_N; iN++) {
                         double used = cur[met_at_per_n(&ax, MET_ROWS_USED, iN, iT, iZ)];
                         double pused = prev[met_at_per_n(&ax, MET_ROWS_USED, iN, iT, iZ)];
@@ -311,7 +331,10 @@ static void test_invariants(void) {
                         for (int v = MET_DIST_TRUE; v <= MET_DIST_BOUND; v++)
                             mag += fabs(cur[met_at_per_n(&ax, v, iN, iT, iZ)] * used) +
                                    fabs(pused > 0 ? prev[met_at_per_n(&ax, v, iN, iT, iZ)] * pused : 0);
-                        int rok = dt <= db + 1e-9 * fabs(db) + 1e-13 * mag + 1e-13 * xmax &&
+                        /* section 10.1: sa_softmax's negative weights void the bound */
+                        int bok = norms[iZ] == MET_SA_SOFTMAX ||
+                                  dt <= db + 1e-9 * fabs(db) + 1e-13 * mag + 1e-13 * xmax;
+                        int rok = bok &&
                                   sr >= -tol && sr <= 1 + tol && sm >= -tol && sm <= 1 + tol &&
                                   sl >= -tol && sl <= 1 + tol && su >= -tol && su <= 1 + tol;
                         if (!rok && bad < 5)
@@ -494,6 +517,15 @@ int main(int argc, char **argv) {
         if (!strcmp(argv[i], "--dump-rows")) {
             dump_rows(argv[i + 1]);
             return check_summary("test_metrics_regimes --dump-rows");
+        }
+        if (!strcmp(argv[i], "--normalizers") && !strcmp(argv[i + 1], "new")) {
+            norms = norms_new, n_norms = 5;
+            continue;
+        }
+        if (!strcmp(argv[i], "--normalizers") && !strcmp(argv[i + 1], "params")) {
+            norms = norms_params, n_norms = 2;
+            entmax_alpha = 1.25, sigmoid_bias_set = 1, sigmoid_bias = 1.5;
+            continue;
         }
         if (!strcmp(argv[i], "--save")) save = fopen(argv[i + 1], "wb");
         if (!strcmp(argv[i], "--compare")) cmp = fopen(argv[i + 1], "rb");

@@ -294,6 +294,30 @@ static void test_values(void) {
         CHECK(c.axes.n_norm == 2 && c.axes.normalizer[0] == MET_SPARSEMAX, "user order kept");
         config_free(&c);
     }
+    /* docs/metrics.md section 10.1: every name of the one table parses, with its keys */
+    if (!load_ok(&c, "grid = { normalizer = [\"softmax1\", \"sigmoid\", \"entmax15\", "
+                     "\"sa_softmax_norm\", \"sa_softmax\", \"ssmax\", \"sparsemax\", \"softmax\"]; };\n"
+                     "metrics = { entmax_alpha = 1.25; sigmoid_bias = -2; };\n",
+                 NULL, 0, "eight normalizers")) {
+        CHECK(c.axes.n_norm == 8 && c.axes.normalizer[0] == MET_SOFTMAX &&
+                  c.axes.normalizer[1] == MET_SOFTMAX1 && c.axes.normalizer[3] == MET_ENTMAX15,
+              "all eight, softmax first");
+        CHECK(c.entmax_alpha == 1.25 && c.sigmoid_bias_set && c.sigmoid_bias == -2.0,
+              "entmax_alpha, sigmoid_bias read");
+        config_free(&c);
+    }
+    if (!load_ok(&c, "", NULL, 0, "section 10.1 defaults")) {
+        CHECK(c.entmax_alpha == 1.5 && !c.sigmoid_bias_set, "entmax_alpha 1.5, sigmoid b = -ln n");
+        config_free(&c);
+    }
+    expect_error("entmax_alpha 1", "metrics = { entmax_alpha = 1.0; };\n", NULL, 0,
+                 "metrics.entmax_alpha", NULL);
+    expect_error("entmax_alpha 3", "metrics = { entmax_alpha = 3.0; };\n", NULL, 0,
+                 "metrics.entmax_alpha", NULL);
+    expect_error("sigmoid_bias string", "metrics = { sigmoid_bias = \"x\"; };\n", NULL, 0,
+                 "metrics.sigmoid_bias", NULL);
+    expect_error("normalizer typo", "grid = { normalizer = [\"entmax\"]; };\n", NULL, 0,
+                 "entmax15", NULL);
 }
 
 static void test_set(void) {
