@@ -22,13 +22,12 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 
 import h5py
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from sweeptest import ENV, check, run_cases, summary
+from sweeptest import ENV, check, run_cases, summary, wait_for_phase
 
 BIN, MODEL, SCRATCH = sys.argv[1:4]
 BIN, MODEL, SCRATCH = os.path.abspath(BIN), os.path.abspath(MODEL), os.path.abspath(SCRATCH)
@@ -61,17 +60,6 @@ def lines(p):
     return [l for l in p.stderr.splitlines() if l.strip()]
 
 
-def wait_phase(d, phase, proc):
-    while True:
-        try:
-            with open(f"{d}/phases") as f:
-                if any(line.split()[1:] == [phase] for line in f):
-                    return True
-        except FileNotFoundError:
-            pass
-        if proc.poll() is not None:
-            return False
-        time.sleep(0.01)
 
 
 def case_start_race():
@@ -80,7 +68,7 @@ def case_start_race():
                ATTNSWEEP_TEST_HOLD="journal_created")
     a = subprocess.Popen([BIN, "run", "a.cfg"], cwd=d, env=env, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
-    check(wait_phase(d, "journal_created", a), "run A never stopped after creating its journal")
+    check(wait_for_phase(f"{d}/phases", "journal_created", 1, a), "run A never stopped after creating its journal")
     b = cli(["run", "a.cfg"], d)
     msg = lines(b)
     check(b.returncode == 1 and len(msg) == 1 and "in use" in msg[0] and "out.h5.lock" in msg[0]

@@ -35,12 +35,11 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from sweeptest import ENV, check, run_cases, same_values, summary
+from sweeptest import ENV, check, run_cases, same_values, summary, wait_for_phase
 
 BIN, MODEL, SCRATCH = sys.argv[1:4]
 BIN, MODEL, SCRATCH = os.path.abspath(BIN), os.path.abspath(MODEL), os.path.abspath(SCRATCH)
@@ -81,18 +80,6 @@ def hook_env(d, hold):
                 ATTNSWEEP_TEST_HOLD=hold)
 
 
-def wait_phase(d, phase, proc):
-    """Waits until the hook logged `phase`, or the process exited (then False)."""
-    while True:
-        try:
-            with open(f"{d}/phases") as f:
-                if any(line.split()[1:] == [phase] for line in f):
-                    return True
-        except FileNotFoundError:
-            pass
-        if proc.poll() is not None:
-            return False
-        time.sleep(0.01)
 
 
 def tree(d):
@@ -229,7 +216,7 @@ def held_run(d, name, kind, phase, name_of):
     args = ["run", "a.cfg"]
     before = tree(f"{d}/out")
     a = start(args, d, hook_env(d, phase))
-    held = wait_phase(d, phase, a)
+    held = wait_for_phase(f"{d}/phases", phase, 1, a)
     check(held, f"{what}: the run never stopped at the {phase} hook")
     path = f"out/{name_of(a.pid)}"
     target = plant(d, f"{d}/{path}", kind)
@@ -311,7 +298,7 @@ def case_merge_tmp():
                 os.unlink(f"{d}/{f}")
         before = tree(f"{d}/out")
         m = start(args, d, hook_env(d, "lock_won"))
-        check(wait_phase(d, "lock_won", m), f"merge tmp ({kind}): merge never held its lock")
+        check(wait_for_phase(f"{d}/phases", "lock_won", 1, m), f"merge tmp ({kind}): merge never held its lock")
         path = f"out/out.h5.journal.merge.{m.pid}"
         target = plant(d, f"{d}/{path}", kind)
         open(f"{d}/release", "w").close()
