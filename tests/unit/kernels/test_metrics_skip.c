@@ -63,7 +63,8 @@ int main(void) {
     static const int32_t Ns[] = {1, 2, 5, 8, 20};
     static const double T5[] = {1e-3, 0.05, 1, 8, 100}, T2[] = {0.05, 8};
     static const double eps[] = {1e-3, 1e-1};
-    static const met_normalizer norms[] = {MET_SOFTMAX, MET_SPARSEMAX, MET_SSMAX};
+    /* sa_softmax: its own walk per T where its order differs from the logits (metrics.c) */
+    static const met_normalizer norms[] = {MET_SOFTMAX, MET_SPARSEMAX, MET_SSMAX, MET_SA_SOFTMAX};
     static const uint8_t masks5[][5] = {{0, 0, 0, 1, 0}, {1, 0, 1, 0, 0}, {0, 0, 0, 0, 0}};
     static const uint8_t masks2[][2] = {{0, 1}, {1, 0}, {0, 0}};
     const size_t L = 53, dim = 16;
@@ -72,7 +73,7 @@ int main(void) {
     for (int cfg = 0; cfg < 16; cfg++) {
         int two_T = cfg & 1, one_norm = (cfg >> 1) & 1;
         met_axes full = {.N = Ns, .n_N = 5, .T = two_T ? T2 : T5, .n_T = two_T ? 2 : 5,
-                         .eps = eps, .n_eps = 2, .norm = norms, .n_norm = one_norm ? 1 : 3,
+                         .eps = eps, .n_eps = 2, .norm = norms, .n_norm = one_norm ? 1 : 4,
                          .seed = 3, .full_row = (cfg >> 2) & 1, .aggregate = (cfg >> 3) & 1};
         size_t cuts[2] = {L / 2, L}, ncuts = 2, nout = met_out_count(&full);
         size_t wsb = met_workspace_bytes(L, dim, &full);
