@@ -19,9 +19,10 @@ ALLOWED = {
     "model": (["core"], []),
     "text": (["core"], []),
     "kernels": (["core", "model"], ["openblas"]),
-    "sweep": (["core", "model", "text", "kernels"], ["openblas", "libconfig"]),
+    "config": (["core", "model", "kernels"], ["libconfig"]),
+    "sweep": (["core", "model", "text", "kernels", "config"], ["openblas"]),
     "store": (["core", "kernels"], ["hdf5"]),
-    "mpi": (["core", "model", "text", "kernels", "sweep", "store"], ["openblas", "libconfig", "hdf5", "mpi"]),
+    "mpi": (["core", "model", "text", "kernels", "config", "sweep", "store"], ["openblas", "libconfig", "hdf5", "mpi"]),
 }
 OUTSIDE = {
     "mpi": ("MPI_", "PMPI_", "ompi_", "mpi_"),

@@ -12,11 +12,11 @@ command -v "$cc" >/dev/null || { echo "fuzz/build.sh: $cc not found (apt-get ins
 mkdir -p "$out/obj"
 san=(-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
 flags=(-g -O1 -std=c11 -Wall -Wextra -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE
-       -I"$here/include/core" -I"$here/include/model" -I"$here/include/text" -I"$here/include/sweep"
+       -I"$here/include/core" -I"$here/include/model" -I"$here/include/text" -I"$here/include/config" -I"$here/include/sweep"
        -I"$here/include/kernels"
        -I"$here/tests/reliability/fuzz")
 lib_sources=(core/errors core/fileio core/json model/safetensors core/sha256 model/model
-             sweep/config sweep/config_include sweep/config_axes sweep/config_text sweep/config_diff sweep/config_models
+             config/config config/config_include config/config_axes config/config_text config/config_diff config/config_models
              text/tokenizer text/pretokenize text/install text/unicode_tables)
 objs=()
 for s in "${lib_sources[@]}"; do

@@ -1,4 +1,4 @@
-/* config_int.h -- private to src/sweep/config*.c: the parse context and the helpers the config files share. */
+/* config_int.h -- private to src/config/config*.c: the parse context and the helpers the config files share. */
 #ifndef ATTNSWEEP_CONFIG_INT_H
 #define ATTNSWEEP_CONFIG_INT_H
 
