@@ -28,7 +28,8 @@
 # Environment: ATTNSWEEP_HF_BASE (default https://huggingface.co), ATTNSWEEP_HF_TOKEN (sent as a
 # bearer token, for gated repositories such as Llama's), ATTNSWEEP_FETCH_TRIES (5),
 # ATTNSWEEP_FETCH_RETRY_DELAY (3 s), ATTNSWEEP_FETCH_ALLOW_UNVERIFIED=1 (accept a file with no
-# checksum known anywhere, size checked only -- last resort).
+# checksum known anywhere, size checked only -- last resort), ATTNSWEEP_PYTHON (the python3 with
+# PyTorch for the conversion; default /usr/bin/python3).
 # Exit codes: 0 all files in place and verified, 1 error (one line on stderr), 2 bad usage.
 set -uo pipefail
 FL_PROG=${FL_PROG:-fetch-model.sh}
