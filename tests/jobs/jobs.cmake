@@ -10,7 +10,11 @@ target_link_libraries(slurm_hello_mpi PRIVATE MPI::MPI_C)
 
 add_test(NAME jobs_fetch COMMAND bash ${CMAKE_SOURCE_DIR}/tests/jobs/test_fetch.sh)
 add_test(NAME jobs_make_sbatch COMMAND bash ${CMAKE_SOURCE_DIR}/tests/jobs/test_slurm_generator.sh)
-set_tests_properties(jobs_fetch jobs_make_sbatch PROPERTIES TIMEOUT 300 LABELS "jobs")
+# fetch-model.sh: a checkpoint series, shards, a PyTorch-only repository and a hostile pickle
+# against the local imitation of the hub; the series is swept and drawn (synthetic models)
+add_test(NAME jobs_fetch_model COMMAND ${AS_PYTHON} ${CMAKE_SOURCE_DIR}/tests/jobs/test_fetch_model.py
+                                       $<TARGET_FILE:attnsweep> ${CMAKE_BINARY_DIR}/scratch/fetch_model)
+set_tests_properties(jobs_fetch jobs_make_sbatch jobs_fetch_model PROPERTIES TIMEOUT 300 LABELS "jobs")
 
 add_test(NAME slurm_requeue COMMAND bash ${CMAKE_SOURCE_DIR}/tests/slurm/test_slurm_requeue.sh)
 add_test(NAME slurm_array COMMAND bash ${CMAKE_SOURCE_DIR}/tests/slurm/test_slurm_array.sh)

@@ -5,10 +5,14 @@
 
 Listens on 127.0.0.1 on a free port (written to PORTFILE once ready) and serves files under ROOT
 with single byte ranges (Range: bytes=A-, A-B, -N -> 206 / 416), as http.server does not.
-It imitates the Hugging Face hub where the fetch script depends on it:
-  HEAD/GET /ORG/REPO/resolve/REV/FILE  for *.safetensors (LFS): 302 to /cdn/ORG/REPO/FILE with
-      X-Linked-Size and X-Linked-ETag: "<sha256>"; for other files: 200 with ETag: "<git blob
-      id>"; both with X-Repo-Commit. The file is ROOT/ORG/REPO/FILE.
+It imitates the Hugging Face hub where the fetch scripts depend on it:
+  HEAD/GET /ORG/REPO/resolve/REV/FILE  for *.safetensors and *.bin (LFS): 302 to
+      /cdn/ORG/REPO/[REV/]FILE with X-Linked-Size and X-Linked-ETag: "<sha256>"; for other
+      files: 200 with ETag: "<git blob id>"; both with X-Repo-Commit (the sha1 of REV). The file
+      is ROOT/ORG/REPO/REV/FILE when the folder ROOT/ORG/REPO/REV exists (a revision of a
+      checkpoint series), else ROOT/ORG/REPO/FILE.
+  GET /api/models/ORG/REPO/revision/REV  the file list, {"sha": ..., "siblings": [{"rfilename":
+      NAME}, ...]}, of the same folder (its files, not its sub-folders); 404 when there is none.
   /cdn/ORG/REPO/FILE and any other /PATH: ROOT/ORG/REPO/FILE and ROOT/PATH, plain.
 Faults, set by GET /_ctl?op=OP&path=SUFFIX[&after=N][&times=K] and applied to the next K (default
 1) GETs whose path ends with SUFFIX:
@@ -20,6 +24,7 @@ Faults, set by GET /_ctl?op=OP&path=SUFFIX[&after=N][&times=K] and applied to th
 Every request is appended to LOGFILE as "METHOD PATH RANGE STATUS".
 """
 import hashlib
+import json
 import http.server
 import os
 import re
@@ -33,6 +38,17 @@ ROOT = os.path.abspath(ROOT) if ROOT else None
 faults = []          # [op, suffix, after, times_left]
 lock = threading.Lock()
 RESOLVE = re.compile(r"^/([^/]+)/([^/]+)/resolve/([^/]+)/(.+)$")
+LISTING = re.compile(r"^/api/models/([^/]+)/([^/]+)/revision/([^/]+)$")
+
+
+def revision_dir(org, repo, rev):
+    """The folder that holds REV of ORG/REPO: ROOT/ORG/REPO/REV when it exists, else the repo's."""
+    d = os.path.join(ROOT, org, repo, rev)
+    return d if os.path.isdir(d) else os.path.join(ROOT, org, repo)
+
+
+def commit_of(rev):
+    return hashlib.sha1(rev.encode()).hexdigest()
 
 
 def digests(path):
@@ -87,17 +103,26 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     faults.append([q["op"], q["path"], int(q.get("after", 0)),
                                    int(q.get("times", 1))])
             return self.reply(200, body=b"ok\n")
+        m = LISTING.match(path)
+        if m:
+            d = revision_dir(*m.groups())
+            if not os.path.isdir(d):
+                return self.reply(404, [("X-Error-Code", "RepoNotFound")], b"Repository not found")
+            names = sorted(n for n in os.listdir(d) if os.path.isfile(os.path.join(d, n)))
+            doc = {"sha": commit_of(m.group(3)), "siblings": [{"rfilename": n} for n in names]}
+            return self.reply(200, [("Content-Type", "application/json")], json.dumps(doc).encode())
         m = RESOLVE.match(path)
         if m:
-            org, repo, _rev, name = m.groups()
-            local = os.path.join(ROOT, org, repo, name)
+            org, repo, rev, name = m.groups()
+            d = revision_dir(org, repo, rev)
+            local = os.path.join(d, name)
             if not os.path.isfile(local):
                 return self.reply(404, [("X-Error-Code", "EntryNotFound")], b"Entry not found")
             size, sha256, git = digests(local)
-            common = [("X-Repo-Commit", "0123456789abcdef0123456789abcdef01234567")]
-            if name.endswith(".safetensors"):
+            common = [("X-Repo-Commit", commit_of(rev))]
+            if name.endswith((".safetensors", ".bin")):
                 return self.reply(302, common + [
-                    ("Location", "/cdn/%s/%s/%s" % (org, repo, name)),
+                    ("Location", "/cdn/" + os.path.relpath(local, ROOT)),
                     ("X-Linked-Size", str(size)), ("X-Linked-ETag", '"%s"' % sha256)])
             return self.send_file(local, common + [("ETag", '"%s"' % git)])
         rel = path[len("/cdn/"):] if path.startswith("/cdn/") else path.lstrip("/")

@@ -97,7 +97,7 @@ requests_since "$mark" | grep -q 'GET /cdn/openai-community/gpt2-medium/model.sa
 requests_since "$mark" | grep -q 'GET .*config.json' && fail "second run downloaded config.json again"
 same m1/model.safetensors "$src/model.safetensors"
 [ ! -e m1/model.safetensors.part ] || fail "a .part was left behind"
-grep -q "^model.safetensors 3000000 sha256:$(sha256sum "$src/model.safetensors" | cut -d' ' -f1) " m1/.fetch-gpt2.sums ||
+grep -q "^model.safetensors 3000000 sha256:$(sha256sum "$src/model.safetensors" | cut -d' ' -f1) " m1/.fetch.sums ||
   fail "the recorded sha256 is not the file's"
 note "interrupted at 1234567 bytes, resumed by the next run with Range: bytes=1234567-, verified"
 
@@ -141,7 +141,7 @@ note "re-run is offline; --verify catches a damaged file"
 
 # --- the table must agree with the hub (synthetic gpt2 files have the wrong sizes) ---
 mark=$(log_lines)
-expect_fail 1 "vocab.json: the hub reports [0-9]+ bytes, the table in fetch-gpt2.sh says 1042301" "$FETCH_GPT2" gpt2 m6
+expect_fail 1 "vocab.json: the hub reports [0-9]+ bytes, the expected size is 1042301" "$FETCH_GPT2" gpt2 m6
 [ ! -e m6/vocab.json ] && [ ! -e m6/vocab.json.part ] || fail "vocab.json written despite the table mismatch"
 requests_since "$mark" | grep -q 'GET .*vocab.json' && fail "vocab.json was downloaded despite the table mismatch"
 note "table vs hub disagreement stops before downloading"
