@@ -16,6 +16,19 @@ from .results import (cells_done, default_normalizer, head_mean, load, model_nam
 __version__ = "0.1.0"
 
 
+def options_of(path):
+    """The metrics() keywords that recompute a cell of the results file at path (its axes
+    and metrics.* options; attnsweep.kernels.options_of)."""
+    from . import kernels
+    return kernels.options_of(path)
+
+
+def dump_arrays(path):
+    """(scores, values, layer numbers) of an `attnsweep dump` file, shaped for metrics()."""
+    from . import kernels
+    return kernels.dump_arrays(path)
+
+
 def open(path):  # noqa: A001 -- the package's verb, as xarray's open_dataset
     """The results file at path as an xarray Dataset: every metric NaN where its cell is not
     finished (status != 1) or its (layer, head) is masked (head_valid == 0); always with the

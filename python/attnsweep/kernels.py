@@ -167,14 +167,16 @@ def metrics(scores, vectors, *, N, T, eps=(1e-3, 1e-1, 10.0), normalizer="softma
         count = int(np.prod([sizes[d] for d in dims]))
         x = out[:, offset[i]:offset[i] + count].reshape((cuts.size,) + tuple(sizes[d] for d in dims))
         data[name] = (("L",) + dims, _stored(name, x) if stored else x.copy())
-        if stored and name in INT_VARS:
-            data[name] += ({"_FillValue": INT_FILL},)
     coords = {"L": cuts.astype(np.int32), "N": N, "T": T, "eps": eps, "normalizer": norm,
               "layer": lids.astype(np.int32), "head": hids.astype(np.int32), "window": int(window)}
     attrs = {"rows": rows, "distance": distance, "logits": logits, "seed": int(seed),
              "ks_alpha": float(ks_alpha), "kernels_library": lib.path,
              "source": "attnsweep.metrics: the sweep's kernels (libattnsweep_kernels.so)"}
-    return xr.Dataset(data, coords=coords, attrs=attrs)
+    ds = xr.Dataset(data, coords=coords, attrs=attrs)
+    for name in INT_VARS if stored else ():
+        if name in ds:
+            ds[name].encoding["_FillValue"] = INT_FILL  # written as the file writes it
+    return ds
 
 
 def _config_value(text):
@@ -211,3 +213,14 @@ def options_of(path):
             if k.strip() in keys:
                 out[k.strip()] = _config_value(v.rstrip().rstrip(";"))
     return out
+
+
+def dump_arrays(path):
+    """(scores [layer, head, L, L], values [layer, head, L, d_head], layer numbers) of an
+    `attnsweep dump` file (docs/results.md, "The dump file"): what metrics() takes."""
+    import h5py
+    with h5py.File(path, "r") as g:
+        names = sorted(k for k in g if k.startswith("layer_"))
+        scores = np.stack([g[k]["scores"][()] for k in names])
+        values = np.stack([g[k]["v"][()] for k in names])
+    return scores, values, np.array([int(k[len("layer_"):]) for k in names], dtype=np.int64)

@@ -172,6 +172,9 @@ def case_example():
     import attnsweep
     import xarray as xr
     scores, v = dump(0)
+    s2, v2, layers = attnsweep.dump_arrays(f"{SCRATCH}/w0.h5")
+    check(np.array_equal(s2, scores, equal_nan=True) and np.array_equal(v2, v) and list(layers) == [0, 1],
+          "attnsweep.dump_arrays: the dump's layers stacked")
     out = f"{SCRATCH}/example.nc"
     p = subprocess.run(["/usr/bin/python3", os.path.join(REPO, "python", "examples", "torch_hooks.py"),
                         "--model", MODEL, "--tokens", f"{SCRATCH}/w0.txt", "--length", "32", "--out", out],
