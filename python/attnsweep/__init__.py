@@ -16,11 +16,11 @@ from .results import (cells_done, default_normalizer, head_mean, load, model_nam
 __version__ = "0.1.0"
 
 
-def options_of(path):
-    """The metrics() keywords that recompute a cell of the results file at path (its axes
-    and metrics.* options; attnsweep.kernels.options_of)."""
+def options_of(path, model=0):
+    """The metrics() keywords that recompute a cell of model index `model` of the results
+    file at path (its axes and metrics.* options; attnsweep.kernels.options_of)."""
     from . import kernels
-    return kernels.options_of(path)
+    return kernels.options_of(path, model)
 
 
 def dump_arrays(path):

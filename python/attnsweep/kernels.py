@@ -191,11 +191,31 @@ def _config_value(text):
     return float(text) if any(c in text for c in ".eEn") else int(text)
 
 
-def options_of(path):
-    """The metrics() keywords that recompute a cell of the results file at path: the file's
-    axes (N, T, eps, normalizer, L, layer, head) and its config's metrics.* keys (from the
-    canonical config_text). The window index is the caller's (window=); with vectors =
-    "resid" in the config the vectors to pass are the layer's ln_1 output."""
+def _ssmax_of_model(path, model):
+    """The sweep's resolved ssmax scale of model index `model` when the file records one per
+    model (0.0 in config_text): 1 / ln n_positions from the model's config.json."""
+    import json
+    import math
+    import os
+    import h5py
+    with h5py.File(path, "r") as f:
+        d = f["model_path"][()] if "model_path" in f else [f.attrs["model_dir"]]
+    model_dir = d[model].decode() if isinstance(d[model], bytes) else str(d[model])
+    try:
+        with open(os.path.join(model_dir, "config.json")) as cf:
+            P = int(json.load(cf).get("n_positions", 1024))
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"{path}: ssmax_scale is per model and {model_dir}/config.json cannot "
+                         f"be read ({exc}): pass ssmax_scale= to metrics()") from None
+    return 1.0 / math.log(P) if P > 1 else 1.0
+
+
+def options_of(path, model=0):
+    """The metrics() keywords that recompute a cell of model index `model` of the results file
+    at path: the file's axes (N, T, eps, normalizer, L, layer, head) and its config's
+    metrics.* keys (from the canonical config_text). The window index is the caller's
+    (window=); with vectors = "resid" in the config the vectors to pass are the layer's ln_1
+    output. Layers and heads are the file's union over its models: pass the model's own."""
     import h5py
     with h5py.File(path, "r") as f:
         def coord(name):
@@ -212,6 +232,8 @@ def options_of(path):
             k, v = line.split("=", 1)
             if k.strip() in keys:
                 out[k.strip()] = _config_value(v.rstrip().rstrip(";"))
+    if out.get("ssmax_scale", 0.0) == 0.0:  # models of different n_positions
+        out["ssmax_scale"] = _ssmax_of_model(path, model)
     return out
 
 

@@ -4,6 +4,7 @@ the same dump, the package installs offline into a clean venv and works there, a
 kernels library is one line, and the PyTorch hooks example runs on a synthetic model.
 
 usage: test_python.py ATTNSWEEP MODEL_DIR LIBRARY SCRATCH [case ...]
+(AS_TEST_SHARED: the shared/ assets folder, default ../shared beside the checkout)
 """
 import os
 import shutil
@@ -26,14 +27,22 @@ ALL_NORMS = '["softmax", "sparsemax", "ssmax", "sa_softmax", "sa_softmax_norm", 
             '"sigmoid", "softmax1"]'
 
 
-def sweep(name, metrics=""):
-    """A two-window sweep of the tiny model into NAME.h5."""
+TINY_GRID = "L = [16, 32]; N = [1, 2, 4, 8, 31]; T = [0.01, 1.0, 8.0]; eps = [1e-3, 0.1];"
+TOKENS = '{ path = "tokens.npy"; format = "tokens"; }'
+SHARED = os.environ.get("AS_TEST_SHARED") or os.path.normpath(os.path.join(REPO, "..", "shared"))
+TRAINED = os.path.join(SHARED, "models", "wp-gpt2-4x3")
+BOOK = os.path.join(SHARED, "data", "war-and-peace.txt")
+START_AT = "\u201cWell, Prince, so Genoa and Lucca"  # Chapter I's first words
+
+
+def sweep(name, metrics="", model=None, text=TOKENS, grid=TINY_GRID, stride=64):
+    """A two-window sweep into NAME.h5 (model: the config's value, quoted; the tiny model on
+    random tokens by default)."""
     with open(f"{SCRATCH}/{name}.cfg", "w") as f:
-        f.write(f"""model = "{MODEL}";
-text = {{ path = "tokens.npy"; format = "tokens"; }};
-windows = {{ count = 2; offset = 0; stride = 64; }};
-grid = {{ L = [16, 32]; N = [1, 2, 4, 8, 31]; T = [0.01, 1.0, 8.0];
-         eps = [1e-3, 0.1]; normalizer = {ALL_NORMS}; }};
+        f.write(f"""model = {model or f'"{MODEL}"'};
+text = {text};
+windows = {{ count = 2; offset = 0; stride = {stride}; }};
+grid = {{ {grid} normalizer = {ALL_NORMS}; }};
 output = "{name}.h5";
 {metrics}
 """)
@@ -42,26 +51,30 @@ output = "{name}.h5";
     return f"{SCRATCH}/{name}.h5"
 
 
-def dump(window, length=32):
-    """`attnsweep dump` of window `window` (start 64 * window): [layer, head, L, *] arrays."""
-    toks = np.load(f"{SCRATCH}/tokens.npy")[64 * window:64 * window + length]
-    np.savetxt(f"{SCRATCH}/w{window}.txt", toks[None, :], fmt="%d")
-    out = f"{SCRATCH}/w{window}.h5"
-    d = subprocess.run([BIN, "dump", "--model", MODEL, "--tokens", f"{SCRATCH}/w{window}.txt",
-                        "--length", str(length), "--out", out], env=ENV, capture_output=True, text=True)
+def run_dump(args, out):
+    """`attnsweep dump ARGS --out OUT`: [layer, head, L, *] scores and values, stacked here."""
+    d = subprocess.run([BIN, "dump"] + args + ["--out", out], env=ENV, capture_output=True, text=True)
     check(d.returncode == 0, f"dump: {d.stderr}")
     with h5py.File(out, "r") as g:
         layers = sorted(k for k in g if k.startswith("layer_"))
         return (np.stack([g[k]["scores"][()] for k in layers]), np.stack([g[k]["v"][()] for k in layers]))
 
 
-def compare_file(path):
-    """Every metric of both windows of the file against attnsweep.metrics(stored=True) on the
-    dump of the same window, with the file's axes and options (attnsweep.kernels.options_of):
-    equal bytes (NaN payloads too), and the same set of variables."""
+def dump(window, length=32):
+    """The tiny model's dump of window `window` of the random tokens (start 64 * window)."""
+    toks = np.load(f"{SCRATCH}/tokens.npy")[64 * window:64 * window + length]
+    np.savetxt(f"{SCRATCH}/w{window}.txt", toks[None, :], fmt="%d")
+    return run_dump(["--model", MODEL, "--tokens", f"{SCRATCH}/w{window}.txt", "--length", str(length)],
+                    f"{SCRATCH}/w{window}.h5")
+
+
+def compare_file(path, dump_of=None, model=0):
+    """Every metric of both windows of model index `model` of the file against
+    attnsweep.metrics(stored=True) on the dump of the same window, with the file's axes and
+    options (attnsweep.options_of) over the model's own layers and heads: equal bytes (NaN
+    payloads too), and the same set of variables."""
     import attnsweep
-    from attnsweep.kernels import options_of
-    options = options_of(path)
+    options = attnsweep.options_of(path, model)
     cells = 0
     with h5py.File(path, "r") as f:
         def dims(d):
@@ -70,23 +83,31 @@ def compare_file(path):
         metric_vars = {k for k, d in f.items() if isinstance(d, h5py.Dataset) and d.ndim > 3
                        and dims(d)[:3] == ["model", "window", "L"]
                        and k not in ("wall_time", "rank", "attempts")}
+        own = {"layer": np.flatnonzero(f["layer"][()] < f["model_n_layer"][model]),
+               "head": np.flatnonzero(f["head"][()] < f["model_n_head"][model])}
+        options["layer"], options["head"] = f["layer"][()][own["layer"]], f["head"][()][own["head"]]
         for w in (0, 1):
-            scores, v = dump(w)
+            scores, v = dump(w) if dump_of is None else dump_of(w, int(f["window_start"][w]))
             ds = attnsweep.metrics(scores, v, window=w, stored=True, **options)
             check(set(ds.data_vars) == metric_vars,
                   f"{path}: variables {sorted(set(ds.data_vars) ^ metric_vars)} differ from the file's")
             for k in sorted(metric_vars & set(ds.data_vars)):
-                want, got = f[k][0, w], ds[k].values
+                want = f[k][model, w]
+                for axis, name in enumerate(dims(f[k])[2:]):
+                    if name in own:
+                        want = np.take(want, own[name], axis=axis)
+                got = ds[k].values
                 same = want.dtype == got.dtype and want.shape == got.shape and want.tobytes() == got.tobytes()
                 if not same and want.shape == got.shape:
-                    bad = ~((want == got) | (np.isnan(want) & np.isnan(got)) if want.dtype.kind == "f"
-                            else want == got)
-                    detail = f"{int(bad.sum())} of {want.size} differ, first at {np.argwhere(bad)[0]}"
+                    eq = want == got
+                    if want.dtype.kind == "f":
+                        eq |= np.isnan(want) & np.isnan(got)
+                    detail = f"{int((~eq).sum())} of {want.size} differ, first at {np.argwhere(~eq)[:1]}"
                 else:
                     detail = f"{want.dtype}{want.shape} vs {got.dtype}{got.shape}"
-                check(same, f"{os.path.basename(path)} window {w} {k}: not bit-identical ({detail})")
+                check(same, f"{os.path.basename(path)} model {model} window {w} {k}: not bit-identical ({detail})")
                 cells += want.size
-    print(f"{os.path.basename(path)}: {cells} values compared", flush=True)
+    print(f"{os.path.basename(path)} model {model}: {cells} values compared", flush=True)
 
 
 def case_bit_identity():
@@ -98,6 +119,33 @@ def case_bit_identity():
     compare_file(sweep("odd", 'metrics = { rows = "full_row"; distance = "aggregate"; logits = "scaled"; '
                        'sigmoid_bias = -1.5; entmax_alpha = 1.25; per_N_T = [8.0]; grad_exact = false; '
                        'seed = 7; ks_alpha = 0.05; ssmax_scale = 0.3; };'))
+
+
+def case_bit_identity_trained():
+    """The same on trained attention and the book (SHARED/models/wp-gpt2-4x3 on War and Peace,
+    L up to 256, N up to 128, T from 1e-3 to 100), and each model of a two-model file (the tiny
+    and the trained model): skipped when the assets are absent."""
+    missing = [p for p in (os.path.join(TRAINED, "model.safetensors"), BOOK) if not os.path.exists(p)]
+    if missing:
+        print(f"SKIPPED: trained-model test asset not found: {missing[0]}", flush=True)
+        sys.exit(77)
+    os.environ["ATTNSWEEP_LIB"] = LIB
+    text = f'{{ path = "{BOOK}"; format = "text"; strip_gutenberg = true; start_at = "{START_AT}"; }}'
+    grid = "L = [64, 256]; N = [1, 2, 4, 8, 16, 32, 64, 128]; T = [1e-3, 0.1, 1.0, 8.0, 100.0]; eps = [1e-3, 0.1];"
+
+    def dump_of(w, start):
+        return run_dump(["--model", TRAINED, "--text", BOOK, "--strip-gutenberg", "--start-at", START_AT,
+                         "--window-start", str(start), "--length", "256"], f"{SCRATCH}/t{w}.h5")
+    compare_file(sweep("trained", model=f'"{TRAINED}"', text=text, grid=grid, stride=256), dump_of)
+    # a model axis of two models with different n_positions (128, 1024): ssmax_scale is
+    # resolved per model, and the trained model's 3 heads are its own of the union's 4
+    both = sweep("both", model=f'["{MODEL}", "{TRAINED}"]')
+
+    def dump_trained(w, start):
+        return run_dump(["--model", TRAINED, "--tokens", f"{SCRATCH}/w{w}.txt", "--length", "32"],
+                        f"{SCRATCH}/b{w}.h5")
+    compare_file(both, None, 0)
+    compare_file(both, dump_trained, 1)
 
 
 PROBE = r"""
@@ -202,7 +250,7 @@ def main():
     os.makedirs(SCRATCH)
     rng = np.random.default_rng(5)
     np.save(f"{SCRATCH}/tokens.npy", rng.integers(0, 50257, size=200).astype("<u2"))
-    run_cases([case_bit_identity, case_install, case_missing_library, case_example], ONLY, label="case ")
+    run_cases([case_bit_identity, case_bit_identity_trained, case_install, case_missing_library, case_example], ONLY, label="case ")
     sys.exit(summary("test_python"))
 
 
