@@ -244,13 +244,28 @@ def case_example():
     print(f"example: worst relative difference to the C forward pass {worst:.2e}", flush=True)
 
 
+def case_library_symbols():
+    """libattnsweep_kernels.so exports the C ABI of include/kernels/abi.h and nothing else
+    (hidden visibility: calls inside bind as in the static build) and needs nothing of MPI,
+    HDF5 or libconfig (the kernels layer's rule, for a library a notebook loads)."""
+    nm = shutil.which("nm") or "nm"
+    out = subprocess.run([nm, "-D", LIB], capture_output=True, text=True, check=True).stdout
+    defined = [l.split()[-1] for l in out.splitlines() if len(l.split()) == 3 and l.split()[1] == "T"]
+    undefined = [l.split()[-1] for l in out.splitlines() if len(l.split()) == 2 and l.split()[0] == "U"]
+    check(defined and all(d.startswith("as_abi_") for d in defined),
+          f"exported: only as_abi_* (got {[d for d in defined if not d.startswith('as_abi_')][:5]})")
+    bad = [u for u in undefined if u.startswith(("MPI_", "PMPI_", "ompi_", "H5", "config_"))]
+    check(not bad, f"the library references MPI, HDF5 or libconfig: {bad[:5]}")
+
+
 def main():
     if os.path.exists(SCRATCH):
         shutil.rmtree(SCRATCH)
     os.makedirs(SCRATCH)
     rng = np.random.default_rng(5)
     np.save(f"{SCRATCH}/tokens.npy", rng.integers(0, 50257, size=200).astype("<u2"))
-    run_cases([case_bit_identity, case_bit_identity_trained, case_install, case_missing_library, case_example], ONLY, label="case ")
+    run_cases([case_bit_identity, case_bit_identity_trained, case_install, case_missing_library, case_example,
+               case_library_symbols], ONLY, label="case ")
     sys.exit(summary("test_python"))
 
 
