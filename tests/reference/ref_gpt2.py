@@ -73,7 +73,14 @@ class LazyWeights:
 
 
 class Reference:
+    """The forward pass. hook_scores[l] and hook_v[l] are identity modules the raw scores
+    [H, L, L] and the values [H, L, D] of layer l pass through: register_forward_hook on them
+    captures a layer's attention (python/examples/torch_hooks.py does, for attnsweep.metrics)."""
+
     def __init__(self, model_dir):
+        global torch
+        if torch is None:  # imported as a module (not through main)
+            import torch
         with open(os.path.join(model_dir, "config.json")) as f:
             self.cfg = json.load(f)
         self.n_layer = self.cfg.get("n_layer", 12)
@@ -81,6 +88,8 @@ class Reference:
         self.eps = self.cfg.get("layer_norm_epsilon", 1e-5)
         self.w = LazyWeights(os.path.join(model_dir, "model.safetensors"))
         self.V, self.C = self.w.shape("wte.weight")
+        self.hook_scores = torch.nn.ModuleList(torch.nn.Identity() for _ in range(self.n_layer))
+        self.hook_v = torch.nn.ModuleList(torch.nn.Identity() for _ in range(self.n_layer))
 
     def forward(self, tokens, keep_layers=None):
         """Returns ({layer: dict of q,k,v,scores,pattern as [H, L, *]}, logits_last)."""
@@ -99,7 +108,8 @@ class Reference:
             qkv = h @ w[p + "attn.c_attn.weight"] + w[p + "attn.c_attn.bias"]
             q, k, v = qkv.split(C, dim=1)
             q, k, v = (t.reshape(L, H, D).permute(1, 0, 2) for t in (q, k, v))
-            raw = q @ k.transpose(-1, -2)
+            v = self.hook_v[l](v)
+            raw = self.hook_scores[l](q @ k.transpose(-1, -2))
             att = raw / math.sqrt(D)
             att = torch.where(causal, att, torch.tensor(neg))
             att = torch.softmax(att, dim=-1)
