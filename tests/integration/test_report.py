@@ -29,12 +29,9 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
-from sweeptest import ENV, check, summary  # noqa: E402
+from sweeptest import ANALYSIS, ENV, check, summary, import_analysis  # noqa: E402
 
-ANALYSIS = os.path.join(HERE, "..", "..", "analysis")
-sys.path.insert(0, ANALYSIS)
-import figures  # noqa: E402
-import report  # noqa: E402
+figures, report = import_analysis("figures", "report")
 
 BIN, MODEL, SCRATCH = sys.argv[1:4]
 L_GRID = (16, 32, 64)
