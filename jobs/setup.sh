@@ -2,7 +2,8 @@
 # jobs/setup.sh -- install what attnsweep needs (Debian 12) and build it into build/.
 #
 #   jobs/setup.sh            packages for building and running
-#   jobs/setup.sh --tests    also the packages the tests use (PyTorch, scipy, xarray, node)
+#   jobs/setup.sh --tests    also the packages the tests use (PyTorch, scipy, xarray, node,
+#                            chromium for the report test)
 #
 # As root it runs apt-get itself; otherwise it prints the exact line to run.
 set -euo pipefail
@@ -20,7 +21,8 @@ pkgs=(build-essential cmake pkg-config libopenmpi-dev openmpi-bin libhdf5-openmp
       libopenblas-dev libconfig-dev python3-h5py python3-numpy python3-xarray python3-h5netcdf
       python3-netcdf4 python3-matplotlib python3-scipy)
 if [ "$want_tests" = 1 ]; then
-  pkgs+=(python3-pytest python3-torch nodejs npm clang libclang-rt-14-dev slurm-wlm munge curl iproute2)
+  pkgs+=(python3-pytest python3-torch nodejs npm clang libclang-rt-14-dev slurm-wlm munge curl iproute2
+        chromium)
 fi
 
 missing=()

@@ -1,4 +1,4 @@
-/* bench_hash.c -- what hashing an input costs (README "What hashing the inputs
+/* bench_hash.c -- what hashing an input costs (docs/reliability.md "What hashing the inputs
  * costs"): sha256 of FILE in memory with the SHA extensions (when the CPU has
  * them) and with the portable code, of FILE read from the page cache, and,
  * given MODEL_DIR, a whole model_load (which hashes model.safetensors).

@@ -1,5 +1,5 @@
 #!/bin/sh
-# perf-report.sh -- every benchmark behind the README's Performance section, one run each,
+# perf-report.sh -- every benchmark behind docs/performance.md's idle-machine report, one run each,
 # one after the other (run it on an otherwise idle machine; each bench prints its own
 # baseline measured in the same run, so the ratios are what to quote):
 #

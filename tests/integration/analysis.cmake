@@ -9,3 +9,11 @@ add_test(NAME analysis_figures
                  ${CMAKE_BINARY_DIR}/models/tiny ${CMAKE_BINARY_DIR}/scratch/analysis)
 set_tests_properties(analysis_figures PROPERTIES FIXTURES_REQUIRED model_tiny TIMEOUT 300
                      ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OPENBLAS_NUM_THREADS=1;MPLBACKEND=Agg")
+# analysis/report.py: the HTML page of a results file (figures embedded, headline table, axes,
+# provenance, config) rendered in headless Chromium (a screenshot that is not blank, a DOM
+# with every section and every image decoded). Skips (77) without chromium.
+add_test(NAME analysis_report
+         COMMAND ${AS_PYTHON} ${CMAKE_SOURCE_DIR}/tests/integration/test_report.py $<TARGET_FILE:attnsweep>
+                 ${CMAKE_BINARY_DIR}/models/tiny ${CMAKE_BINARY_DIR}/scratch/report)
+set_tests_properties(analysis_report PROPERTIES FIXTURES_REQUIRED model_tiny TIMEOUT 300 SKIP_RETURN_CODE 77
+                     ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OPENBLAS_NUM_THREADS=1;MPLBACKEND=Agg")

@@ -18,6 +18,19 @@ ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIR
            OPENBLAS_NUM_THREADS="1")
 ENV.pop("SLURM_JOB_ID", None)
 
+# analysis/, for the tests of its scripts (put on sys.path by import_analysis)
+ANALYSIS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "analysis")
+
+
+def import_analysis(*names):
+    """The named modules of analysis/ (figures, report, multirun, ...), imported."""
+    import importlib
+    import sys
+    if ANALYSIS not in sys.path:
+        sys.path.insert(0, ANALYSIS)
+    return [importlib.import_module(n) for n in names]
+
+
 # per-run bookkeeping: which rank, how long, how many tries -- never compared between runs
 BOOKKEEPING = {"wall_time", "rank", "attempts"}
 

@@ -17,7 +17,7 @@ on SIGTERM/SIGINT; a run killed harder is cleaned up by the next (net.sh reap).
              the kill is kept
   kill_worker  the same with a worker's host: mpirun ends the job, the resume equals it
   usr1       SIGUSR1 to mpirun while the windows are out on the other hosts: every rank
-             ends with exit code 3 (README, Exit codes), the windows in hand are committed
+             ends with exit code 3 (docs/usage.md, Exit codes), the windows in hand are committed
              (none abandoned inside the grace), the resume equals the one-host run
   usr1_remote  SIGUSR1 to one worker on another host only: the whole job stops gracefully
              (exit 3) and resumes to the same file
@@ -280,7 +280,7 @@ def kill_host(victim):
         if victim == "master":
             # The dead master's lock names its host: a resume whose master is on another
             # host cannot tell that run is dead, and refuses in one line saying how to
-            # remove the lock (README, Reliability), leaving the files as they are.
+            # remove the lock (docs/reliability.md), leaving the files as they are.
             before = {x: digest(f"{d}/out.h5{x}") for x in ("", ".journal", ".lock")}
             r = h.mpirun(d, 3, ["s.cfg"], ENV, first=1)
             rc, _, err = finish(r, "resume with the master on another host")
