@@ -429,21 +429,16 @@ static int load_values(ctx *c, as_config *cfg, const char *const *sets, size_t n
         get_path(c, "text.path", cfg->dir, cfg->text_path) ||
         get_path(c, "output", cfg->dir, cfg->output))
         return -1;
-    static const char *const formats[] = {"text", "tokens", NULL};
-    static const char *const vectors[] = {"value", "resid", NULL};
-    static const char *const rows[] = {"visible", "full_row", NULL};
-    static const char *const logits[] = {"raw", "scaled", NULL};
-    static const char *const distances[] = {"per_token", "aggregate", NULL};
     int fmt, vec, row, lgt, dist;
     const char *start_at;
-    if (cfg_get_choice(c, "text.format", formats, 0, &fmt) ||
+    if (cfg_get_choice(c, "text.format", cfg_text_format_names, 0, &fmt) ||
         get_bool(c, "text.strip_gutenberg", 1, &cfg->strip_gutenberg) ||
         get_string(c, "text.start_at", "", &start_at) ||
         cfg_get_int64(c, "text.start_occurrence", 1, &cfg->start_occurrence) ||
-        cfg_get_choice(c, "metrics.vectors", vectors, 0, &vec) ||
-        cfg_get_choice(c, "metrics.rows", rows, 0, &row) ||
-        cfg_get_choice(c, "metrics.logits", logits, 0, &lgt) ||
-        cfg_get_choice(c, "metrics.distance", distances, 0, &dist))
+        cfg_get_choice(c, "metrics.vectors", cfg_vectors_names, 0, &vec) ||
+        cfg_get_choice(c, "metrics.rows", cfg_rows_names, 0, &row) ||
+        cfg_get_choice(c, "metrics.logits", cfg_logits_names, 0, &lgt) ||
+        cfg_get_choice(c, "metrics.distance", cfg_distance_names, 0, &dist))
         return -1;
     cfg->distance = (as_distance)dist;
     cfg->text_format = (as_text_format)fmt;

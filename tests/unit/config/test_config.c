@@ -674,6 +674,60 @@ static void test_start_at_and_logits(void) {
                  "text.start_at", "format = \"text\" only", NULL);
 }
 
+/* Each config enum's spellings are a contract (results files and their canonical text hold
+ * them): config_*_name gives each value its spelling, the parser reads the spelling back to
+ * the same value, and the canonical text of a config carries it and reloads to it. */
+static void test_enum_names(void) {
+    static const struct {
+        const char *key; /* the --set key; the canonical text's member name is its last part */
+        int value;
+        const char *name;
+    } spell[] = {
+        {"text.format", AS_TEXT_PLAIN, "text"},           {"text.format", AS_TEXT_TOKENS, "tokens"},
+        {"metrics.vectors", AS_VECTORS_VALUE, "value"},   {"metrics.vectors", AS_VECTORS_RESID, "resid"},
+        {"metrics.rows", AS_ROWS_VISIBLE, "visible"},     {"metrics.rows", AS_ROWS_FULL_ROW, "full_row"},
+        {"metrics.logits", AS_LOGITS_RAW, "raw"},         {"metrics.logits", AS_LOGITS_SCALED, "scaled"},
+        {"metrics.distance", AS_DISTANCE_PER_TOKEN, "per_token"},
+        {"metrics.distance", AS_DISTANCE_AGGREGATE, "aggregate"},
+    };
+    for (size_t i = 0; i < sizeof spell / sizeof spell[0]; i++) {
+        const char *key = spell[i].key;
+        int is = !strcmp(key, "text.format") ? 0 : !strcmp(key, "metrics.vectors") ? 1
+                 : !strcmp(key, "metrics.rows") ? 2 : !strcmp(key, "metrics.logits") ? 3 : 4;
+        const char *named = is == 0   ? config_text_format_name((as_text_format)spell[i].value)
+                            : is == 1 ? config_vectors_name((as_vectors)spell[i].value)
+                            : is == 2 ? config_rows_name((as_rows)spell[i].value)
+                            : is == 3 ? config_logits_name((as_logits)spell[i].value)
+                                      : config_distance_name((as_distance)spell[i].value);
+        CHECK(!strcmp(named, spell[i].name), "%s %d is spelled \"%s\", not \"%s\"", key,
+              spell[i].value, named, spell[i].name);
+        char set[128], member[128];
+        snprintf(set, sizeof set, "%s=\"%s\"", key, spell[i].name);
+        snprintf(member, sizeof member, "%s = \"%s\"", strchr(key, '.') + 1, spell[i].name);
+        as_config c, d;
+        if (load_ok(&c, "", (const char *[]){set}, 1, set)) continue;
+        const as_config *cc[2] = {&c, &d};
+        as_err err;
+        int reloaded = config_load_text(&d, c.canonical, "canonical", NULL, 0, &err) == 0;
+        CHECK(reloaded, "%s: the canonical text does not reload: %s", set, err.msg);
+        for (int k = 0; k < 1 + reloaded; k++) {
+            int got = is == 0 ? (int)cc[k]->text_format : is == 1 ? (int)cc[k]->vectors
+                      : is == 2 ? (int)cc[k]->rows : is == 3 ? (int)cc[k]->logits
+                                : (int)cc[k]->distance;
+            CHECK(got == spell[i].value, "%s %s reads as %d, not %d", k ? "canonical" : "--set", set,
+                  got, spell[i].value);
+        }
+        /* logits and distance appear only off their default (older files keep their sha256) */
+        int omitted = (is == 3 || is == 4) && spell[i].value == 0;
+        CHECK(omitted ? !strstr(c.canonical, strchr(key, '.') + 1) : strstr(c.canonical, member) != NULL,
+              "%s: canonical text %s '%s':\n%s", set, omitted ? "holds" : "lacks", member, c.canonical);
+        if (reloaded) config_free(&d);
+        config_free(&c);
+    }
+    CHECK(!strcmp(config_rows_name((as_rows)7), "?") && !strcmp(config_vectors_name((as_vectors)-1), "?"),
+          "a value outside the enum is spelled \"?\"");
+}
+
 /* metrics.per_N_T, metrics.grad_exact, metrics.dist_expect: defaults keep the canonical text
  * as before the keys; set, they are recorded (resolved to the grid's T) and refuse a resume;
  * per_N_T must name grid T values. */
@@ -867,6 +921,7 @@ int main(void) {
     test_diff();
     test_include();
     test_start_at_and_logits();
+    test_enum_names();
     test_metric_switches();
     test_models();
     char cmd[300];
