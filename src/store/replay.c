@@ -213,24 +213,6 @@ static void close_old_view(old_view *ov) {
     ov->file = -1, ov->window_start = NULL, ov->L = NULL, ov->model = NULL;
 }
 
-/* A 1-D coordinate of the old view, malloc'd; its length in *n. */
-static void *read_coord(hid_t f, const char *name, hid_t mtype, size_t elem, size_t *n) {
-    hid_t ds = H5Dopen2(f, name, H5P_DEFAULT);
-    if (ds < 0) return NULL;
-    hid_t sp = H5Dget_space(ds);
-    hsize_t dim = 0;
-    void *buf = NULL;
-    if (sp >= 0 && H5Sget_simple_extent_ndims(sp) == 1 && H5Sget_simple_extent_dims(sp, &dim, NULL) == 1 &&
-        (buf = malloc(dim ? dim * elem : 1)) && H5Dread(ds, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
-        free(buf);
-        buf = NULL;
-    }
-    if (sp >= 0) H5Sclose(sp);
-    H5Dclose(ds);
-    *n = (size_t)dim;
-    return buf;
-}
-
 static void open_old_view(store *s, old_view *ov) {
     memset(ov, 0, sizeof *ov);
     ov->file = -1;
@@ -241,12 +223,12 @@ static void open_old_view(store *s, old_view *ov) {
     H5E_BEGIN_TRY {
         ov->file = H5Fopen(s->path, H5F_ACC_RDONLY, fapl);
         if (ov->file >= 0) {
-            ov->window_start = read_coord(ov->file, "window_start", H5T_NATIVE_INT64, 8, &ov->n_window);
-            ov->L = read_coord(ov->file, "L", H5T_NATIVE_INT32, 4, &ov->n_L);
+            ov->window_start = st_read_1d(ov->file, "window_start", H5T_NATIVE_INT64, 8, &ov->n_window);
+            ov->L = st_read_1d(ov->file, "L", H5T_NATIVE_INT32, 4, &ov->n_L);
             hid_t str = st_utf8_vlen();
             ov->n_model = 1;
             if (H5Lexists(ov->file, "model", H5P_DEFAULT) > 0)
-                ov->model = read_coord(ov->file, "model", str, sizeof(char *), &ov->n_model);
+                ov->model = st_read_1d(ov->file, "model", str, sizeof(char *), &ov->n_model);
             H5Tclose(str);
         }
     } H5E_END_TRY;

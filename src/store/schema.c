@@ -158,6 +158,24 @@ int st_attr_str(hid_t loc, const char *name, const char *value) {
     return rc;
 }
 
+void *st_read_1d(hid_t file, const char *name, hid_t mtype, size_t elem, size_t *n) {
+    hid_t ds = H5Dopen2(file, name, H5P_DEFAULT);
+    if (ds < 0) return NULL;
+    hid_t sp = H5Dget_space(ds);
+    hsize_t dim = 0;
+    void *buf = NULL;
+    if (sp >= 0 && H5Sget_simple_extent_ndims(sp) == 1 && H5Sget_simple_extent_dims(sp, &dim, NULL) == 1 &&
+        dim > 0 && (buf = malloc((size_t)dim * elem)) &&
+        H5Dread(ds, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
+        free(buf);
+        buf = NULL;
+    }
+    if (sp >= 0) H5Sclose(sp);
+    H5Dclose(ds);
+    *n = (size_t)dim;
+    return buf;
+}
+
 static int attr_i32(hid_t loc, const char *name, int32_t v) {
     return st_attr_write(loc, name, H5T_STD_I32LE, H5T_NATIVE_INT32, 1, &v);
 }

@@ -146,6 +146,10 @@ int st_create_view(store *s, const char *path, as_err *err);
 /* Attribute writers (schema.c): an existing attribute of the name is replaced. */
 int st_attr_write(hid_t loc, const char *name, hid_t ftype, hid_t mtype, size_t n, const void *data);
 int st_attr_str(hid_t loc, const char *name, const char *value);
+/* A 1-D dataset of file's (a coordinate) as malloc'd values of mtype, elem bytes each, its
+ * length in *n. NULL when absent (*n untouched), not 1-D, empty or unreadable (*n its
+ * length then). Call inside H5E_BEGIN_TRY: a missing dataset is an answer here. */
+void *st_read_1d(hid_t file, const char *name, hid_t mtype, size_t elem, size_t *n);
 
 /* ---- the model axis in the view (schema_models.c) ---- */
 
