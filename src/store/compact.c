@@ -18,26 +18,12 @@
 #include "merge.h"
 #include "testhook.h"
 
-static int find_L(const store *s, int32_t L) {
-    for (size_t i = 0; i < s->ax.n_L; i++)
-        if (s->Lv[i] == L) return (int)i;
-    return -1;
-}
-
 /* The digest payload of a compacted commit (JOURNAL_COMPACT_BYTES, journal.h). */
 static void digest_encode(unsigned char out[JOURNAL_COMPACT_BYTES], uint32_t crc, uint64_t len) {
     uint32_t zero = 0;
     memcpy(out, &crc, 4);
     memcpy(out + 4, &zero, 4);
     memcpy(out + 8, &len, 8);
-}
-
-static int fsync_file(const char *path) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return -1;
-    int rc = fsync(fd);
-    close(fd);
-    return rc;
 }
 
 /* Step 2: ok[c] = 1 for every done cell still whole in the journal whose values the view
@@ -73,7 +59,7 @@ static int copy_records(store *s, journal *nj, const uint8_t *ok, journal_record
         uint32_t pcrc = r.payload_crc;
         int cell = -1;
         if (r.type == JR_COMMIT) {
-            int li = find_L(s, r.L);
+            int li = st_find_L(s, r.L);
             if (li >= 0 && r.window >= 0 && (size_t)r.window < s->ax.n_window && r.model < s->ax.n_model)
                 cell = (int)cell_at(s, r.model, (size_t)r.window, (size_t)li);
         }
@@ -131,7 +117,7 @@ int st_compact(store *s, as_err *err) {
      * page cache, and the journal's copy is about to go) */
     int rc = 0;
     H5E_BEGIN_TRY { rc = H5Fflush(s->file, H5F_SCOPE_GLOBAL) < 0; } H5E_END_TRY;
-    if (rc || fsync_file(s->path))
+    if (rc || st_fsync_path(s->path))
         return as_fail(err, "%s: cannot make the file durable before compacting the journal: %s",
                        s->path, rc ? "HDF5 flush failed" : strerror(errno));
     st_test_phase("compact_synced");

@@ -13,13 +13,6 @@
 
 #include <hdf5.h>
 
-/* The index of an L value on this sweep's axis, -1 when it is not on it. */
-static int find_L(const store *s, int32_t L) {
-    for (size_t i = 0; i < s->ax.n_L; i++)
-        if (s->Lv[i] == L) return (int)i;
-    return -1;
-}
-
 /* ---------- journal replay ---------- */
 
 /* A JR_CONFIG record: the config (sha256, text, inputs) the cells that follow were
@@ -104,7 +97,7 @@ static int replay_segment(store *s, const journal_record *r, size_t damaged, as_
 /* A JR_DISPATCH or JR_COMMIT record: a cell's attempts and state. */
 static int replay_cell(store *s, const journal_record *r, as_err *err) {
     /* the cell is named by model index, window index and L value */
-    int li = find_L(s, r->L);
+    int li = st_find_L(s, r->L);
     if (r->window < 0 || (size_t)r->window >= s->ax.n_window || li < 0 || r->model >= s->ax.n_model)
         return as_fail(err, "%s: journal holds cell (model %u, window %d, L %d) outside this "
                        "sweep's axes; models, windows and L values may be added, not removed",
@@ -187,14 +180,6 @@ int st_replay_journal(store *s, as_err *err) {
 }
 
 /* ---------- rebuild ---------- */
-
-static int fsync_path(const char *path) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return -1;
-    int rc = fsync(fd);
-    close(fd);
-    return rc;
-}
 
 /* The view being replaced, open read-only for the compacted cells it holds. */
 typedef struct {
@@ -309,7 +294,7 @@ int st_rebuild_view(store *s, as_err *err) {
     if (rc) st_discard_view(s, tmp);
     st_close_handles(s);
     close_old_view(&ov);
-    if (!rc && fsync_path(tmp)) rc = as_fail(err, "%s: fsync failed: %s", tmp, strerror(errno));
+    if (!rc && st_fsync_path(tmp)) rc = as_fail(err, "%s: fsync failed: %s", tmp, strerror(errno));
     if (!rc && rename(tmp, s->path)) rc = as_fail(err, "%s: cannot rename to %s: %s", tmp, s->path, strerror(errno));
     if (rc) {
         unlink(tmp);

@@ -45,6 +45,14 @@ char *st_dupstr(const char *s) {
     return d;
 }
 
+int st_fsync_path(const char *path) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    int rc = fsync(fd);
+    close(fd);
+    return rc;
+}
+
 size_t store_total(const store *s) { return s->ax.n_model * s->ax.n_window * s->ax.n_L; }
 size_t store_block_doubles(const store *s) { return s->lay.total; }
 int store_was_rebuilt(const store *s) { return s->rebuilt; }

@@ -125,12 +125,20 @@ static inline void cell_of(const store *s, size_t c, size_t *m, size_t *w, size_
     *w = c / s->ax.n_L % s->ax.n_window;
     *m = c / s->ax.n_L / s->ax.n_window;
 }
+/* The index of an L value on this sweep's axis, -1 when it is not on it (a journal record
+ * names its cell's L by value). */
+static inline int st_find_L(const store *s, int32_t L) {
+    for (size_t i = 0; i < s->ax.n_L; i++)
+        if (s->Lv[i] == L) return (int)i;
+    return -1;
+}
 
 /* ---- small helpers (store.c) ---- */
 
 double st_now(void);                                  /* seconds since the epoch */
 void st_iso_time(char *out, size_t size, double t);   /* ISO 8601 UTC */
 char *st_dupstr(const char *s);                       /* malloc'd copy; NULL -> "" */
+int st_fsync_path(const char *path);                  /* open, fsync, close; -1 + errno */
 
 /* ---- packing and the HDF5 view (schema.c) ---- */
 
