@@ -10,19 +10,10 @@
 
 #include "check.h"
 #include "config.h"
+#include "config_fixture.h"
 
 static char dir[256];        /* temp dir holding cfg files and a model */
 static char model_dir[300];  /* dir/model: n_layer 3, n_head 4, n_embd 32, n_positions 256 */
-
-static void write_file(const char *path, const char *text) {
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        perror(path);
-        exit(1);
-    }
-    fputs(text, f);
-    fclose(f);
-}
 
 static void write_model(const char *mdir, int n_positions) {
     mkdir(mdir, 0777);
@@ -32,7 +23,7 @@ static void write_model(const char *mdir, int n_positions) {
              "{\"model_type\": \"gpt2\", \"n_layer\": 3, \"n_head\": 4, \"n_embd\": 32, "
              "\"n_positions\": %d, \"vocab_size\": 100}",
              n_positions);
-    write_file(path, json);
+    fx_write_file(path, json);
 }
 
 /* The three required keys plus `extra`, in dir/NAME. */
@@ -44,7 +35,7 @@ static int load(as_config *cfg, as_err *err, const char *text, const char *const
                 size_t n_sets) {
     static int counter;
     snprintf(last_path, sizeof last_path, "%s/c%d.cfg", dir, counter++);
-    write_file(last_path, text);
+    fx_write_file(last_path, text);
     err->msg[0] = 0;
     return config_load(cfg, last_path, sets, n_sets, err);
 }
@@ -129,7 +120,7 @@ static void test_paths(void) {
              "model = \"../model\";\ntext = { path = \"./data/../t.txt\"; };\noutput = \"/abs/o.h5\";\n");
     char path[400];
     snprintf(path, sizeof path, "%s/c.cfg", sub);
-    write_file(path, text);
+    fx_write_file(path, text);
     as_err err;
     int rc = config_load(&c, path, NULL, 0, &err);
     CHECK(rc == 0, "paths: %s", err.msg);
@@ -459,7 +450,7 @@ static void test_canonical(void) {
     /* the canonical text is itself a valid config that loads to the same canonical text */
     char path[400];
     snprintf(path, sizeof path, "%s/canon.cfg", dir);
-    write_file(path, a.canonical);
+    fx_write_file(path, a.canonical);
     as_config d;
     CHECK(config_load(&d, path, NULL, 0, &err) == 0, "canonical reloads: %s", err.msg);
     if (d.canonical) {
@@ -576,7 +567,7 @@ static void test_include(void) {
     snprintf(inc_dir, sizeof inc_dir, "%s/incs", dir);
     mkdir(inc_dir, 0777);
     snprintf(inc, sizeof inc, "%s/grid.inc", inc_dir);
-    write_file(inc, "grid = { L = [32, 64]; N = [1, 3];\n  T = [2.0]; };\n");
+    fx_write_file(inc, "grid = { L = [32, 64]; N = [1, 3];\n  T = [2.0]; };\n");
     as_config cfg;
     snprintf(text, sizeof text, BASE "@include \"%s\"\nwindows = { count = 2; };\n", inc);
     as_err err;
@@ -594,7 +585,7 @@ static void test_include(void) {
     /* an error inside the included file names it and its line */
     char bad[500];
     snprintf(bad, sizeof bad, "%s/bad.inc", inc_dir);
-    write_file(bad, "grid = {\n  L = [32, 64];\n  bogus = 1;\n};\n");
+    fx_write_file(bad, "grid = {\n  L = [32, 64];\n  bogus = 1;\n};\n");
     snprintf(text, sizeof text, BASE "@include \"%s\"\n", bad);
     rc = load(&cfg, &err, text, NULL, 0);
     CHECK(rc == -1 && strstr(err.msg, "bad.inc:3:") && strstr(err.msg, "bogus"),
@@ -622,7 +613,7 @@ static void test_include(void) {
     /* an include loop ends in an error */
     char loop[500];
     snprintf(loop, sizeof loop, "%s/loop.inc", inc_dir);
-    write_file(loop, "@include \"loop.inc\"\n");
+    fx_write_file(loop, "@include \"loop.inc\"\n");
     snprintf(text, sizeof text, BASE "@include \"%s\"\n", loop);
     rc = load(&cfg, &err, text, NULL, 0);
     CHECK(rc == -1 && strstr(err.msg, "loop.inc") && strstr(err.msg, "deep"), "include loop: %s", err.msg);
@@ -792,7 +783,7 @@ static void write_model_shape(const char *mdir, int n_layer, int n_head, int n_p
              "{\"model_type\": \"gpt2\", \"n_layer\": %d, \"n_head\": %d, \"n_embd\": %d, "
              "\"n_positions\": %d, \"vocab_size\": 100%s}",
              n_layer, n_head, 8 * n_head, n_positions, st);
-    write_file(path, json);
+    fx_write_file(path, json);
 }
 
 /* The model axis: `model` as a list (config_models.c). */
