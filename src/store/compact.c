@@ -33,7 +33,7 @@ static void mark_intact(store *s, uint8_t *ok) {
         for (size_t c = 0; c < store_total(s); c++) {
             if (s->status[c] != STORE_DONE || s->compacted[c]) continue;
             size_t m, w, l;
-            cell_of(s, c, &m, &w, &l);
+            st_cell_of(s, c, &m, &w, &l);
             /* a deflated cell is compared as the chunks the view stores (H5Dread_chunk):
              * exactly the bytes a later rebuild would salvage, with no inflate */
             const unsigned char *vals;
@@ -61,7 +61,7 @@ static int copy_records(store *s, journal *nj, const uint8_t *ok, journal_record
         if (r.type == JR_COMMIT) {
             int li = st_find_L(s, r.L);
             if (li >= 0 && r.window >= 0 && (size_t)r.window < s->ax.n_window && r.model < s->ax.n_model)
-                cell = (int)cell_at(s, r.model, (size_t)r.window, (size_t)li);
+                cell = (int)st_cell_at(s, r.model, (size_t)r.window, (size_t)li);
         }
         int live = cell >= 0 && s->last_commit[cell].payload_offset == r.payload_offset &&
                    s->last_commit[cell].type == JR_COMMIT;

@@ -107,7 +107,7 @@ static int replay_cell(store *s, const journal_record *r, as_err *err) {
                        "the text or the window plan changed; use a new output",
                        s->journal_path, r->window, (long long)r->window_start,
                        (long long)s->window_start[r->window]);
-    size_t c = cell_at(s, r->model, (size_t)r->window, (size_t)li);
+    size_t c = st_cell_at(s, r->model, (size_t)r->window, (size_t)li);
     if (r->type == JR_DISPATCH) {
         s->attempts[c]++;
         s->in_flight[c] = 1;
@@ -234,7 +234,7 @@ static int salvage(store *s, const old_view *ov, size_t m, size_t w, size_t l,
     size_t lo = 0;
     while (lo < ov->n_L && ov->L[lo] != s->Lv[l]) lo++;
     if (lo == ov->n_L) return -1;
-    size_t c = cell_at(s, m, w, l);
+    size_t c = st_cell_at(s, m, w, l);
     return st_cell_intact(s, ov->file, m, w, lo, s->deflated[c], s->values_crc[c], out, len) ? 0 : -1;
 }
 
@@ -259,7 +259,7 @@ int st_rebuild_view(store *s, as_err *err) {
     H5E_BEGIN_TRY {
         for (size_t c = 0; c < store_total(s) && !rc; c++) {
                 size_t m, w, l;
-                cell_of(s, c, &m, &w, &l);
+                st_cell_of(s, c, &m, &w, &l);
                 if (s->status[c] != STORE_DONE) continue;
                 const unsigned char *vals = s->packed;
                 size_t len = s->payload_bytes;
@@ -327,7 +327,7 @@ int st_reconcile_view(store *s, as_err *err) {
                 if (fst[c] != STORE_DONE || s->status[c] == STORE_DONE) continue;
                 if (!filled) st_fill_packed(s, s->packed), filled = 1;
                 size_t m, w, l;
-                cell_of(s, c, &m, &w, &l);
+                st_cell_of(s, c, &m, &w, &l);
                 if (st_write_cell_values(s, m, w, l, s->packed)) rc = 1;
             }
             if (!rc && H5Fflush(s->file, H5F_SCOPE_GLOBAL) < 0) rc = 1;

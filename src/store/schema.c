@@ -816,7 +816,7 @@ static int write_element(hid_t ds, hid_t mtype, size_t m, size_t w, size_t l, co
 }
 
 int st_write_bookkeeping_cell(store *s, size_t m, size_t w, size_t l) {
-    size_t c = cell_at(s, m, w, l);
+    size_t c = st_cell_at(s, m, w, l);
     int rc = 0;
     rc |= write_element(s->status_ds, H5T_NATIVE_UINT8, m, w, l, &s->status[c]);
     rc |= write_element(s->wall_ds, H5T_NATIVE_DOUBLE, m, w, l, &s->wall_time[c]);

@@ -60,8 +60,8 @@ int store_compressed(const store *s) { return s->compress; }
 int store_checksummed(const store *s) { return s->fletcher; }
 long long store_torn_bytes(const store *s) { return s->torn; }
 const char *store_journal_damage(const store *s) { return s->damage_note ? s->damage_note : ""; }
-int store_cell_status(const store *s, size_t m, size_t w, size_t l) { return s->status[cell_at(s, m, w, l)]; }
-int store_cell_attempts(const store *s, size_t m, size_t w, size_t l) { return s->attempts[cell_at(s, m, w, l)]; }
+int store_cell_status(const store *s, size_t m, size_t w, size_t l) { return s->status[st_cell_at(s, m, w, l)]; }
+int store_cell_attempts(const store *s, size_t m, size_t w, size_t l) { return s->attempts[st_cell_at(s, m, w, l)]; }
 size_t store_count_model(const store *s, size_t m, int status) {
     size_t n = 0, per = s->ax.n_window * s->ax.n_L;
     for (size_t i = m * per; i < (m + 1) * per; i++) n += s->status[i] == status;
@@ -403,7 +403,7 @@ static int verify_view(store *s, as_err *err) {
     for (size_t c = 0; c < store_total(s) && !rc; c++) {
         if (s->status[c] != STORE_DONE) continue;
         size_t m, w, l;
-        cell_of(s, c, &m, &w, &l);
+        st_cell_of(s, c, &m, &w, &l);
         const unsigned char *vals;
         size_t len;
         if (st_cell_intact(s, s->file, m, w, l, s->deflated[c], s->values_crc[c], &vals, &len)) continue;
@@ -639,7 +639,7 @@ int store_mark_dispatched(store *s, size_t m, size_t w, size_t l, int rank, doub
                           as_err *err) {
     if (m >= s->ax.n_model || w >= s->ax.n_window || l >= s->ax.n_L)
         return as_fail(err, "%s: cell (%zu, %zu, %zu) outside the axes", s->path, m, w, l);
-    size_t c = cell_at(s, m, w, l);
+    size_t c = st_cell_at(s, m, w, l);
     journal_record r = {.type = JR_DISPATCH, .model = (uint32_t)m, .window = (int32_t)w, .L = s->Lv[l],
                         .window_start = s->window_start[w], .attempt = (uint32_t)s->attempts[c] + 1,
                         .rank = rank, .t_start = t_start};

@@ -116,11 +116,11 @@ struct store {
     int locked, lock_fd; /* lock_fd holds the kernel lock (lockfile.h) */
 };
 
-static inline size_t cell_at(const store *s, size_t m, size_t w, size_t l) {
+static inline size_t st_cell_at(const store *s, size_t m, size_t w, size_t l) {
     return (m * s->ax.n_window + w) * s->ax.n_L + l;
 }
 /* The (model, window, L index) of cell c. */
-static inline void cell_of(const store *s, size_t c, size_t *m, size_t *w, size_t *l) {
+static inline void st_cell_of(const store *s, size_t c, size_t *m, size_t *w, size_t *l) {
     *l = c % s->ax.n_L;
     *w = c / s->ax.n_L % s->ax.n_window;
     *m = c / s->ax.n_L / s->ax.n_window;
