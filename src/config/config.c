@@ -611,6 +611,30 @@ static int load_values(ctx *c, as_config *cfg, const char *const *sets, size_t n
     return 0;
 }
 
+/* The expanded text x (named origin in messages) parsed by libconfig, then every key read
+ * (load_values); x is freed, and cfg too on failure. */
+static int parse_and_load(as_config *cfg, const char *origin, expansion *x, const char *const *sets,
+                          size_t n_sets, as_err *err) {
+    ctx c = {.path = origin, .err = err, .x = x};
+    config_init(&c.lc);
+    /* every @include is expanded already; one libconfig still saw would fail
+     * to open rather than read a file relative to the current directory */
+    config_set_include_dir(&c.lc, "/dev/null");
+    int rc;
+    if (config_read_string(&c.lc, x->text ? x->text : "") != CONFIG_TRUE) {
+        const char *file = origin;
+        unsigned line = (unsigned)config_error_line(&c.lc);
+        cfg_exp_where(x, config_error_line(&c.lc), &file, &line);
+        rc = as_fail(err, "%s:%u: %s", file, line, config_error_text(&c.lc));
+    } else {
+        rc = load_values(&c, cfg, sets, n_sets);
+    }
+    config_destroy(&c.lc);
+    cfg_exp_free(x);
+    if (rc) config_free(cfg);
+    return rc;
+}
+
 int config_load(as_config *cfg, const char *path, const char *const *sets, size_t n_sets,
                 as_err *err) {
     memset(cfg, 0, sizeof *cfg);
@@ -627,24 +651,7 @@ int config_load(as_config *cfg, const char *path, const char *const *sets, size_
         return -1;
     }
 
-    ctx c = {.path = path, .err = err, .x = &x};
-    config_init(&c.lc);
-    /* every @include is expanded above; one libconfig still saw would fail
-     * to open rather than read a file relative to the current directory */
-    config_set_include_dir(&c.lc, "/dev/null");
-    int rc;
-    if (config_read_string(&c.lc, x.text ? x.text : "") != CONFIG_TRUE) {
-        const char *file = path;
-        unsigned line = (unsigned)config_error_line(&c.lc);
-        cfg_exp_where(&x, config_error_line(&c.lc), &file, &line);
-        rc = as_fail(err, "%s:%u: %s", file, line, config_error_text(&c.lc));
-    } else {
-        rc = load_values(&c, cfg, sets, n_sets);
-    }
-    config_destroy(&c.lc);
-    cfg_exp_free(&x);
-    if (rc) config_free(cfg);
-    return rc;
+    return parse_and_load(cfg, path, &x, sets, n_sets, err);
 }
 
 int config_load_text(as_config *cfg, const char *text, const char *origin,
@@ -662,20 +669,5 @@ int config_load_text(as_config *cfg, const char *text, const char *origin,
         config_free(cfg);
         return -1;
     }
-    ctx c = {.path = origin, .err = err, .x = &x};
-    config_init(&c.lc);
-    config_set_include_dir(&c.lc, "/dev/null");
-    int rc;
-    if (config_read_string(&c.lc, x.text ? x.text : "") != CONFIG_TRUE) {
-        const char *file = origin;
-        unsigned line = (unsigned)config_error_line(&c.lc);
-        cfg_exp_where(&x, config_error_line(&c.lc), &file, &line);
-        rc = as_fail(err, "%s:%u: %s", file, line, config_error_text(&c.lc));
-    } else {
-        rc = load_values(&c, cfg, sets, n_sets);
-    }
-    config_destroy(&c.lc);
-    cfg_exp_free(&x);
-    if (rc) config_free(cfg);
-    return rc;
+    return parse_and_load(cfg, origin, &x, sets, n_sets, err);
 }
