@@ -175,7 +175,14 @@ int64_t config_tokens_needed(const as_config *cfg);
 
 int32_t config_max_L(const as_config *cfg);
 
-const char *config_logits_name(as_logits l);  /* "raw" | "scaled" */
+/* The ONE table of each config enum's names (the normalizers' is met_normalizer_name,
+ * metrics.h): the config's values, the canonical text, plan's summary and the results
+ * file's attributes spell them through these ("?" for a value outside the enum). */
+const char *config_text_format_name(as_text_format f); /* text.format: "text" | "tokens" */
+const char *config_vectors_name(as_vectors v);         /* metrics.vectors: "value" | "resid" */
+const char *config_rows_name(as_rows r);               /* metrics.rows: "visible" | "full_row" */
+const char *config_logits_name(as_logits l);           /* metrics.logits: "raw" | "scaled" */
+const char *config_distance_name(as_distance d);       /* metrics.distance: "per_token" | "aggregate" */
 
 /* "a:b" or "a:b:step" (integers, a <= b, step >= 1; b is included when the
  * step lands on it: "1:10:4" = 1, 5, 9). Allocates *values. */

@@ -44,7 +44,7 @@ void args_free(const arg_spec *s) {
 }
 
 /* The value of o from text; -1 with why (a phrase after the quoted value). */
-static int store_value(const arg_opt *o, const char *text, const char **why) {
+static int assign_value(const arg_opt *o, const char *text, const char **why) {
     char *end;
     errno = 0;
     switch (o->type) {
@@ -129,7 +129,7 @@ static int take_option(const arg_spec *s, int argc, char **argv, int *i, int *se
         text = argv[++*i];
     }
     const char *why = NULL;
-    if (store_value(o, text, &why)) return bad_value(s, o, text, why);
+    if (assign_value(o, text, &why)) return bad_value(s, o, text, why);
     return 0;
 }
 

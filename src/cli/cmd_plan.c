@@ -327,7 +327,7 @@ static void print_config(const as_config *cfg) {
                    (double)model_param_count(&ms->cfg) / 1e6, step);
     }
     printf("text      %s (%s%s); needs >= %lld tokens\n", cfg->text_path,
-           cfg->text_format == AS_TEXT_PLAIN ? "text" : "tokens",
+           config_text_format_name(cfg->text_format),
            cfg->text_format == AS_TEXT_PLAIN ? (cfg->strip_gutenberg ? ", strip_gutenberg" : "") : "",
            (long long)config_tokens_needed(cfg));
     printf("windows   count %lld, offset %lld, stride %lld\n", (long long)cfg->windows_count,
@@ -340,8 +340,8 @@ static void print_settings(const as_config *cfg) {
     for (size_t k = 1; k < cfg->n_model; k++)
         if (cfg->models[k].ssmax_scale != cfg->ssmax_scale) snprintf(ssmax, sizeof ssmax, "1/ln(n_positions) per model");
     printf("metrics   vectors %s, rows %s, logits %s, ks_alpha %g, ssmax_scale %s, seed %lld\n",
-           cfg->vectors == AS_VECTORS_VALUE ? "value" : "resid",
-           cfg->rows == AS_ROWS_VISIBLE ? "visible" : "full_row", config_logits_name(cfg->logits),
+           config_vectors_name(cfg->vectors), config_rows_name(cfg->rows),
+           config_logits_name(cfg->logits),
            cfg->ks_alpha, ssmax, (long long)cfg->seed);
     printf("output    %s\n", cfg->output);
     printf("runtime   blas_threads %d per rank, commit_every %d cells\n\n", cfg->blas_threads,

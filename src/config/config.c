@@ -418,32 +418,19 @@ void config_free(as_config *cfg) {
     memset(cfg, 0, sizeof *cfg);
 }
 
-static int load_values(ctx *c, as_config *cfg, const char *const *sets, size_t n_sets) {
-    as_err *err = c->err;
-    for (size_t i = 0; i < n_sets; i++)
-        if (apply_set(c, sets[i])) return -1;
-    config_setting_t *root = config_root_setting(&c->lc);
-    if (check_unknown(c, root, "") || check_groups(c)) return -1;
-
-    if (cfg_read_models(c, cfg) ||
-        get_path(c, "text.path", cfg->dir, cfg->text_path) ||
-        get_path(c, "output", cfg->dir, cfg->output))
-        return -1;
-    static const char *const formats[] = {"text", "tokens", NULL};
-    static const char *const vectors[] = {"value", "resid", NULL};
-    static const char *const rows[] = {"visible", "full_row", NULL};
-    static const char *const logits[] = {"raw", "scaled", NULL};
-    static const char *const distances[] = {"per_token", "aggregate", NULL};
+/* text.* and the metrics' readings (vectors, rows, logits, distance): the choices first, so
+ * a wrong spelling is reported before any value that depends on it. */
+static int read_text_and_readings(ctx *c, as_config *cfg) {
     int fmt, vec, row, lgt, dist;
     const char *start_at;
-    if (cfg_get_choice(c, "text.format", formats, 0, &fmt) ||
+    if (cfg_get_choice(c, "text.format", cfg_text_format_names, 0, &fmt) ||
         get_bool(c, "text.strip_gutenberg", 1, &cfg->strip_gutenberg) ||
         get_string(c, "text.start_at", "", &start_at) ||
         cfg_get_int64(c, "text.start_occurrence", 1, &cfg->start_occurrence) ||
-        cfg_get_choice(c, "metrics.vectors", vectors, 0, &vec) ||
-        cfg_get_choice(c, "metrics.rows", rows, 0, &row) ||
-        cfg_get_choice(c, "metrics.logits", logits, 0, &lgt) ||
-        cfg_get_choice(c, "metrics.distance", distances, 0, &dist))
+        cfg_get_choice(c, "metrics.vectors", cfg_vectors_names, 0, &vec) ||
+        cfg_get_choice(c, "metrics.rows", cfg_rows_names, 0, &row) ||
+        cfg_get_choice(c, "metrics.logits", cfg_logits_names, 0, &lgt) ||
+        cfg_get_choice(c, "metrics.distance", cfg_distance_names, 0, &dist))
         return -1;
     cfg->distance = (as_distance)dist;
     cfg->text_format = (as_text_format)fmt;
@@ -466,14 +453,15 @@ static int load_values(ctx *c, as_config *cfg, const char *const *sets, size_t n
     if (!cfg->start_at[0] && cfg_get(c, "text.start_occurrence"))
         return cfg_fail_key(c, cfg_get(c, "text.start_occurrence"), "text.start_occurrence",
                         "needs text.start_at");
+    return 0;
+}
 
-    /* the models first (cfg_read_models): the defaults of L, stride, layers, heads come
-     * from them -- L up to the smallest context, layers and heads of the largest model */
-    const gpt2_config *mc = &cfg->model;
+/* grid.L: given, or 32, 64, ... up to the smallest context of the models; every L must fit
+ * every model's context. */
+static int read_L(ctx *c, as_config *cfg) {
     size_t min_positions = cfg->models[0].cfg.n_positions;
     for (size_t m = 1; m < cfg->n_model; m++)
         if (cfg->models[m].cfg.n_positions < min_positions) min_positions = cfg->models[m].cfg.n_positions;
-
     as_axes *ax = &cfg->axes;
     config_setting_t *s = cfg_get(c, "grid.L");
     if (s) {
@@ -481,7 +469,7 @@ static int load_values(ctx *c, as_config *cfg, const char *const *sets, size_t n
     } else {
         /* default: 32, 64, ... up to the model's context (GPT-2: ... 1024) */
         ax->L = malloc(32 * sizeof *ax->L);
-        if (!ax->L) return as_fail(err, "out of memory");
+        if (!ax->L) return as_fail(c->err, "out of memory");
         for (size_t L = 32; L <= min_positions && ax->n_L < 32; L *= 2) ax->L[ax->n_L++] = (int32_t)L;
         if (ax->n_L == 0) ax->L[ax->n_L++] = (int32_t)min_positions;
     }
@@ -492,35 +480,47 @@ static int load_values(ctx *c, as_config *cfg, const char *const *sets, size_t n
             return cfg_fail_key(c, s, "grid.L", "%d exceeds the model's context n_positions = %zu (%s)",
                                 (int)ax->L[ax->n_L - 1], cfg->models[m].cfg.n_positions,
                                 cfg->models[m].dir);
+    return 0;
+}
 
-    if (cfg_read_N(c, ax)) return -1;
+/* grid.*: after the models (cfg_read_models), whose shapes give the defaults of L, layers
+ * and heads -- L up to the smallest context, layers and heads of the largest model. */
+static int read_grid(ctx *c, as_config *cfg) {
+    as_axes *ax = &cfg->axes;
+    if (read_L(c, cfg) || cfg_read_N(c, ax)) return -1;
     if (ax->N[0] >= ax->L[ax->n_L - 1])
         return cfg_fail_key(c, cfg_get(c, "grid.N"), "grid.N",
                         "every N is >= the largest L (%d): no row has an unselected token",
                         (int)ax->L[ax->n_L - 1]);
     if (cfg_read_T(c, ax)) return -1;
 
-    s = cfg_get(c, "grid.eps");
+    config_setting_t *s = cfg_get(c, "grid.eps");
     if (s) {
         if (cfg_read_double_list(c, s, "grid.eps", &ax->eps, &ax->n_eps)) return -1;
     } else {
         static const double def_eps[] = {1e-3, 1e-1, 10.0}; /* the paper's, docs/metrics.md section 7 */
         ax->eps = malloc(sizeof def_eps);
-        if (!ax->eps) return as_fail(err, "out of memory");
+        if (!ax->eps) return as_fail(c->err, "out of memory");
         memcpy(ax->eps, def_eps, sizeof def_eps);
         ax->n_eps = 3;
     }
     if (cfg_sort_unique_f64(c, s, "grid.eps", ax->eps, ax->n_eps)) return -1;
     if (!(ax->eps[0] > 0)) return cfg_fail_key(c, s, "grid.eps", "%g: eps must be > 0", ax->eps[0]);
 
-    if (cfg_read_normalizer(c, ax) ||
-        cfg_read_index_list(c, "grid.layers", cfg->max_n_layer, "n_layer", &ax->layer, &ax->n_layer) ||
-        cfg_read_index_list(c, "grid.heads", cfg->max_n_head, "n_head", &ax->head, &ax->n_head))
-        return -1;
+    return cfg_read_normalizer(c, ax) ||
+                   cfg_read_index_list(c, "grid.layers", cfg->max_n_layer, "n_layer", &ax->layer,
+                                       &ax->n_layer) ||
+                   cfg_read_index_list(c, "grid.heads", cfg->max_n_head, "n_head", &ax->head,
+                                       &ax->n_head)
+               ? -1
+               : 0;
+}
 
+/* windows.*: the stride defaults to the largest L (windows side by side). */
+static int read_windows(ctx *c, as_config *cfg) {
     if (cfg_get_int64(c, "windows.count", 1, &cfg->windows_count) ||
         cfg_get_int64(c, "windows.offset", 0, &cfg->windows_offset) ||
-        cfg_get_int64(c, "windows.stride", ax->L[ax->n_L - 1], &cfg->windows_stride))
+        cfg_get_int64(c, "windows.stride", config_max_L(cfg), &cfg->windows_stride))
         return -1;
     if (cfg->windows_count < 1 || cfg->windows_count > INT32_MAX)
         return cfg_fail_key(c, cfg_get(c, "windows.count"), "windows.count", "must be in 1..%d", INT32_MAX);
@@ -530,7 +530,11 @@ static int load_values(ctx *c, as_config *cfg, const char *const *sets, size_t n
         return cfg_fail_key(c, cfg_get(c, "windows.stride"), "windows.stride", "must be >= 1");
     if (cfg->windows_stride > (INT64_MAX / 2 - cfg->windows_offset) / cfg->windows_count)
         return cfg_fail_key(c, cfg_get(c, "windows.stride"), "windows.stride", "windows reach beyond 2^62 tokens");
+    return 0;
+}
 
+/* metrics.* numbers and switches (the readings are read with the text keys). */
+static int read_metrics(ctx *c, as_config *cfg) {
     if (cfg_get_double(c, "metrics.ks_alpha", 0.01, &cfg->ks_alpha) ||
         cfg_get_double(c, "metrics.ssmax_scale", 0.0, &cfg->ssmax_scale) ||
         cfg_get_int64(c, "metrics.seed", 1, &cfg->seed))
@@ -541,7 +545,6 @@ static int load_values(ctx *c, as_config *cfg, const char *const *sets, size_t n
     if (cfg->ssmax_scale < 0)
         return cfg_fail_key(c, cfg_get(c, "metrics.ssmax_scale"), "metrics.ssmax_scale",
                         "must be >= 0 (0 = 1/ln(n_positions))");
-    /* docs/metrics.md section 10: ssmax equals softmax at full context, per model */
     /* docs/metrics.md section 10.1 */
     if (cfg_get_double(c, "metrics.entmax_alpha", 1.5, &cfg->entmax_alpha) ||
         cfg_get_double(c, "metrics.sigmoid_bias", 0.0, &cfg->sigmoid_bias))
@@ -551,6 +554,7 @@ static int load_values(ctx *c, as_config *cfg, const char *const *sets, size_t n
                             "%g is not in (1, 2] (1 would be softmax, 2 is sparsemax)",
                             cfg->entmax_alpha);
     cfg->sigmoid_bias_set = cfg_get(c, "metrics.sigmoid_bias") != NULL;
+    /* docs/metrics.md section 10: ssmax equals softmax at full context, per model */
     cfg->ssmax_given = cfg->ssmax_scale;
     for (size_t m = 0; m < cfg->n_model; m++) {
         size_t P = cfg->models[m].cfg.n_positions;
@@ -558,12 +562,14 @@ static int load_values(ctx *c, as_config *cfg, const char *const *sets, size_t n
                                      : P > 1 ? 1.0 / log((double)P) : 1.0;
     }
     cfg->ssmax_scale = cfg->models[0].ssmax_scale;
-    (void)mc;
     if (cfg->seed < 0) return cfg_fail_key(c, cfg_get(c, "metrics.seed"), "metrics.seed", "must be >= 0");
     if (get_bool(c, "metrics.grad_exact", 1, &cfg->grad_exact) ||
-        get_bool(c, "metrics.dist_expect", 1, &cfg->dist_expect) || cfg_read_per_N_T(c, ax))
+        get_bool(c, "metrics.dist_expect", 1, &cfg->dist_expect) || cfg_read_per_N_T(c, &cfg->axes))
         return -1;
+    return 0;
+}
 
+static int read_runtime(ctx *c, as_config *cfg) {
     int64_t bt, ce;
     if (cfg_get_int64(c, "runtime.blas_threads", 1, &bt) ||
         cfg_get_int64(c, "runtime.commit_every", 8, &ce))
@@ -583,11 +589,50 @@ static int load_values(ctx *c, as_config *cfg, const char *const *sets, size_t n
     if (!(cfg->stop_grace > 0 && cfg->stop_grace <= AS_STOP_GRACE_MAX_S))
         return cfg_fail_key(c, cfg_get(c, "runtime.stop_grace"), "runtime.stop_grace",
                         "must be in (0, %g] seconds", AS_STOP_GRACE_MAX_S);
+    return 0;
+}
 
+/* The --set overrides, the unknown-key check, then every key group in the order its
+ * defaults depend on (the models before the grid, the grid before the windows), then the
+ * canonical text and its sha256. */
+static int load_values(ctx *c, as_config *cfg, const char *const *sets, size_t n_sets) {
+    for (size_t i = 0; i < n_sets; i++)
+        if (apply_set(c, sets[i])) return -1;
+    if (check_unknown(c, config_root_setting(&c->lc), "") || check_groups(c)) return -1;
+    if (cfg_read_models(c, cfg) ||
+        get_path(c, "text.path", cfg->dir, cfg->text_path) ||
+        get_path(c, "output", cfg->dir, cfg->output) ||
+        read_text_and_readings(c, cfg) || read_grid(c, cfg) || read_windows(c, cfg) ||
+        read_metrics(c, cfg) || read_runtime(c, cfg))
+        return -1;
     cfg->canonical = cfg_canonical_text(cfg);
-    if (!cfg->canonical) return as_fail(err, "%s: out of memory", c->path);
+    if (!cfg->canonical) return as_fail(c->err, "%s: out of memory", c->path);
     sha256_hex(cfg->sha256, cfg->canonical, strlen(cfg->canonical));
     return 0;
+}
+
+/* The expanded text x (named origin in messages) parsed by libconfig, then every key read
+ * (load_values); x is freed, and cfg too on failure. */
+static int parse_and_load(as_config *cfg, const char *origin, expansion *x, const char *const *sets,
+                          size_t n_sets, as_err *err) {
+    ctx c = {.path = origin, .err = err, .x = x};
+    config_init(&c.lc);
+    /* every @include is expanded already; one libconfig still saw would fail
+     * to open rather than read a file relative to the current directory */
+    config_set_include_dir(&c.lc, "/dev/null");
+    int rc;
+    if (config_read_string(&c.lc, x->text ? x->text : "") != CONFIG_TRUE) {
+        const char *file = origin;
+        unsigned line = (unsigned)config_error_line(&c.lc);
+        cfg_exp_where(x, config_error_line(&c.lc), &file, &line);
+        rc = as_fail(err, "%s:%u: %s", file, line, config_error_text(&c.lc));
+    } else {
+        rc = load_values(&c, cfg, sets, n_sets);
+    }
+    config_destroy(&c.lc);
+    cfg_exp_free(x);
+    if (rc) config_free(cfg);
+    return rc;
 }
 
 int config_load(as_config *cfg, const char *path, const char *const *sets, size_t n_sets,
@@ -606,24 +651,7 @@ int config_load(as_config *cfg, const char *path, const char *const *sets, size_
         return -1;
     }
 
-    ctx c = {.path = path, .err = err, .x = &x};
-    config_init(&c.lc);
-    /* every @include is expanded above; one libconfig still saw would fail
-     * to open rather than read a file relative to the current directory */
-    config_set_include_dir(&c.lc, "/dev/null");
-    int rc;
-    if (config_read_string(&c.lc, x.text ? x.text : "") != CONFIG_TRUE) {
-        const char *file = path;
-        unsigned line = (unsigned)config_error_line(&c.lc);
-        cfg_exp_where(&x, config_error_line(&c.lc), &file, &line);
-        rc = as_fail(err, "%s:%u: %s", file, line, config_error_text(&c.lc));
-    } else {
-        rc = load_values(&c, cfg, sets, n_sets);
-    }
-    config_destroy(&c.lc);
-    cfg_exp_free(&x);
-    if (rc) config_free(cfg);
-    return rc;
+    return parse_and_load(cfg, path, &x, sets, n_sets, err);
 }
 
 int config_load_text(as_config *cfg, const char *text, const char *origin,
@@ -641,20 +669,5 @@ int config_load_text(as_config *cfg, const char *text, const char *origin,
         config_free(cfg);
         return -1;
     }
-    ctx c = {.path = origin, .err = err, .x = &x};
-    config_init(&c.lc);
-    config_set_include_dir(&c.lc, "/dev/null");
-    int rc;
-    if (config_read_string(&c.lc, x.text ? x.text : "") != CONFIG_TRUE) {
-        const char *file = origin;
-        unsigned line = (unsigned)config_error_line(&c.lc);
-        cfg_exp_where(&x, config_error_line(&c.lc), &file, &line);
-        rc = as_fail(err, "%s:%u: %s", file, line, config_error_text(&c.lc));
-    } else {
-        rc = load_values(&c, cfg, sets, n_sets);
-    }
-    config_destroy(&c.lc);
-    cfg_exp_free(&x);
-    if (rc) config_free(cfg);
-    return rc;
+    return parse_and_load(cfg, origin, &x, sets, n_sets, err);
 }

@@ -59,12 +59,12 @@ static int is_superset(const config_setting_t *old, const config_setting_t *new)
 }
 
 /* The i-th model directory of a `model` setting (a string is a list of one). */
-static const char *model_at(const config_setting_t *s, int i) {
+static const char *nth_model(const config_setting_t *s, int i) {
     if (config_setting_type(s) == CONFIG_TYPE_STRING) return i == 0 ? config_setting_get_string(s) : NULL;
     const config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
     return e && config_setting_type(e) == CONFIG_TYPE_STRING ? config_setting_get_string(e) : NULL;
 }
-static int model_count(const config_setting_t *s) {
+static int count_models(const config_setting_t *s) {
     return config_setting_type(s) == CONFIG_TYPE_STRING ? 1 : config_setting_length(s);
 }
 
@@ -72,9 +72,9 @@ static int model_count(const config_setting_t *s) {
  * one model's path changed in place is a moved path (refused, as for text.path);
  * models removed or reordered would give the stored cells other model indices. */
 static as_diff_kind classify_models(const config_setting_t *old, const config_setting_t *new) {
-    int no = model_count(old), nn = model_count(new), same = 0;
+    int no = count_models(old), nn = count_models(new), same = 0;
     for (int i = 0; i < no && i < nn; i++) {
-        const char *a = model_at(old, i), *b = model_at(new, i);
+        const char *a = nth_model(old, i), *b = nth_model(new, i);
         same += a && b && !strcmp(a, b);
     }
     if (nn > no && same == no) return AS_DIFF_EXTEND;
@@ -84,7 +84,7 @@ static as_diff_kind classify_models(const config_setting_t *old, const config_se
         for (int i = 0; i < no && permuted; i++) {
             int found = 0;
             for (int k = 0; k < nn && !found; k++)
-                found = model_at(old, i) && model_at(new, k) && !strcmp(model_at(old, i), model_at(new, k));
+                found = nth_model(old, i) && nth_model(new, k) && !strcmp(nth_model(old, i), nth_model(new, k));
             permuted = found;
         }
         return permuted ? AS_DIFF_REFUSED : AS_DIFF_PATH;

@@ -6,7 +6,27 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *config_logits_name(as_logits l) { return l == AS_LOGITS_SCALED ? "scaled" : "raw"; }
+/* ---------------------------------------------------------- names -- */
+
+const char *const cfg_text_format_names[] = {[AS_TEXT_PLAIN] = "text", [AS_TEXT_TOKENS] = "tokens", NULL};
+const char *const cfg_vectors_names[] = {[AS_VECTORS_VALUE] = "value", [AS_VECTORS_RESID] = "resid", NULL};
+const char *const cfg_rows_names[] = {[AS_ROWS_VISIBLE] = "visible", [AS_ROWS_FULL_ROW] = "full_row", NULL};
+const char *const cfg_logits_names[] = {[AS_LOGITS_RAW] = "raw", [AS_LOGITS_SCALED] = "scaled", NULL};
+const char *const cfg_distance_names[] = {[AS_DISTANCE_PER_TOKEN] = "per_token",
+                                          [AS_DISTANCE_AGGREGATE] = "aggregate", NULL};
+
+/* names[v] when v is one of the enum's values (the entries before the NULL), else "?" */
+static const char *name_of(const char *const *names, int v) {
+    for (int i = 0; names[i]; i++)
+        if (i == v) return names[i];
+    return "?";
+}
+
+const char *config_text_format_name(as_text_format f) { return name_of(cfg_text_format_names, (int)f); }
+const char *config_vectors_name(as_vectors v) { return name_of(cfg_vectors_names, (int)v); }
+const char *config_rows_name(as_rows r) { return name_of(cfg_rows_names, (int)r); }
+const char *config_logits_name(as_logits l) { return name_of(cfg_logits_names, (int)l); }
+const char *config_distance_name(as_distance d) { return name_of(cfg_distance_names, (int)d); }
 
 /* ---------------------------------------------------------- canonical -- */
 
@@ -107,7 +127,8 @@ char *cfg_canonical_text(const as_config *cfg) {
     sb_printf(&b, "];\n};\nmetrics = {\n  ");
     /* (added later too: only when not the default, see below) */
     if (!cfg->dist_expect) sb_printf(&b, "dist_expect = false;\n  ");
-    if (cfg->distance != AS_DISTANCE_PER_TOKEN) sb_printf(&b, "distance = \"aggregate\";\n  ");
+    if (cfg->distance != AS_DISTANCE_PER_TOKEN)
+        sb_printf(&b, "distance = \"%s\";\n  ", config_distance_name(cfg->distance));
     if (cfg->entmax_alpha != 1.5) {
         sb_printf(&b, "entmax_alpha = ");
         sb_double(&b, cfg->entmax_alpha);
@@ -129,7 +150,7 @@ char *cfg_canonical_text(const as_config *cfg) {
         if (v) sb_f64_list(&b, v, k);
         free(v);
     }
-    sb_printf(&b, ";\n  rows = \"%s\";\n  seed = ", cfg->rows == AS_ROWS_VISIBLE ? "visible" : "full_row");
+    sb_printf(&b, ";\n  rows = \"%s\";\n  seed = ", config_rows_name(cfg->rows));
     sb_int64(&b, cfg->seed);
     if (cfg->sigmoid_bias_set) {
         sb_printf(&b, ";\n  sigmoid_bias = ");
@@ -142,7 +163,7 @@ char *cfg_canonical_text(const as_config *cfg) {
     sb_printf(&b, ";\n  ssmax_scale = ");
     sb_double(&b, ssmax);
     sb_printf(&b, ";\n  vectors = \"%s\";\n};\nmodel = ",
-              cfg->vectors == AS_VECTORS_VALUE ? "value" : "resid");
+              config_vectors_name(cfg->vectors));
     /* one model: a string, as before the model axis (so older files keep their sha256) */
     if (cfg->n_model <= 1) {
         sb_string(&b, cfg->model_dir);
@@ -162,7 +183,7 @@ char *cfg_canonical_text(const as_config *cfg) {
     sb_printf(&b, ";\nruntime = {\n  blas_threads = %d;\n  commit_every = %d;\n%s};\n",
               cfg->blas_threads, cfg->commit_every, cfg->compress ? "" : "  compress = false;\n");
     sb_printf(&b, "text = {\n  format = \"%s\";\n  path = ",
-              cfg->text_format == AS_TEXT_PLAIN ? "text" : "tokens");
+              config_text_format_name(cfg->text_format));
     sb_string(&b, cfg->text_path);
     if (cfg->start_at[0]) {
         sb_printf(&b, ";\n  start_at = ");

@@ -107,7 +107,7 @@ static int commit_cells(store *s, const store_cell *cells, const unsigned char *
     st_test_phase("data_flushed");
     /* 2. status and bookkeeping, flush */
     for (size_t i = 0; i < n; i++) {
-        size_t c = cell_at(s, cells[i].model, cells[i].window, cells[i].l_index);
+        size_t c = st_cell_at(s, cells[i].model, cells[i].window, cells[i].l_index);
         if (!s->in_flight[c]) s->attempts[c]++;
         s->in_flight[c] = 0;
         s->status[c] = (uint8_t)cells[i].status;
@@ -123,7 +123,7 @@ static int commit_cells(store *s, const store_cell *cells, const unsigned char *
     st_test_phase("status_flushed");
     /* 3. journal, fsync: from here the cells are done. */
     for (size_t i = 0; i < n; i++) {
-        size_t m = cells[i].model, w = cells[i].window, l = cells[i].l_index, c = cell_at(s, m, w, l);
+        size_t m = cells[i].model, w = cells[i].window, l = cells[i].l_index, c = st_cell_at(s, m, w, l);
         int with_data = cells[i].status == STORE_DONE;
         journal_record r = {.type = JR_COMMIT, .model = (uint32_t)m, .window = (int32_t)w, .L = s->Lv[l],
                             .window_start = s->window_start[w], .status = (uint32_t)cells[i].status,

@@ -18,12 +18,6 @@
 #include "merge.h"
 #include "testhook.h"
 
-static int find_L(const store *s, int32_t L) {
-    for (size_t i = 0; i < s->ax.n_L; i++)
-        if (s->Lv[i] == L) return (int)i;
-    return -1;
-}
-
 /* The digest payload of a compacted commit (JOURNAL_COMPACT_BYTES, journal.h). */
 static void digest_encode(unsigned char out[JOURNAL_COMPACT_BYTES], uint32_t crc, uint64_t len) {
     uint32_t zero = 0;
@@ -32,63 +26,31 @@ static void digest_encode(unsigned char out[JOURNAL_COMPACT_BYTES], uint32_t crc
     memcpy(out + 8, &len, 8);
 }
 
-static int fsync_file(const char *path) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return -1;
-    int rc = fsync(fd);
-    close(fd);
-    return rc;
-}
-
-int st_compact(store *s, as_err *err) {
-    if (!s->jr || s->file < 0) return 0;
-    size_t total = store_total(s);
-    /* 1. the view durable: flushed, then fsynced (H5Fflush alone leaves it in the
-     * page cache, and the journal's copy is about to go) */
-    int rc = 0;
-    H5E_BEGIN_TRY { rc = H5Fflush(s->file, H5F_SCOPE_GLOBAL) < 0; } H5E_END_TRY;
-    if (rc || fsync_file(s->path))
-        return as_fail(err, "%s: cannot make the file durable before compacting the journal: %s",
-                       s->path, rc ? "HDF5 flush failed" : strerror(errno));
-    st_test_phase("compact_synced");
-    /* 2. read back every done cell still whole in the journal */
-    uint8_t *ok = calloc(total ? total : 1, 1);
-    journal_record *next = malloc((total ? total : 1) * sizeof *next);
-    if (!ok || !next) {
-        free(ok), free(next);
-        return as_fail(err, "%s: out of memory", s->journal_path);
-    }
-    size_t to_compact = 0, mismatched = 0;
+/* Step 2: ok[c] = 1 for every done cell still whole in the journal whose values the view
+ * gives back intact (mismatched cells simply stay whole). */
+static void mark_intact(store *s, uint8_t *ok) {
     H5E_BEGIN_TRY {
-        for (size_t c = 0; c < total; c++) {
-            next[c] = s->last_commit[c];
+        for (size_t c = 0; c < store_total(s); c++) {
             if (s->status[c] != STORE_DONE || s->compacted[c]) continue;
             size_t m, w, l;
-            cell_of(s, c, &m, &w, &l);
+            st_cell_of(s, c, &m, &w, &l);
             /* a deflated cell is compared as the chunks the view stores (H5Dread_chunk):
              * exactly the bytes a later rebuild would salvage, with no inflate */
             const unsigned char *vals;
             size_t len;
-            if (st_cell_intact(s, s->file, m, w, l, s->deflated[c], s->values_crc[c], &vals, &len))
-                ok[c] = 1, to_compact++;
-            else
-                mismatched++;
+            if (st_cell_intact(s, s->file, m, w, l, s->deflated[c], s->values_crc[c], &vals, &len)) ok[c] = 1;
         }
     } H5E_END_TRY;
-    st_test_phase("compact_verified");
-    /* 3. the new journal, record by record in the old order */
-    char tmp[4300];
-    snprintf(tmp, sizeof tmp, "%s.compact.%ld", s->journal_path, (long)getpid());
-    /* ours from an earlier failed attempt of this pid, if any; a link is refused */
-    journal *nj = fileio_remove_temp(tmp, err) ? NULL : journal_create(tmp, &s->jhdr, err);
-    if (!nj) {
-        free(ok), free(next);
-        return -1;
-    }
+}
+
+/* Step 3: every record of the journal into nj in the old order, the commits compacted
+ * that ok[] marks or that a later commit superseded; next[] receives each cell's live
+ * commit as nj holds it, *full the payload bytes still whole. */
+static int copy_records(store *s, journal *nj, const uint8_t *ok, journal_record *next, uint64_t *full,
+                        as_err *err) {
     unsigned char *buf = NULL;
     size_t cap = 0;
-    uint64_t full = 0;
-    int first = 1, got;
+    int first = 1, got, rc = 0;
     journal_record r;
     journal_rewind(s->jr);
     while (!rc && (got = journal_next(s->jr, &r, err)) == 1) {
@@ -97,9 +59,9 @@ int st_compact(store *s, as_err *err) {
         uint32_t pcrc = r.payload_crc;
         int cell = -1;
         if (r.type == JR_COMMIT) {
-            int li = find_L(s, r.L);
+            int li = st_find_L(s, r.L);
             if (li >= 0 && r.window >= 0 && (size_t)r.window < s->ax.n_window && r.model < s->ax.n_model)
-                cell = (int)cell_at(s, r.model, (size_t)r.window, (size_t)li);
+                cell = (int)st_cell_at(s, r.model, (size_t)r.window, (size_t)li);
         }
         int live = cell >= 0 && s->last_commit[cell].payload_offset == r.payload_offset &&
                    s->last_commit[cell].type == JR_COMMIT;
@@ -127,7 +89,7 @@ int st_compact(store *s, as_err *err) {
                 break;
             }
             payload = buf;
-            if (r.type == JR_COMMIT && !(r.flags & JF_COMPACT)) full += r.payload_len;
+            if (r.type == JR_COMMIT && !(r.flags & JF_COMPACT)) *full += r.payload_len;
         }
         if (journal_append_crc(nj, &w, payload, pcrc, err)) {
             rc = -1;
@@ -145,6 +107,41 @@ int st_compact(store *s, as_err *err) {
     }
     if (!rc && got < 0) rc = -1;
     free(buf);
+    return rc;
+}
+
+int st_compact(store *s, as_err *err) {
+    if (!s->jr || s->file < 0) return 0;
+    size_t total = store_total(s);
+    /* 1. the view durable: flushed, then fsynced (H5Fflush alone leaves it in the
+     * page cache, and the journal's copy is about to go) */
+    int rc = 0;
+    H5E_BEGIN_TRY { rc = H5Fflush(s->file, H5F_SCOPE_GLOBAL) < 0; } H5E_END_TRY;
+    if (rc || st_fsync_path(s->path))
+        return as_fail(err, "%s: cannot make the file durable before compacting the journal: %s",
+                       s->path, rc ? "HDF5 flush failed" : strerror(errno));
+    st_test_phase("compact_synced");
+    /* 2. read back every done cell still whole in the journal */
+    uint8_t *ok = calloc(total ? total : 1, 1);
+    journal_record *next = malloc((total ? total : 1) * sizeof *next);
+    if (!ok || !next) {
+        free(ok), free(next);
+        return as_fail(err, "%s: out of memory", s->journal_path);
+    }
+    for (size_t c = 0; c < total; c++) next[c] = s->last_commit[c];
+    mark_intact(s, ok);
+    st_test_phase("compact_verified");
+    /* 3. the new journal, record by record in the old order */
+    char tmp[4300];
+    snprintf(tmp, sizeof tmp, "%s.compact.%ld", s->journal_path, (long)getpid());
+    /* ours from an earlier failed attempt of this pid, if any; a link is refused */
+    journal *nj = fileio_remove_temp(tmp, err) ? NULL : journal_create(tmp, &s->jhdr, err);
+    if (!nj) {
+        free(ok), free(next);
+        return -1;
+    }
+    uint64_t full = 0;
+    rc = copy_records(s, nj, ok, next, &full, err);
     if (!rc) rc = journal_sync(nj, err);
     if (!rc) st_test_phase("compact_written");
     /* 4. the switch: one rename; before it the old journal is the truth, after it
@@ -165,7 +162,6 @@ int st_compact(store *s, as_err *err) {
     }
     s->full_bytes = full;
     free(ok), free(next);
-    (void)to_compact, (void)mismatched; /* mismatched cells simply stay whole */
     return 0;
 }
 

@@ -196,7 +196,7 @@ static void input_file(char *out, size_t size, const store_description *d, const
 }
 
 /* The HEX of "NAME sha256=HEX" in a tokenizer_files attribute, or NULL. */
-static const char *tokenizer_sha(const char *files, const char *name, char hex[65]) {
+static const char *recorded_sha(const char *files, const char *name, char hex[65]) {
     char key[64];
     snprintf(key, sizeof key, "%s sha256=", name);
     const char *p = files ? strstr(files, key) : NULL;
@@ -239,8 +239,8 @@ static int check_same_inputs(const shard *sh, const shard *first, as_err *err) {
     }
     static const char *const names[] = {"vocab.json", "merges.txt"};
     for (int k = 0; k < 2; k++)
-        if (tokenizer_sha(sh->desc.prov.tokenizer_files, names[k], a) &&
-            tokenizer_sha(first->desc.prov.tokenizer_files, names[k], b) && strcmp(a, b))
+        if (recorded_sha(sh->desc.prov.tokenizer_files, names[k], a) &&
+            recorded_sha(first->desc.prov.tokenizer_files, names[k], b) && strcmp(a, b))
             return as_fail(err, "%s: computed with another %s/%s (sha256 %s) than %s (sha256 %s); merge "
                            "only shards made from the same inputs", sh->path, sh->desc.prov.model_dir,
                            names[k], a, first->path, b);

@@ -77,25 +77,6 @@ void store_description_free(store_description *d) {
     memset(d, 0, sizeof *d);
 }
 
-/* A 1-D dataset of n values of mtype, malloc'd; NULL on error. */
-static void *desc_read_1d(hid_t file, const char *name, hid_t mtype, size_t elem, size_t *n) {
-    hid_t ds = H5Dopen2(file, name, H5P_DEFAULT);
-    if (ds < 0) return NULL;
-    hid_t sp = H5Dget_space(ds);
-    hsize_t dim = 0;
-    void *buf = NULL;
-    if (H5Sget_simple_extent_ndims(sp) == 1 && H5Sget_simple_extent_dims(sp, &dim, NULL) == 1 &&
-        dim > 0 && (buf = malloc((size_t)dim * elem)) &&
-        H5Dread(ds, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
-        free(buf);
-        buf = NULL;
-    }
-    H5Sclose(sp);
-    H5Dclose(ds);
-    *n = (size_t)dim;
-    return buf;
-}
-
 /* A root string attribute, malloc'd ("" when absent); NULL when it is not a string. */
 static char *desc_attr_str(hid_t file, const char *name) {
     if (H5Aexists(file, name) <= 0) return st_dupstr("");
@@ -129,7 +110,7 @@ static int desc_attr_num(hid_t file, const char *name, hid_t mtype, void *out) {
 /* A 1-D string dataset as malloc'd copies; NULL on error. */
 static char **desc_read_strings(hid_t file, const char *name, size_t *n) {
     hid_t str = st_utf8_vlen();
-    char **raw = desc_read_1d(file, name, str, sizeof(char *), n);
+    char **raw = st_read_1d(file, name, str, sizeof(char *), n);
     H5Tclose(str);
     if (!raw) return NULL;
     char **out = calloc(*n, sizeof *out);
@@ -165,13 +146,13 @@ static const char *desc_models(hid_t file, desc_owned *o, store_axes *a) {
         o->model_cfg_sha = desc_read_strings(file, "model_config_sha256", &k);
         if (!o->model_cfg_sha || k != n) return "model_config_sha256";
     }
-    o->model_n_layer = desc_read_1d(file, "model_n_layer", H5T_NATIVE_INT32, 4, &k);
+    o->model_n_layer = st_read_1d(file, "model_n_layer", H5T_NATIVE_INT32, 4, &k);
     if (!o->model_n_layer || k != n) return "model_n_layer";
-    o->model_n_head = desc_read_1d(file, "model_n_head", H5T_NATIVE_INT32, 4, &k);
+    o->model_n_head = st_read_1d(file, "model_n_head", H5T_NATIVE_INT32, 4, &k);
     if (!o->model_n_head || k != n) return "model_n_head";
-    o->model_n_embd = desc_read_1d(file, "model_n_embd", H5T_NATIVE_INT32, 4, &k);
+    o->model_n_embd = st_read_1d(file, "model_n_embd", H5T_NATIVE_INT32, 4, &k);
     if (!o->model_n_embd || k != n) return "model_n_embd";
-    o->training_step = desc_read_1d(file, "training_step", H5T_NATIVE_INT64, 8, &k);
+    o->training_step = st_read_1d(file, "training_step", H5T_NATIVE_INT64, 8, &k);
     if (!o->training_step || k != n) return "training_step";
     size_t hv = n * a->n_layer * a->n_head;
     o->head_valid = malloc(hv ? hv : 1);
@@ -209,17 +190,17 @@ int store_describe(const char *path, store_description *d, as_err *err) {
     store_provenance *p = &d->prov;
     H5E_BEGIN_TRY {
         size_t nw = 0, nws = 0, nnorm = 0;
-        int32_t *widx = desc_read_1d(file, "window", H5T_NATIVE_INT32, 4, &nw);
+        int32_t *widx = st_read_1d(file, "window", H5T_NATIVE_INT32, 4, &nw);
         free(widx);
-        o->window_start = desc_read_1d(file, "window_start", H5T_NATIVE_INT64, 8, &nws);
-        o->L = desc_read_1d(file, "L", H5T_NATIVE_INT32, 4, &a->n_L);
-        o->N = desc_read_1d(file, "N", H5T_NATIVE_INT32, 4, &a->n_N);
-        o->T = desc_read_1d(file, "T", H5T_NATIVE_DOUBLE, 8, &a->n_T);
-        o->eps = desc_read_1d(file, "eps", H5T_NATIVE_DOUBLE, 8, &a->n_eps);
-        o->layer = desc_read_1d(file, "layer", H5T_NATIVE_INT32, 4, &a->n_layer);
-        o->head = desc_read_1d(file, "head", H5T_NATIVE_INT32, 4, &a->n_head);
+        o->window_start = st_read_1d(file, "window_start", H5T_NATIVE_INT64, 8, &nws);
+        o->L = st_read_1d(file, "L", H5T_NATIVE_INT32, 4, &a->n_L);
+        o->N = st_read_1d(file, "N", H5T_NATIVE_INT32, 4, &a->n_N);
+        o->T = st_read_1d(file, "T", H5T_NATIVE_DOUBLE, 8, &a->n_T);
+        o->eps = st_read_1d(file, "eps", H5T_NATIVE_DOUBLE, 8, &a->n_eps);
+        o->layer = st_read_1d(file, "layer", H5T_NATIVE_INT32, 4, &a->n_layer);
+        o->head = st_read_1d(file, "head", H5T_NATIVE_INT32, 4, &a->n_head);
         hid_t str = st_utf8_vlen();
-        char **raw = desc_read_1d(file, "normalizer", str, sizeof(char *), &nnorm);
+        char **raw = st_read_1d(file, "normalizer", str, sizeof(char *), &nnorm);
         if (raw) {
             o->norm = calloc(nnorm, sizeof *o->norm);
             o->n_norm = o->norm ? nnorm : 0;

@@ -15,6 +15,7 @@
 #include <hdf5_hl.h>
 
 #include "fileio.h"
+#include "metrics.h" /* met_normalizer_name: inline, nothing of the kernels is linked */
 #include "version.h"
 
 /* ---------- the variables of results.md and how they are packed ---------- */
@@ -155,6 +156,24 @@ int st_attr_str(hid_t loc, const char *name, const char *value) {
     int rc = st_attr_write(loc, name, t, t, 1, &v);
     H5Tclose(t);
     return rc;
+}
+
+void *st_read_1d(hid_t file, const char *name, hid_t mtype, size_t elem, size_t *n) {
+    hid_t ds = H5Dopen2(file, name, H5P_DEFAULT);
+    if (ds < 0) return NULL;
+    hid_t sp = H5Dget_space(ds);
+    hsize_t dim = 0;
+    void *buf = NULL;
+    if (sp >= 0 && H5Sget_simple_extent_ndims(sp) == 1 && H5Sget_simple_extent_dims(sp, &dim, NULL) == 1 &&
+        dim > 0 && (buf = malloc((size_t)dim * elem)) &&
+        H5Dread(ds, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
+        free(buf);
+        buf = NULL;
+    }
+    if (sp >= 0) H5Sclose(sp);
+    H5Dclose(ds);
+    *n = (size_t)dim;
+    return buf;
 }
 
 static int attr_i32(hid_t loc, const char *name, int32_t v) {
@@ -535,6 +554,79 @@ hid_t st_file_access(void) {
     return fapl;
 }
 
+/* The normalizer coordinate's long_name: every name of the kernels' table
+ * (met_normalizer_name), "a, b, ... or z". */
+static void normalizer_long_name(char *buf, size_t size) {
+    int at = snprintf(buf, size, "attention normalizer (");
+    for (int z = 0; z < MET_N_NORMALIZERS && at > 0 && (size_t)at < size; z++)
+        at += snprintf(buf + at, size - (size_t)at, "%s%s", z == 0 ? "" : z == MET_N_NORMALIZERS - 1 ? " or " : ", ",
+                       met_normalizer_name((met_normalizer)z));
+    if (at > 0 && (size_t)at < size) snprintf(buf + at, size - (size_t)at, "; docs/metrics.md section 10)");
+}
+
+/* window_start[window]: each window's first token, on the window dimension (inside the
+ * caller's H5E_BEGIN_TRY). */
+static int create_window_start(hid_t file, const store *s) {
+    int rc = 0;
+    hsize_t dim = s->ax.n_window;
+    hid_t sp = H5Screate_simple(1, &dim, NULL);
+    hid_t ds = H5Dcreate2(file, "window_start", H5T_STD_I64LE, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    H5Sclose(sp);
+    if (ds < 0 || H5Dwrite(ds, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, s->window_start) < 0)
+        rc = -1;
+    if (ds >= 0) {
+        rc |= st_attr_str(ds, "long_name", "token offset of the window's first token in the text");
+        rc |= st_attr_str(ds, "units", "1");
+        hid_t scale = H5Dopen2(file, "window", H5P_DEFAULT);
+        if (scale < 0 || H5DSattach_scale(ds, scale, 0) < 0) rc = -1;
+        if (scale >= 0) H5Dclose(scale);
+        H5Dclose(ds);
+    }
+    return rc;
+}
+
+/* status, wall_time, rank, attempts [model][window][L]: the cells' bookkeeping (inside the
+ * caller's H5E_BEGIN_TRY). */
+static int create_bookkeeping(hid_t file, store *s) {
+    double dnan = NAN;
+    int32_t minus1 = -1;
+    int rc = 0;
+    int cdims[3] = {D_MODEL, D_WINDOW, D_L};
+    hsize_t shape[3] = {s->ax.n_model, s->ax.n_window, s->ax.n_L};
+    hid_t sp = H5Screate_simple(3, shape, NULL);
+    hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_EARLY);
+    uint8_t pending = STORE_PENDING;
+    H5Pset_fill_value(dcpl, H5T_NATIVE_UINT8, &pending);
+    H5Pset_fill_time(dcpl, H5D_FILL_TIME_ALLOC);
+    s->status_ds = H5Dcreate2(file, "status", H5T_STD_U8LE, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    H5Pclose(dcpl);
+    H5Sclose(sp);
+    if (s->status_ds < 0) rc = -1;
+    else {
+        uint8_t flags[3] = {0, 1, 2};
+        rc |= st_attr_write(s->status_ds, "flag_values", H5T_STD_U8LE, H5T_NATIVE_UINT8, 3, flags);
+        rc |= st_attr_str(s->status_ds, "flag_meanings", "pending done failed");
+        rc |= st_attr_str(s->status_ds, "long_name", "cell status (the truth about which cells are done)");
+        rc |= st_attr_str(s->status_ds, "coordinates", ST_MODEL_COORDS);
+        for (int i = 0; i < 3; i++) {
+            hid_t scale = H5Dopen2(file, dim_names[cdims[i]], H5P_DEFAULT);
+            if (scale < 0 || H5DSattach_scale(s->status_ds, scale, (unsigned)i) < 0) rc = -1;
+            if (scale >= 0) H5Dclose(scale);
+        }
+    }
+    if (!rc) {
+        s->wall_ds = create_var(file, s, "wall_time", VT_F64, cdims, 3, 0, &dnan,
+                                "wall-clock time spent computing the cell", "s");
+        s->rank_ds = create_var(file, s, "rank", VT_I32, cdims, 3, 0, &minus1,
+                                "MPI rank that computed the cell (-1: not computed)", "1");
+        s->attempts_ds = create_var(file, s, "attempts", VT_I32, cdims, 3, 0, NULL,
+                                    "number of times the cell was dispatched to a worker", "1");
+        if (s->wall_ds < 0 || s->rank_ds < 0 || s->attempts_ds < 0) rc = -1;
+    }
+    return rc;
+}
+
 /* Creates a complete, empty HDF5 view at path (fails if it exists). */
 int st_create_view(store *s, const char *path, as_err *err) {
     /* H5F_ACC_EXCL is open(O_CREAT | O_EXCL): a symbolic link at path, even one planted
@@ -553,6 +645,8 @@ int st_create_view(store *s, const char *path, as_err *err) {
     int32_t *widx = malloc((nw ? nw : 1) * sizeof *widx);
     if (!widx) rc = -1;
     for (size_t i = 0; i < nw && widx; i++) widx[i] = (int32_t)i;
+    char norm_long_name[256];
+    normalizer_long_name(norm_long_name, sizeof norm_long_name);
     hid_t str = st_utf8_vlen();
     H5E_BEGIN_TRY {
         if (!rc) rc |= create_coord(file, "model", str, str, s->ax.n_model, s->model_name,
@@ -568,8 +662,7 @@ int st_create_view(store *s, const char *path, as_err *err) {
                            "temperature dividing the raw logits q.k (GPT-2's own attention: T = 8)", "1");
         rc |= create_coord(file, "eps", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, s->ax.n_eps, s->epsv,
                            "size of the logit perturbation of the finite-difference gradient", "1");
-        rc |= create_coord(file, "normalizer", str, str, s->ax.n_norm, s->normv,
-                           "attention normalizer (softmax, sparsemax, ssmax, sa_softmax, sa_softmax_norm, entmax15, sigmoid or softmax1; docs/metrics.md section 10)", NULL);
+        rc |= create_coord(file, "normalizer", str, str, s->ax.n_norm, s->normv, norm_long_name, NULL);
         rc |= create_coord(file, "layer", H5T_STD_I32LE, H5T_NATIVE_INT32, s->ax.n_layer,
                            s->layerv, "transformer block (0-based)", "1");
         rc |= create_coord(file, "head", H5T_STD_I32LE, H5T_NATIVE_INT32, s->ax.n_head, s->headv,
@@ -588,63 +681,9 @@ int st_create_view(store *s, const char *path, as_err *err) {
                                          st_metric_defs[v].units);
             if (s->metric_ds[v] < 0) rc = -1;
         }
-        int cdims[3] = {D_MODEL, D_WINDOW, D_L};
         if (!rc) rc |= st_create_head_valid(file, s);
-        if (!rc) {
-            hsize_t dim = nw;
-            hid_t sp = H5Screate_simple(1, &dim, NULL);
-            hid_t ds = H5Dcreate2(file, "window_start", H5T_STD_I64LE, sp, H5P_DEFAULT, H5P_DEFAULT,
-                            H5P_DEFAULT);
-            H5Sclose(sp);
-            if (ds < 0 || H5Dwrite(ds, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT,
-                                   s->window_start) < 0)
-                rc = -1;
-            if (ds >= 0) {
-                rc |= st_attr_str(ds, "long_name", "token offset of the window's first token in the text");
-                rc |= st_attr_str(ds, "units", "1");
-                hid_t scale = H5Dopen2(file, "window", H5P_DEFAULT);
-                if (scale < 0 || H5DSattach_scale(ds, scale, 0) < 0) rc = -1;
-                if (scale >= 0) H5Dclose(scale);
-                H5Dclose(ds);
-            }
-        }
-        if (!rc) {
-            double dnan = NAN;
-            int32_t minus1 = -1;
-            hsize_t shape[3] = {s->ax.n_model, nw, s->ax.n_L};
-            hid_t sp = H5Screate_simple(3, shape, NULL);
-            hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
-            H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_EARLY);
-            uint8_t pending = STORE_PENDING;
-            H5Pset_fill_value(dcpl, H5T_NATIVE_UINT8, &pending);
-            H5Pset_fill_time(dcpl, H5D_FILL_TIME_ALLOC);
-            s->status_ds = H5Dcreate2(file, "status", H5T_STD_U8LE, sp, H5P_DEFAULT, dcpl,
-                                      H5P_DEFAULT);
-            H5Pclose(dcpl);
-            H5Sclose(sp);
-            if (s->status_ds < 0) rc = -1;
-            else {
-                uint8_t flags[3] = {0, 1, 2};
-                rc |= st_attr_write(s->status_ds, "flag_values", H5T_STD_U8LE, H5T_NATIVE_UINT8, 3, flags);
-                rc |= st_attr_str(s->status_ds, "flag_meanings", "pending done failed");
-                rc |= st_attr_str(s->status_ds, "long_name", "cell status (the truth about which cells are done)");
-                rc |= st_attr_str(s->status_ds, "coordinates", ST_MODEL_COORDS);
-                for (int i = 0; i < 3; i++) {
-                    hid_t scale = H5Dopen2(file, dim_names[cdims[i]], H5P_DEFAULT);
-                    if (scale < 0 || H5DSattach_scale(s->status_ds, scale, (unsigned)i) < 0) rc = -1;
-                    if (scale >= 0) H5Dclose(scale);
-                }
-            }
-            if (!rc) {
-                s->wall_ds = create_var(file, s, "wall_time", VT_F64, cdims, 3, 0, &dnan,
-                                        "wall-clock time spent computing the cell", "s");
-                s->rank_ds = create_var(file, s, "rank", VT_I32, cdims, 3, 0, &minus1,
-                                        "MPI rank that computed the cell (-1: not computed)", "1");
-                s->attempts_ds = create_var(file, s, "attempts", VT_I32, cdims, 3, 0, NULL,
-                                            "number of times the cell was dispatched to a worker", "1");
-                if (s->wall_ds < 0 || s->rank_ds < 0 || s->attempts_ds < 0) rc = -1;
-            }
-        }
+        if (!rc) rc |= create_window_start(file, s);
+        if (!rc) rc |= create_bookkeeping(file, s);
         if (!rc) rc |= st_write_root_attrs(s, file);
         if (!rc) rc |= st_write_segments(s, file);
     } H5E_END_TRY;
@@ -777,7 +816,7 @@ static int write_element(hid_t ds, hid_t mtype, size_t m, size_t w, size_t l, co
 }
 
 int st_write_bookkeeping_cell(store *s, size_t m, size_t w, size_t l) {
-    size_t c = cell_at(s, m, w, l);
+    size_t c = st_cell_at(s, m, w, l);
     int rc = 0;
     rc |= write_element(s->status_ds, H5T_NATIVE_UINT8, m, w, l, &s->status[c]);
     rc |= write_element(s->wall_ds, H5T_NATIVE_DOUBLE, m, w, l, &s->wall_time[c]);

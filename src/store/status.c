@@ -13,7 +13,7 @@
 #include "json.h"
 #include "lockfile.h"
 
-static void json_string(FILE *f, const char *v) {
+static void put_json_string(FILE *f, const char *v) {
     fputc('"', f);
     for (const char *p = v ? v : ""; *p; p++) {
         if (*p == '"' || *p == '\\') fputc('\\', f), fputc(*p, f);
@@ -46,9 +46,9 @@ int store_write_status(store *s, size_t in_flight, const char *state, as_err *er
     st_iso_time(updated, sizeof updated, now);
     double hours = (now - s->t_open) / 3600.0;
     fprintf(f, "{\n  \"format\": \"attnsweep-status-1\",\n  \"output\": ");
-    json_string(f, s->path);
+    put_json_string(f, s->path);
     fprintf(f, ",\n  \"state\": ");
-    json_string(f, state);
+    put_json_string(f, state);
     fprintf(f, ",\n  \"total\": %zu,\n  \"done\": %zu,\n  \"failed\": %zu,\n  \"in_flight\": %zu,\n"
                "  \"pending\": %zu,\n  \"windows\": %zu,\n",
             store_total(s), done, failed, in_flight, store_total(s) - done - failed - in_flight,
@@ -59,14 +59,14 @@ int store_write_status(store *s, size_t in_flight, const char *state, as_err *er
     for (size_t l = 0; l < s->ax.n_L; l++) {
         size_t d = 0;
         for (size_t m = 0; m < s->ax.n_model; m++)
-            for (size_t w = 0; w < s->ax.n_window; w++) d += s->status[cell_at(s, m, w, l)] == STORE_DONE;
+            for (size_t w = 0; w < s->ax.n_window; w++) d += s->status[st_cell_at(s, m, w, l)] == STORE_DONE;
         fprintf(f, "%s%zu", l ? ", " : "", d);
     }
     /* the model axis: one row per model, in index order (cells = windows x L each) */
     fprintf(f, "],\n  \"models\": [");
     for (size_t m = 0; m < s->ax.n_model; m++) {
         fprintf(f, "%s\n    {\"name\": ", m ? "," : "");
-        json_string(f, s->model_name[m]);
+        put_json_string(f, s->model_name[m]);
         fprintf(f, ", \"total\": %zu, \"done\": %zu, \"failed\": %zu}", s->ax.n_window * s->ax.n_L,
                 store_count_model(s, m, STORE_DONE), store_count_model(s, m, STORE_FAILED));
     }
@@ -75,9 +75,9 @@ int store_write_status(store *s, size_t in_flight, const char *state, as_err *er
     fprintf(f, "  \"segment_started\": \"%s\",\n  \"updated\": \"%s\",\n  \"updated_unix\": %.3f,\n",
             started, updated, now);
     fprintf(f, "  \"pid\": %ld,\n  \"host\": ", (long)getpid());
-    json_string(f, lock_hostname());
+    put_json_string(f, lock_hostname());
     fprintf(f, ",\n  \"slurm_job_id\": ");
-    json_string(f, s->prov.slurm_job_id);
+    put_json_string(f, s->prov.slurm_job_id);
     fprintf(f, "\n}\n");
     int bad = ferror(f);
     bad |= fflush(f) != 0;

@@ -45,6 +45,14 @@ char *st_dupstr(const char *s) {
     return d;
 }
 
+int st_fsync_path(const char *path) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    int rc = fsync(fd);
+    close(fd);
+    return rc;
+}
+
 size_t store_total(const store *s) { return s->ax.n_model * s->ax.n_window * s->ax.n_L; }
 size_t store_block_doubles(const store *s) { return s->lay.total; }
 int store_was_rebuilt(const store *s) { return s->rebuilt; }
@@ -52,8 +60,8 @@ int store_compressed(const store *s) { return s->compress; }
 int store_checksummed(const store *s) { return s->fletcher; }
 long long store_torn_bytes(const store *s) { return s->torn; }
 const char *store_journal_damage(const store *s) { return s->damage_note ? s->damage_note : ""; }
-int store_cell_status(const store *s, size_t m, size_t w, size_t l) { return s->status[cell_at(s, m, w, l)]; }
-int store_cell_attempts(const store *s, size_t m, size_t w, size_t l) { return s->attempts[cell_at(s, m, w, l)]; }
+int store_cell_status(const store *s, size_t m, size_t w, size_t l) { return s->status[st_cell_at(s, m, w, l)]; }
+int store_cell_attempts(const store *s, size_t m, size_t w, size_t l) { return s->attempts[st_cell_at(s, m, w, l)]; }
 size_t store_count_model(const store *s, size_t m, int status) {
     size_t n = 0, per = s->ax.n_window * s->ax.n_L;
     for (size_t i = m * per; i < (m + 1) * per; i++) n += s->status[i] == status;
@@ -395,7 +403,7 @@ static int verify_view(store *s, as_err *err) {
     for (size_t c = 0; c < store_total(s) && !rc; c++) {
         if (s->status[c] != STORE_DONE) continue;
         size_t m, w, l;
-        cell_of(s, c, &m, &w, &l);
+        st_cell_of(s, c, &m, &w, &l);
         const unsigned char *vals;
         size_t len;
         if (st_cell_intact(s, s->file, m, w, l, s->deflated[c], s->values_crc[c], &vals, &len)) continue;
@@ -440,6 +448,112 @@ static int verify_view(store *s, as_err *err) {
     return 0;
 }
 
+/* A fresh output: the journal with its first segment and the config, then the view. Sets
+ * *created once the journal file exists, so a failure removes it. */
+static int create_output(store *s, const journal_header *want, int *created, as_err *err) {
+    s->jr = journal_create(s->journal_path, want, err);
+    if (!s->jr) return -1;
+    *created = 1;
+    st_test_phase("journal_created");
+    st_iso_time(s->created, sizeof s->created, s->t_open);
+    if (add_segment(s, err) || append_config(s, err) || append_segment_begin(s, err) ||
+        journal_sync(s->jr, err))
+        return -1;
+    s->stored_config_sha = st_dupstr(s->prov.config_sha256);
+    s->stored_config_text = st_dupstr(s->prov.config_text);
+    s->stored_inputs = st_dupstr(s->prov.inputs ? s->prov.inputs : "");
+    if (st_rebuild_view(s, err)) return -1;
+    s->rebuilt = 0; /* a fresh file, not a rebuild */
+    return 0;
+}
+
+/* The journal found on disk against the one this open would write: the same variables
+ * per cell, the same axis sizes but windows and L, the same axis values. */
+static int check_journal_header(const store *s, const journal_header *got, const journal_header *want,
+                                as_err *err) {
+    if (!memcmp(got->layout, want->layout, sizeof want->layout) && got->payload_bytes != want->payload_bytes)
+        /* same axes, other variables: written by an attnsweep with another set of results */
+        return as_fail(err, "%s: written by a version of attnsweep that stores other variables "
+                       "(%llu bytes per cell, this one %llu); finish it with that version or use a new "
+                       "output", s->journal_path, (unsigned long long)got->payload_bytes,
+                       (unsigned long long)want->payload_bytes);
+    if (memcmp(got->layout, want->layout, sizeof want->layout))
+        return as_fail(err, "%s: written with N,T,eps,normalizer,layer,head sizes %llu,%llu,%llu,%llu,"
+                       "%llu,%llu; the config now gives %llu,%llu,%llu,%llu,%llu,%llu (only windows and L "
+                       "may grow); use a new output", s->journal_path,
+                       (unsigned long long)got->layout[0], (unsigned long long)got->layout[1],
+                       (unsigned long long)got->layout[2], (unsigned long long)got->layout[3],
+                       (unsigned long long)got->layout[4], (unsigned long long)got->layout[5],
+                       (unsigned long long)want->layout[0], (unsigned long long)want->layout[1],
+                       (unsigned long long)want->layout[2], (unsigned long long)want->layout[3],
+                       (unsigned long long)want->layout[4], (unsigned long long)want->layout[5]);
+    if (got->axes_fingerprint != want->axes_fingerprint)
+        return as_fail(err, "%s: the N, T, eps, normalizer, layer or head values differ from the ones "
+                       "the journal was written with (only windows and L may grow); use a new output",
+                       s->journal_path);
+    return 0;
+}
+
+/* The view of a replayed journal: rebuilt when missing or not matching it (compacted
+ * cells it did not give back intact are pending again, and the journal says so: a
+ * JR_COMMIT of status 0 each), else verified and its provenance updated. */
+static int reopen_view(store *s, int have_file, as_err *err) {
+    if (!have_file || st_open_view(s) || st_reconcile_view(s, err)) {
+        if (st_rebuild_view(s, err)) return -1;
+        if (s->lost && note_lost(s, err)) return -1;
+        for (size_t c = 0; c < store_total(s) && s->lost; c++) {
+            if (s->status[c] != STORE_PENDING || s->last_commit[c].type != JR_COMMIT) continue;
+            journal_record r = s->last_commit[c];
+            r.status = STORE_PENDING, r.flags = 0, r.payload_len = 0;
+            if (journal_append(s->jr, &r, NULL, err)) return -1;
+            s->last_commit[c].type = 0;
+        }
+        return 0;
+    }
+    if (verify_view(s, err)) return -1;
+    int rc;
+    H5E_BEGIN_TRY {
+        rc = st_write_root_attrs(s, s->file) || st_write_segments(s, s->file) ||
+             H5Fflush(s->file, H5F_SCOPE_GLOBAL) < 0;
+    } H5E_END_TRY;
+    return rc ? as_fail(err, "%s: cannot update provenance", s->path) : 0;
+}
+
+/* A resumed output: the journal opened, checked and replayed, the config compared, a new
+ * segment, the view reopened; then the journal's upgrades (below) and this segment. */
+static int resume_output(store *s, const journal_header *want, int have_file, int flags, as_err *err) {
+    journal_header got;
+    off_t torn = 0;
+    s->jr = journal_open(s->journal_path, JOURNAL_WRITABLE, &got, &torn, err);
+    if (!s->jr) return -1;
+    s->torn = (long long)torn;
+    s->jhdr = got;
+    if (describe_damage(s, err) || check_journal_header(s, &got, want, err) || st_replay_journal(s, err))
+        return -1;
+    int changed = !s->stored_config_sha || strcmp(s->stored_config_sha, s->prov.config_sha256);
+    if (changed && !(flags & STORE_ALLOW_CONFIG_CHANGE))
+        return as_fail(err, "%s: config changed since the last run (sha256 %.12s..., now %.12s...)",
+                       s->path, s->stored_config_sha ? s->stored_config_sha : "none",
+                       s->prov.config_sha256);
+    if (!s->created[0]) st_iso_time(s->created, sizeof s->created, s->t_open);
+    if (add_segment(s, err) || reopen_view(s, have_file, err)) return -1;
+    /* A journal from before the model axis (version < 3: one model) that is to hold a
+     * second model is rewritten in the current version first -- a compaction, which
+     * copies every record (journal.h); the old journal stays until the rename. Likewise a
+     * journal from before compressed payloads (version < 4) that is to hold deflated cells. */
+    if ((journal_version(s->jr) < 3 && s->ax.n_model > 1) || (journal_version(s->jr) < 4 && s->compress))
+        if (st_compact(s, err)) return -1;
+    /* Journal this segment (and a changed config) only once the view is usable, so a
+     * failed open leaves the journal as it was. Inputs recorded for the first time (a
+     * journal from before they were kept) or grown (models appended) count as a change;
+     * the caller refused any that changed. */
+    if (s->prov.inputs && s->prov.inputs[0] && (!s->stored_inputs || strcmp(s->stored_inputs, s->prov.inputs)))
+        changed = 1;
+    if ((changed && append_config(s, err)) || append_segment_begin(s, err) || journal_sync(s->jr, err))
+        return -1;
+    return 0;
+}
+
 store *store_open(const char *path, const store_axes *axes, const store_provenance *prov,
                   store_mode mode, int flags, as_err *err) {
     store *s = calloc(1, sizeof *s);
@@ -447,6 +561,7 @@ store *store_open(const char *path, const store_axes *axes, const store_provenan
         as_fail(err, "%s: out of memory", path);
         return NULL;
     }
+    int created_journal = 0;
     s->file = s->status_ds = s->wall_ds = s->rank_ds = s->attempts_ds = s->lock_fd = -1;
     for (int v = 0; v < N_METRICS; v++) s->metric_ds[v] = -1;
     s->t_open = st_now();
@@ -460,23 +575,12 @@ store *store_open(const char *path, const store_axes *axes, const store_provenan
         store_sidecar(s->status_path, sizeof s->status_path, path, ".status") ||
         store_sidecar(s->reserve_path, sizeof s->reserve_path, path, ".reserve")) {
         as_fail(err, "%s: path too long", path);
-        store_free(s);
-        return NULL;
+        goto fail;
     }
     copy_provenance(s, prov);
-    if (copy_axes(s, axes, err)) {
-        store_free(s);
-        return NULL;
-    }
-    int created_journal = 0;
-    if (fileio_make_parent_dirs(s->path, err)) {
-        store_free(s);
-        return NULL;
-    }
-    if (lock_acquire(s->lock_path, &s->lock_fd, NULL, err)) {
-        store_free(s);
-        return NULL;
-    }
+    if (copy_axes(s, axes, err) || fileio_make_parent_dirs(s->path, err) ||
+        lock_acquire(s->lock_path, &s->lock_fd, NULL, err))
+        goto fail;
     s->locked = 1;
     /* links beside the output are refused before anything is written (fileio.h) */
     if (remove_stale_temps(s, err) || fileio_refuse_link(s->status_path, err) ||
@@ -514,109 +618,9 @@ store *store_open(const char *path, const store_axes *axes, const store_provenan
     s->compact_bytes = hook == 0 || (flags & STORE_KEEP_JOURNAL) ? UINT64_MAX
                        : hook > 0 ? (uint64_t)hook : STORE_COMPACT_BYTES;
     s->jhdr = want;
-    if (!have_journal) {
-        s->jr = journal_create(s->journal_path, &want, err);
-        if (!s->jr) goto fail;
-        created_journal = 1;
-        st_test_phase("journal_created");
-        st_iso_time(s->created, sizeof s->created, s->t_open);
-        if (add_segment(s, err) || append_config(s, err) || append_segment_begin(s, err) ||
-            journal_sync(s->jr, err))
-            goto fail;
-        s->stored_config_sha = st_dupstr(s->prov.config_sha256);
-        s->stored_config_text = st_dupstr(s->prov.config_text);
-        s->stored_inputs = st_dupstr(s->prov.inputs ? s->prov.inputs : "");
-        if (st_rebuild_view(s, err)) goto fail;
-        s->rebuilt = 0; /* a fresh file, not a rebuild */
-    } else {
-        journal_header got;
-        off_t torn = 0;
-        s->jr = journal_open(s->journal_path, JOURNAL_WRITABLE, &got, &torn, err);
-        if (!s->jr) goto fail;
-        s->torn = (long long)torn;
-        s->jhdr = got;
-        if (describe_damage(s, err)) goto fail;
-        if (!memcmp(got.layout, want.layout, sizeof want.layout) && got.payload_bytes != want.payload_bytes) {
-            /* same axes, other variables: written by an attnsweep with another set of results */
-            as_fail(err, "%s: written by a version of attnsweep that stores other variables "
-                    "(%llu bytes per cell, this one %llu); finish it with that version or use a new "
-                    "output", s->journal_path, (unsigned long long)got.payload_bytes,
-                    (unsigned long long)want.payload_bytes);
-            goto fail;
-        }
-        if (memcmp(got.layout, want.layout, sizeof want.layout)) {
-            as_fail(err, "%s: written with N,T,eps,normalizer,layer,head sizes %llu,%llu,%llu,%llu,"
-                    "%llu,%llu; the config now gives %zu,%zu,%zu,%zu,%zu,%zu (only windows and L "
-                    "may grow); use a new output", s->journal_path,
-                    (unsigned long long)got.layout[0], (unsigned long long)got.layout[1],
-                    (unsigned long long)got.layout[2], (unsigned long long)got.layout[3],
-                    (unsigned long long)got.layout[4], (unsigned long long)got.layout[5],
-                    axes->n_N, axes->n_T, axes->n_eps, axes->n_norm, axes->n_layer, axes->n_head);
-            goto fail;
-        }
-        if (got.axes_fingerprint != want.axes_fingerprint) {
-            as_fail(err, "%s: the N, T, eps, normalizer, layer or head values differ from the ones "
-                    "the journal was written with (only windows and L may grow); use a new output",
-                    s->journal_path);
-            goto fail;
-        }
-        if (st_replay_journal(s, err)) goto fail;
-        if (!s->stored_config_sha || strcmp(s->stored_config_sha, s->prov.config_sha256)) {
-            if (!(flags & STORE_ALLOW_CONFIG_CHANGE)) {
-                as_fail(err, "%s: config changed since the last run (sha256 %.12s..., now %.12s...)",
-                        s->path, s->stored_config_sha ? s->stored_config_sha : "none",
-                        s->prov.config_sha256);
-                goto fail;
-            }
-        }
-        if (!s->created[0]) st_iso_time(s->created, sizeof s->created, s->t_open);
-        if (add_segment(s, err)) goto fail;
-        if (!have_file || st_open_view(s) || st_reconcile_view(s, err)) {
-            if (st_rebuild_view(s, err)) goto fail;
-            /* Compacted cells the old view did not give back intact are pending again,
-             * and the journal says so (a JR_COMMIT of status 0 each, synced below). */
-            if (s->lost && note_lost(s, err)) goto fail;
-            for (size_t c = 0; c < store_total(s) && s->lost; c++) {
-                if (s->status[c] != STORE_PENDING || s->last_commit[c].type != JR_COMMIT) continue;
-                journal_record r = s->last_commit[c];
-                r.status = STORE_PENDING, r.flags = 0, r.payload_len = 0;
-                if (journal_append(s->jr, &r, NULL, err)) goto fail;
-                s->last_commit[c].type = 0;
-            }
-        } else {
-            if (verify_view(s, err)) goto fail;
-            int rc;
-            H5E_BEGIN_TRY {
-                rc = st_write_root_attrs(s, s->file) || st_write_segments(s, s->file) ||
-                     H5Fflush(s->file, H5F_SCOPE_GLOBAL) < 0;
-            } H5E_END_TRY;
-            if (rc) {
-                as_fail(err, "%s: cannot update provenance", s->path);
-                goto fail;
-            }
-        }
-    }
-    /* A journal from before the model axis (version < 3: one model) that is to hold a
-     * second model is rewritten in the current version first -- a compaction, which
-     * copies every record (journal.h); the old journal stays until the rename. */
-    if (have_journal && journal_version(s->jr) < 3 && s->ax.n_model > 1 && st_compact(s, err))
+    if (have_journal ? resume_output(s, &want, have_file, flags, err)
+                     : create_output(s, &want, &created_journal, err))
         goto fail;
-    /* Likewise a journal from before compressed payloads (version < 4) that is to hold
-     * deflated cells. */
-    if (have_journal && journal_version(s->jr) < 4 && s->compress && st_compact(s, err)) goto fail;
-    /* Journal this segment (and a changed config) only once the view is
-     * usable, so a failed open leaves the journal as it was. */
-    if (have_journal) {
-        int changed = !s->stored_config_sha || strcmp(s->stored_config_sha, s->prov.config_sha256);
-        /* inputs recorded for the first time (a journal from before they were kept) or
-         * grown (models appended); the caller refused any that changed */
-        if (s->prov.inputs && s->prov.inputs[0] &&
-            (!s->stored_inputs || strcmp(s->stored_inputs, s->prov.inputs)))
-            changed = 1;
-        if ((changed && append_config(s, err)) || append_segment_begin(s, err) ||
-            journal_sync(s->jr, err))
-            goto fail;
-    }
     if (store_write_status(s, 0, "running", err)) goto fail;
     st_test_phase("opened");
     return s;
@@ -635,7 +639,7 @@ int store_mark_dispatched(store *s, size_t m, size_t w, size_t l, int rank, doub
                           as_err *err) {
     if (m >= s->ax.n_model || w >= s->ax.n_window || l >= s->ax.n_L)
         return as_fail(err, "%s: cell (%zu, %zu, %zu) outside the axes", s->path, m, w, l);
-    size_t c = cell_at(s, m, w, l);
+    size_t c = st_cell_at(s, m, w, l);
     journal_record r = {.type = JR_DISPATCH, .model = (uint32_t)m, .window = (int32_t)w, .L = s->Lv[l],
                         .window_start = s->window_start[w], .attempt = (uint32_t)s->attempts[c] + 1,
                         .rank = rank, .t_start = t_start};

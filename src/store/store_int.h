@@ -116,14 +116,21 @@ struct store {
     int locked, lock_fd; /* lock_fd holds the kernel lock (lockfile.h) */
 };
 
-static inline size_t cell_at(const store *s, size_t m, size_t w, size_t l) {
+static inline size_t st_cell_at(const store *s, size_t m, size_t w, size_t l) {
     return (m * s->ax.n_window + w) * s->ax.n_L + l;
 }
 /* The (model, window, L index) of cell c. */
-static inline void cell_of(const store *s, size_t c, size_t *m, size_t *w, size_t *l) {
+static inline void st_cell_of(const store *s, size_t c, size_t *m, size_t *w, size_t *l) {
     *l = c % s->ax.n_L;
     *w = c / s->ax.n_L % s->ax.n_window;
     *m = c / s->ax.n_L / s->ax.n_window;
+}
+/* The index of an L value on this sweep's axis, -1 when it is not on it (a journal record
+ * names its cell's L by value). */
+static inline int st_find_L(const store *s, int32_t L) {
+    for (size_t i = 0; i < s->ax.n_L; i++)
+        if (s->Lv[i] == L) return (int)i;
+    return -1;
 }
 
 /* ---- small helpers (store.c) ---- */
@@ -131,6 +138,7 @@ static inline void cell_of(const store *s, size_t c, size_t *m, size_t *w, size_
 double st_now(void);                                  /* seconds since the epoch */
 void st_iso_time(char *out, size_t size, double t);   /* ISO 8601 UTC */
 char *st_dupstr(const char *s);                       /* malloc'd copy; NULL -> "" */
+int st_fsync_path(const char *path);                  /* open, fsync, close; -1 + errno */
 
 /* ---- packing and the HDF5 view (schema.c) ---- */
 
@@ -146,6 +154,10 @@ int st_create_view(store *s, const char *path, as_err *err);
 /* Attribute writers (schema.c): an existing attribute of the name is replaced. */
 int st_attr_write(hid_t loc, const char *name, hid_t ftype, hid_t mtype, size_t n, const void *data);
 int st_attr_str(hid_t loc, const char *name, const char *value);
+/* A 1-D dataset of file's (a coordinate) as malloc'd values of mtype, elem bytes each, its
+ * length in *n. NULL when absent (*n untouched), not 1-D, empty or unreadable (*n its
+ * length then). Call inside H5E_BEGIN_TRY: a missing dataset is an answer here. */
+void *st_read_1d(hid_t file, const char *name, hid_t mtype, size_t elem, size_t *n);
 
 /* ---- the model axis in the view (schema_models.c) ---- */
 

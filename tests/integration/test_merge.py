@@ -22,7 +22,7 @@ import h5py
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from sweeptest import ENV, check, run_cases, same_values, summary
+from sweeptest import ENV, check, run_cases, same_values, summary, write_tokens_config
 
 BIN, MODEL, SCRATCH = sys.argv[1:4]
 ONLY = set(sys.argv[4:])
@@ -30,16 +30,7 @@ K = 3
 
 
 def write_config(path, output, extra=""):
-    with open(path, "w") as f:
-        f.write(f"""model = "{MODEL}";
-text = {{ path = "tokens.npy"; format = "tokens"; }};
-windows = {{ count = 3; offset = 0; stride = 64; }};
-grid = {{ L = [16, 32, 64]; N = [1, 2, 4, 8]; T = [0.01, 1.0, 8.0];
-         eps = [1e-3, 0.1]; normalizer = ["softmax", "sparsemax"]; }};
-output = "{output}";
-runtime = {{ commit_every = 2; }};
-{extra}
-""")
+    write_tokens_config(path, MODEL, output, 3, 2, extra)
 
 
 def attnsweep(args, cwd=SCRATCH):

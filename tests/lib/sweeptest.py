@@ -1,6 +1,7 @@
 """Helpers the Python end-to-end tests share (test_sweep, test_merge, test_torture,
-test_analysis): the environment attnsweep runs in, a check counter that keeps going
-after a failure, and the comparison of two results files.
+test_multihost, test_analysis): the environment attnsweep runs in, a check counter that keeps
+going after a failure, the small sweep over a token file, and the comparison of two results
+files.
 
 Each test script puts this folder (tests/lib) on sys.path before importing it.
 Run as a program, `python3 tests/lib/sweeptest.py A.h5 B.h5` compares two results files;
@@ -50,6 +51,21 @@ def summary(name):
     """Prints 'NAME: N passed, N failed' and returns the exit code (1 also when nothing ran)."""
     print(f"{name}: {counts['passed']} passed, {counts['failed']} failed", flush=True)
     return 1 if counts["failed"] or not counts["passed"] else 0
+
+
+def write_tokens_config(path, model, output, windows, commit_every, extra=None):
+    """The small sweep the merge, torture and multihost tests run over tokens.npy (beside the
+    config): L 16, 32, 64; N 1, 2, 4, 8; T 0.01, 1, 8; eps 1e-3, 0.1; softmax and sparsemax;
+    windows of 64 tokens side by side. extra, when given, is one more line at the end."""
+    with open(path, "w") as f:
+        f.write(f"""model = "{model}";
+text = {{ path = "tokens.npy"; format = "tokens"; }};
+windows = {{ count = {windows}; offset = 0; stride = 64; }};
+grid = {{ L = [16, 32, 64]; N = [1, 2, 4, 8]; T = [0.01, 1.0, 8.0];
+         eps = [1e-3, 0.1]; normalizer = ["softmax", "sparsemax"]; }};
+output = "{output}";
+runtime = {{ commit_every = {commit_every}; }};
+""" + ("" if extra is None else f"{extra}\n"))
 
 
 def values(path):

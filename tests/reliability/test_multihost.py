@@ -40,7 +40,8 @@ import h5py
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from sweeptest import ENV, check, run_cases, same_values, signal_delivered, summary, wait_for_phase
+from sweeptest import (ENV, check, run_cases, same_values, signal_delivered, summary, wait_for_phase,
+                       write_tokens_config)
 
 BIN, MODEL, SCRATCH = (os.path.abspath(a) for a in sys.argv[1:4])
 ONLY = set(sys.argv[4:])
@@ -53,15 +54,7 @@ RANK_COMM = os.path.basename(BIN)[:15]  # /proc/PID/comm of a rank
 
 
 def write_config(d, output):
-    with open(f"{d}/s.cfg", "w") as f:
-        f.write(f"""model = "{MODEL}";
-text = {{ path = "tokens.npy"; format = "tokens"; }};
-windows = {{ count = {WINDOWS}; offset = 0; stride = 64; }};
-grid = {{ L = [16, 32, 64]; N = [1, 2, 4, 8]; T = [0.01, 1.0, 8.0];
-         eps = [1e-3, 0.1]; normalizer = ["softmax", "sparsemax"]; }};
-output = "{output}";
-runtime = {{ commit_every = 3; }};
-""")
+    write_tokens_config(f"{d}/s.cfg", MODEL, output, WINDOWS, 3)
 
 
 REFERENCE = None

@@ -45,7 +45,7 @@ import h5py
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from sweeptest import ENV, check, summary, values, wait_for_phase
+from sweeptest import ENV, check, summary, values, wait_for_phase, write_tokens_config
 
 BIN, MODEL, SCRATCH = sys.argv[1:4]
 BIN, MODEL = os.path.abspath(BIN), os.path.abspath(MODEL)
@@ -53,18 +53,6 @@ KILLS = int(sys.argv[4]) if len(sys.argv) > 4 else 24
 WINDOWS = 32  # more than the plan's kills can finish (checked in main)
 PHASES = ["dispatch_written", "data_flushed", "status_flushed", "journal_written", "journal_synced"]
 HUNG_S = 600  # only a hung run waits this long for a phase; no verdict depends on speed
-
-
-def write_config(path, output):
-    with open(path, "w") as f:
-        f.write(f"""model = "{MODEL}";
-text = {{ path = "tokens.npy"; format = "tokens"; }};
-windows = {{ count = {WINDOWS}; offset = 0; stride = 64; }};
-grid = {{ L = [16, 32, 64]; N = [1, 2, 4, 8]; T = [0.01, 1.0, 8.0];
-         eps = [1e-3, 0.1]; normalizer = ["softmax", "sparsemax"]; }};
-output = "{output}";
-runtime = {{ commit_every = 2; }};
-""")
 
 
 # --- the journal, read independently (layout in include/store/journal.h) ----------
@@ -168,8 +156,8 @@ def main():
     os.makedirs(SCRATCH)
     rng = np.random.default_rng(11)
     np.save(f"{SCRATCH}/tokens.npy", rng.integers(0, 50257, size=64 * WINDOWS + 64).astype("<u2"))
-    write_config(f"{SCRATCH}/ref.cfg", "ref.h5")
-    write_config(f"{SCRATCH}/t.cfg", "t.h5")
+    write_tokens_config(f"{SCRATCH}/ref.cfg", MODEL, "ref.h5", WINDOWS, 2)
+    write_tokens_config(f"{SCRATCH}/t.cfg", MODEL, "t.h5", WINDOWS, 2)
     t0 = time.time()
     mpirun = ["mpirun", "-np", "2", "--oversubscribe", BIN, "run"]
     ref = subprocess.run(mpirun + ["ref.cfg"], env=ENV, cwd=SCRATCH, capture_output=True, text=True)

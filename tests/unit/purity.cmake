@@ -5,3 +5,7 @@ add_test(NAME layer_purity COMMAND ${AS_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/purity
                                    ${CMAKE_BINARY_DIR})
 # Every repository path a comment, doc or script names exists (a moved file leaves no pointer dangling).
 add_test(NAME dangling_paths COMMAND ${AS_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/paths.py ${CMAKE_SOURCE_DIR})
+# One meaning per prefix: no two layers define symbols of one prefix, and no function is named
+# with another layer's prefix (a private helper would read as a call into that layer).
+add_test(NAME prefixes COMMAND ${AS_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/prefixes.py ${CMAKE_NM}
+                               ${CMAKE_BINARY_DIR} ${CMAKE_SOURCE_DIR})

@@ -10,19 +10,10 @@
 
 #include "check.h"
 #include "config.h"
+#include "config_fixture.h"
 
 static char dir[256];        /* temp dir holding cfg files and a model */
 static char model_dir[300];  /* dir/model: n_layer 3, n_head 4, n_embd 32, n_positions 256 */
-
-static void write_file(const char *path, const char *text) {
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        perror(path);
-        exit(1);
-    }
-    fputs(text, f);
-    fclose(f);
-}
 
 static void write_model(const char *mdir, int n_positions) {
     mkdir(mdir, 0777);
@@ -32,7 +23,7 @@ static void write_model(const char *mdir, int n_positions) {
              "{\"model_type\": \"gpt2\", \"n_layer\": 3, \"n_head\": 4, \"n_embd\": 32, "
              "\"n_positions\": %d, \"vocab_size\": 100}",
              n_positions);
-    write_file(path, json);
+    fx_write_file(path, json);
 }
 
 /* The three required keys plus `extra`, in dir/NAME. */
@@ -44,7 +35,7 @@ static int load(as_config *cfg, as_err *err, const char *text, const char *const
                 size_t n_sets) {
     static int counter;
     snprintf(last_path, sizeof last_path, "%s/c%d.cfg", dir, counter++);
-    write_file(last_path, text);
+    fx_write_file(last_path, text);
     err->msg[0] = 0;
     return config_load(cfg, last_path, sets, n_sets, err);
 }
@@ -129,7 +120,7 @@ static void test_paths(void) {
              "model = \"../model\";\ntext = { path = \"./data/../t.txt\"; };\noutput = \"/abs/o.h5\";\n");
     char path[400];
     snprintf(path, sizeof path, "%s/c.cfg", sub);
-    write_file(path, text);
+    fx_write_file(path, text);
     as_err err;
     int rc = config_load(&c, path, NULL, 0, &err);
     CHECK(rc == 0, "paths: %s", err.msg);
@@ -459,7 +450,7 @@ static void test_canonical(void) {
     /* the canonical text is itself a valid config that loads to the same canonical text */
     char path[400];
     snprintf(path, sizeof path, "%s/canon.cfg", dir);
-    write_file(path, a.canonical);
+    fx_write_file(path, a.canonical);
     as_config d;
     CHECK(config_load(&d, path, NULL, 0, &err) == 0, "canonical reloads: %s", err.msg);
     if (d.canonical) {
@@ -576,7 +567,7 @@ static void test_include(void) {
     snprintf(inc_dir, sizeof inc_dir, "%s/incs", dir);
     mkdir(inc_dir, 0777);
     snprintf(inc, sizeof inc, "%s/grid.inc", inc_dir);
-    write_file(inc, "grid = { L = [32, 64]; N = [1, 3];\n  T = [2.0]; };\n");
+    fx_write_file(inc, "grid = { L = [32, 64]; N = [1, 3];\n  T = [2.0]; };\n");
     as_config cfg;
     snprintf(text, sizeof text, BASE "@include \"%s\"\nwindows = { count = 2; };\n", inc);
     as_err err;
@@ -594,7 +585,7 @@ static void test_include(void) {
     /* an error inside the included file names it and its line */
     char bad[500];
     snprintf(bad, sizeof bad, "%s/bad.inc", inc_dir);
-    write_file(bad, "grid = {\n  L = [32, 64];\n  bogus = 1;\n};\n");
+    fx_write_file(bad, "grid = {\n  L = [32, 64];\n  bogus = 1;\n};\n");
     snprintf(text, sizeof text, BASE "@include \"%s\"\n", bad);
     rc = load(&cfg, &err, text, NULL, 0);
     CHECK(rc == -1 && strstr(err.msg, "bad.inc:3:") && strstr(err.msg, "bogus"),
@@ -622,7 +613,7 @@ static void test_include(void) {
     /* an include loop ends in an error */
     char loop[500];
     snprintf(loop, sizeof loop, "%s/loop.inc", inc_dir);
-    write_file(loop, "@include \"loop.inc\"\n");
+    fx_write_file(loop, "@include \"loop.inc\"\n");
     snprintf(text, sizeof text, BASE "@include \"%s\"\n", loop);
     rc = load(&cfg, &err, text, NULL, 0);
     CHECK(rc == -1 && strstr(err.msg, "loop.inc") && strstr(err.msg, "deep"), "include loop: %s", err.msg);
@@ -672,6 +663,60 @@ static void test_start_at_and_logits(void) {
                  "text.start_occurrence", NULL);
     expect_error("start_at on tokens", "", (const char *[]){"text.start_at=\"X\"", "text.format=\"tokens\""}, 2,
                  "text.start_at", "format = \"text\" only", NULL);
+}
+
+/* Each config enum's spellings are a contract (results files and their canonical text hold
+ * them): config_*_name gives each value its spelling, the parser reads the spelling back to
+ * the same value, and the canonical text of a config carries it and reloads to it. */
+static void test_enum_names(void) {
+    static const struct {
+        const char *key; /* the --set key; the canonical text's member name is its last part */
+        int value;
+        const char *name;
+    } spell[] = {
+        {"text.format", AS_TEXT_PLAIN, "text"},           {"text.format", AS_TEXT_TOKENS, "tokens"},
+        {"metrics.vectors", AS_VECTORS_VALUE, "value"},   {"metrics.vectors", AS_VECTORS_RESID, "resid"},
+        {"metrics.rows", AS_ROWS_VISIBLE, "visible"},     {"metrics.rows", AS_ROWS_FULL_ROW, "full_row"},
+        {"metrics.logits", AS_LOGITS_RAW, "raw"},         {"metrics.logits", AS_LOGITS_SCALED, "scaled"},
+        {"metrics.distance", AS_DISTANCE_PER_TOKEN, "per_token"},
+        {"metrics.distance", AS_DISTANCE_AGGREGATE, "aggregate"},
+    };
+    for (size_t i = 0; i < sizeof spell / sizeof spell[0]; i++) {
+        const char *key = spell[i].key;
+        int is = !strcmp(key, "text.format") ? 0 : !strcmp(key, "metrics.vectors") ? 1
+                 : !strcmp(key, "metrics.rows") ? 2 : !strcmp(key, "metrics.logits") ? 3 : 4;
+        const char *named = is == 0   ? config_text_format_name((as_text_format)spell[i].value)
+                            : is == 1 ? config_vectors_name((as_vectors)spell[i].value)
+                            : is == 2 ? config_rows_name((as_rows)spell[i].value)
+                            : is == 3 ? config_logits_name((as_logits)spell[i].value)
+                                      : config_distance_name((as_distance)spell[i].value);
+        CHECK(!strcmp(named, spell[i].name), "%s %d is spelled \"%s\", not \"%s\"", key,
+              spell[i].value, named, spell[i].name);
+        char set[128], member[128];
+        snprintf(set, sizeof set, "%s=\"%s\"", key, spell[i].name);
+        snprintf(member, sizeof member, "%s = \"%s\"", strchr(key, '.') + 1, spell[i].name);
+        as_config c, d;
+        if (load_ok(&c, "", (const char *[]){set}, 1, set)) continue;
+        const as_config *cc[2] = {&c, &d};
+        as_err err;
+        int reloaded = config_load_text(&d, c.canonical, "canonical", NULL, 0, &err) == 0;
+        CHECK(reloaded, "%s: the canonical text does not reload: %s", set, err.msg);
+        for (int k = 0; k < 1 + reloaded; k++) {
+            int got = is == 0 ? (int)cc[k]->text_format : is == 1 ? (int)cc[k]->vectors
+                      : is == 2 ? (int)cc[k]->rows : is == 3 ? (int)cc[k]->logits
+                                : (int)cc[k]->distance;
+            CHECK(got == spell[i].value, "%s %s reads as %d, not %d", k ? "canonical" : "--set", set,
+                  got, spell[i].value);
+        }
+        /* logits and distance appear only off their default (older files keep their sha256) */
+        int omitted = (is == 3 || is == 4) && spell[i].value == 0;
+        CHECK(omitted ? !strstr(c.canonical, strchr(key, '.') + 1) : strstr(c.canonical, member) != NULL,
+              "%s: canonical text %s '%s':\n%s", set, omitted ? "holds" : "lacks", member, c.canonical);
+        if (reloaded) config_free(&d);
+        config_free(&c);
+    }
+    CHECK(!strcmp(config_rows_name((as_rows)7), "?") && !strcmp(config_vectors_name((as_vectors)-1), "?"),
+          "a value outside the enum is spelled \"?\"");
 }
 
 /* metrics.per_N_T, metrics.grad_exact, metrics.dist_expect: defaults keep the canonical text
@@ -738,7 +783,7 @@ static void write_model_shape(const char *mdir, int n_layer, int n_head, int n_p
              "{\"model_type\": \"gpt2\", \"n_layer\": %d, \"n_head\": %d, \"n_embd\": %d, "
              "\"n_positions\": %d, \"vocab_size\": 100%s}",
              n_layer, n_head, 8 * n_head, n_positions, st);
-    write_file(path, json);
+    fx_write_file(path, json);
 }
 
 /* The model axis: `model` as a list (config_models.c). */
@@ -867,6 +912,7 @@ int main(void) {
     test_diff();
     test_include();
     test_start_at_and_logits();
+    test_enum_names();
     test_metric_switches();
     test_models();
     char cmd[300];

@@ -10,43 +10,19 @@
 
 #include "cellresult.h"
 #include "check.h"
+#include "config_fixture.h"
 #include "grid.h"
 #include "plan.h"
 
 static char dir[256];
 
-static void write_file(const char *path, const char *text) {
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        perror(path);
-        exit(1);
-    }
-    fputs(text, f);
-    fclose(f);
-}
-
 static int load(as_config *c, const char *model_json, const char *extra) {
-    char path[400], text[2048];
-    snprintf(path, sizeof path, "%s/model", dir);
-    mkdir(path, 0777);
-    snprintf(path, sizeof path, "%s/model/config.json", dir);
-    write_file(path, model_json);
-    snprintf(path, sizeof path, "%s/g.cfg", dir);
-    snprintf(text, sizeof text,
-             "model = \"model\";\ntext = { path = \"t\"; };\noutput = \"o.h5\";\n%s", extra);
-    write_file(path, text);
-    as_err err;
-    int rc = config_load(c, path, NULL, 0, &err);
-    CHECK(rc == 0, "load: %s", err.msg);
-    return rc;
+    return fx_load_config(c, dir, model_json, extra);
 }
-
-static const char *tiny_json =
-    "{\"n_layer\": 3, \"n_head\": 4, \"n_embd\": 32, \"n_positions\": 256, \"vocab_size\": 100}";
 
 static void test_cells(void) {
     as_config c;
-    if (load(&c, tiny_json,
+    if (load(&c, fx_tiny_model_json,
              "windows = { count = 5; offset = 7; stride = 33; };\n"
              "grid = { L = [128, 16, 64, 32]; N = [1, 2]; T = [1.0]; };\n"))
         return;

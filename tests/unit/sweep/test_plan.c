@@ -11,36 +11,13 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "config_fixture.h"
 #include "grid.h"
 #include "plan.h"
 
 static char dir[256];
 
-static void write_file(const char *path, const char *text) {
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        perror(path);
-        exit(1);
-    }
-    fputs(text, f);
-    fclose(f);
-}
-
-static int load(as_config *c, const char *extra) {
-    char path[400], text[2048];
-    snprintf(path, sizeof path, "%s/model", dir);
-    mkdir(path, 0777);
-    snprintf(path, sizeof path, "%s/model/config.json", dir);
-    write_file(path, "{\"n_layer\": 3, \"n_head\": 4, \"n_embd\": 32, \"n_positions\": 256, \"vocab_size\": 100}");
-    snprintf(path, sizeof path, "%s/p.cfg", dir);
-    snprintf(text, sizeof text, "model = \"model\";\ntext = { path = \"t\"; };\noutput = \"%s/o.h5\";\n%s",
-             dir, extra);
-    write_file(path, text);
-    as_err err;
-    int rc = config_load(c, path, NULL, 0, &err);
-    CHECK(rc == 0, "load: %s", err.msg);
-    return rc;
-}
+static int load(as_config *c, const char *extra) { return fx_load_config(c, dir, fx_tiny_model_json, extra); }
 
 /* plan.h's metrics sum over the rows, row by row (the definition, no closed form). */
 static double steps_by_rows(size_t L, size_t heads, size_t d, const int32_t *N, size_t n_N, size_t n_T,
