@@ -23,7 +23,8 @@
 #   --offline     do not try to download anything (what CI runs)
 #   --model DIR   a GPT-2 model directory (config.json, model.safetensors, vocab.json, merges.txt);
 #                 give it several times for a model axis (distinct folder names)
-#   --text FILE   a UTF-8 text
+#   --text FILE   a UTF-8 text (a PDF, an archive or another encoding is refused, saying how to
+#                 convert it)
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
@@ -143,7 +144,15 @@ text_abs=$(cd "$(dirname "$text")" && pwd)/$(basename "$text")
   [ -z "$marker" ] || printf ' start_at = "%s";' "$marker"
   echo ' };'
   echo "output = \"$name.h5\";"
-} > "$cfg.tmp.$$" && mv -f "$cfg.tmp.$$" "$cfg"
+} > "$cfg.tmp.$$"
+# the program's own checks of the config before it is written down (a PDF or a binary as
+# --text is refused here with how to convert it, whatever strip_gutenberg says)
+if ! "$bin" plan "$cfg.tmp.$$" > /dev/null; then
+  rm -f "$cfg.tmp.$$"
+  echo "quickstart: $cfg not written: the config it would run is refused (message above)" >&2
+  exit 1
+fi
+mv -f "$cfg.tmp.$$" "$cfg"
 echo "quickstart: wrote $cfg"
 
 say "4/5 sweep ($cfg, $ranks ranks) into results/$name.h5"
