@@ -74,12 +74,17 @@ base=${base%/}
 rev=${ATTNSWEEP_HF_REVISION:-main}
 repo="openai-community/$model"
 
+made_dir=0
+[ -d "$dir" ] || made_dir=1
 mkdir -p "$dir" || fl_die "$dir: cannot create the directory"
 [ -w "$dir" ] || fl_die "$dir: not writable"
 sums="$dir/.fetch-gpt2.sums"
 if command -v flock >/dev/null 2>&1; then
   exec 9> "$dir/.fetch-gpt2.lock" || fl_die "$dir/.fetch-gpt2.lock: cannot create"
   flock -n 9 || fl_die "$dir: another fetch-gpt2.sh is working here"
+  # the lock file goes with its holder, whatever the outcome (removed while still held, so no
+  # other fetch can hold it then); a folder this run created and left empty goes too
+  trap 'rm -f "$dir/.fetch-gpt2.lock"; [ "$made_dir" = 0 ] || rmdir "$dir" 2>/dev/null || true' EXIT
 fi
 
 table_get() {   # FILE COLUMN(3=size, 4=sha256) -> value or empty

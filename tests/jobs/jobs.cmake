@@ -10,7 +10,9 @@ target_link_libraries(slurm_hello_mpi PRIVATE MPI::MPI_C)
 
 add_test(NAME jobs_fetch COMMAND bash ${CMAKE_SOURCE_DIR}/tests/jobs/test_fetch.sh)
 add_test(NAME jobs_make_sbatch COMMAND bash ${CMAKE_SOURCE_DIR}/tests/jobs/test_slurm_generator.sh)
-set_tests_properties(jobs_fetch jobs_make_sbatch PROPERTIES TIMEOUT 300 LABELS "jobs")
+# run-all.sh's list of skipped tests and their reasons, on a scratch ctest project
+add_test(NAME jobs_run_all_skips COMMAND bash ${CMAKE_SOURCE_DIR}/tests/jobs/test_run_all_skips.sh)
+set_tests_properties(jobs_fetch jobs_make_sbatch jobs_run_all_skips PROPERTIES TIMEOUT 300 LABELS "jobs")
 
 add_test(NAME slurm_requeue COMMAND bash ${CMAKE_SOURCE_DIR}/tests/slurm/test_slurm_requeue.sh)
 add_test(NAME slurm_array COMMAND bash ${CMAKE_SOURCE_DIR}/tests/slurm/test_slurm_array.sh)
