@@ -139,12 +139,32 @@ def _values(da):
     return np.asarray(da.values, dtype=float)
 
 
+# What each saved figure's panels show, for the readability checks of the tests: {name: [{
+# "title", "xscale", "legend" (its labels), "legend_inside" (legend box within the axes)}]}
+LAYOUT = {}
+
+
 def _save(fig, opt, out_dir, name, fmt):
     for ax in fig.axes:              # every titled panel names the model and the readings
-        if ax.get_title():
-            ax.set_title(ax.get_title() + "\n" + opt.tag, fontsize=ax.title.get_fontsize())
+        title = ax.get_title()
+        if title:
+            # on the paper line, not a line of its own: at most what, (paper; model, readings)
+            lines = title.split("\n")
+            lines[-1] = (lines[-1][:-1] + "; " + opt.tag + ")") if lines[-1].endswith(")") else \
+                lines[-1] + "\n" + opt.tag
+            ax.set_title("\n".join(lines), fontsize=ax.title.get_fontsize())
     path = os.path.join(out_dir, f"{name}.{fmt}")
     fig.savefig(path, dpi=110, bbox_inches="tight")
+    panels = []
+    for ax in fig.axes:
+        leg = ax.get_legend()
+        inside = None
+        if leg is not None:
+            box, frame = leg.get_window_extent(), ax.get_window_extent()
+            inside = bool(box.x0 < frame.x1 and box.x1 > frame.x0 and box.y0 < frame.y1 and box.y1 > frame.y0)
+        panels.append({"title": ax.get_title(), "xscale": ax.get_xscale(), "legend_inside": inside,
+                       "legend": [t.get_text() for t in leg.get_texts()] if leg is not None else []})
+    LAYOUT[name] = panels
     plt.close(fig)
     return path
 
@@ -226,6 +246,9 @@ def fig_distance_vs_N(ds, opt, out_dir, fmt):
     ax.set_xlabel("top-N")
     ax.set_ylabel("distance (mean over rows, heads, windows)")
     ax.set_yscale("log")
+    # N spans orders of magnitude (1 .. 128 by default): on a linear axis the small N crowd
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3, which="both")
     result["path"] = _save(fig, opt, out_dir, "distance_vs_N", fmt)
@@ -350,8 +373,9 @@ def fig_separability(ds, opt, out_dir, fmt):
     positions = np.arange(1, len(N) + 1)
     ax.boxplot(boxes, positions=positions, widths=0.6, showfliers=True,
                flierprops={"ms": 3})
-    ax.plot(positions, lower, "v--", color="C2", label="lower bound (mean, reconstructed)")
-    ax.plot(positions, upper, "^--", color="C3", label="upper bound (mean, reconstructed)")
+    # the lines over the boxes (zorder), so a mean inside a box stays visible
+    ax.plot(positions, lower, "v--", color="C2", zorder=4, label="lower bound (mean, reconstructed)")
+    ax.plot(positions, upper, "^--", color="C3", zorder=4, label="upper bound (mean, reconstructed)")
     ax.axhspan(*PAPER_PLATEAU, color="0.85", alpha=0.5, label="paper plateau 0.70-0.85")
     result = {"N": N, "boxes": boxes, "sep_lower": lower, "sep_upper": upper, "L": opt.L_max,
               "T": opt.T}
@@ -370,13 +394,15 @@ def fig_separability(ds, opt, out_dir, fmt):
                                 .stack(h=("layer", "head")).transpose("N", "h"))
         result["sep_marginal_max"] = float(np.nanmax(marginal_head)) \
             if np.isfinite(marginal_head).any() else float("nan")
-        ax.plot(positions, result["sep_ratio_mean"], "o-", color="C0", ms=3, lw=1,
+        ax.plot(positions, result["sep_ratio_mean"], "o-", color="C0", ms=3, lw=1.2, zorder=5,
                 label="sep_ratio (mean over heads)")
-        ax.plot(positions, result["resolvable"], "s--", color="C4", ms=3, lw=1.4,
+        ax.plot(positions, result["resolvable"], "s--", color="C4", ms=3, lw=1.4, zorder=5,
                 label="resolvable (sep_ratio - sep_marginal)")
         if result["sep_marginal_max"] > SEP_MARGINAL_LARGE:
-            title += (f"\nsep_marginal up to {result['sep_marginal_max']:.2f} (> "
-                      f"{SEP_MARGINAL_LARGE:g}): part of sep_ratio rests on round-off-level margins")
+            # under the axes, not in the title (which keeps to what, paper and model)
+            ax.text(0, -0.16, f"sep_marginal up to {result['sep_marginal_max']:.2f} (> "
+                    f"{SEP_MARGINAL_LARGE:g}): part of sep_ratio rests on round-off-level margins",
+                    transform=ax.transAxes, fontsize=7, va="top")
             note(f"separability: sep_marginal up to {result['sep_marginal_max']:.3f} in a head")
     else:
         note("separability: no sep_marginal in the file (older file): resolvable curve skipped")
@@ -385,7 +411,8 @@ def fig_separability(ds, opt, out_dir, fmt):
     ax.set_ylabel("separability ratio N_s / N")
     ax.set_ylim(-0.03, 1.05)
     _title(ax, "separability", title, ds)
-    ax.legend(fontsize=8, loc="lower right", bbox_to_anchor=(1, 0.08))
+    # beside the axes: inside, the legend covered the boxes of the large N
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1), borderaxespad=0)
     ax.grid(alpha=0.3, axis="y")
     result["path"] = _save(fig, opt, out_dir, "separability", fmt)
     return result
@@ -422,7 +449,7 @@ def fig_gradient(ds, opt, out_dir, fmt):
     ax.set_yscale("log")
     ax.set_xlabel(f"temperature T (on {ds.attrs.get('logits', 'raw')} logits)")
     ax.set_ylabel("gradient norm (token mean; max or mean over heads)")
-    ax.axvline(opt.T, color="0.6", lw=0.8, ls=":")
+    ax.axvline(opt.T, color="0.6", lw=0.8, ls=":", label=f"T = {opt.T:g}: the other figures' T")
     _title(ax, "gradient_vs_T", f"Gradient sensitivity vs temperature (L = {opt.L_max}, {opt.normalizer})",
            ds)
     ax.legend(fontsize=7, ncol=1)

@@ -516,6 +516,24 @@ def test_verdicts(one):
             check(r[4] == want, f"GPT-2 verdict {r[4]} for {r[0]} = {r[2]} in [{lo}, {hi}]")
 
 
+def test_readability(caught):
+    """What the figures' readers struggled with: titles of at most three lines (what, then
+    the paper figure with the model and readings), the separability legend beside the boxes
+    rather than over them, a log N axis, the T line of the gradient figure labelled, and no
+    RuntimeWarning (an empty slice) while drawing."""
+    layout = figures.LAYOUT
+    for name, panels in layout.items():
+        for p in panels:
+            check(len(p["title"].split("\n")) <= 3, f"{name}: title of {len(p['title'].splitlines())} lines: {p['title']!r}")
+    sep = layout.get("separability", [{}])[0]
+    check(sep.get("legend_inside") is False, "separability: the legend sits beside the axes, not over the boxes")
+    check(layout.get("distance_vs_N", [{}])[0].get("xscale") == "log", "distance_vs_N: log N axis")
+    grad = layout.get("gradient_vs_T", [{}])[0]
+    check(any(t.startswith("T = ") for t in grad.get("legend", [])), f"gradient_vs_T: the T line is labelled: {grad}")
+    runtime = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
+    check(not runtime, f"no RuntimeWarning while drawing: {runtime[:3]}")
+
+
 def test_skips():
     """One L and one N: the figures that need more skip with a note instead of failing."""
     ds = ar.load(os.path.join(SCRATCH, "results.h5")).isel(L=[1], N=[2], normalizer=[0])
@@ -777,7 +795,10 @@ def test_per_N_T(drawn_full):
 def main():
     full, partial = make_results()
     test_load_masks(partial)
-    drawn_full = test_figures(full, os.path.join(SCRATCH, "figs-full"), "full")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", RuntimeWarning)
+        drawn_full = test_figures(full, os.path.join(SCRATCH, "figs-full"), "full")
+    test_readability(caught)
     test_figures(partial, os.path.join(SCRATCH, "figs-partial"), "partial")
     test_sensitivity(full, drawn_full)
     test_per_N_T(drawn_full)
