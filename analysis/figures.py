@@ -139,12 +139,32 @@ def _values(da):
     return np.asarray(da.values, dtype=float)
 
 
+# What each saved figure's panels show, for the readability checks of the tests: {name: [{
+# "title", "xscale", "legend" (its labels), "legend_inside" (legend box within the axes)}]}
+LAYOUT = {}
+
+
 def _save(fig, opt, out_dir, name, fmt):
     for ax in fig.axes:              # every titled panel names the model and the readings
-        if ax.get_title():
-            ax.set_title(ax.get_title() + "\n" + opt.tag, fontsize=ax.title.get_fontsize())
+        title = ax.get_title()
+        if title:
+            # on the paper line, not a line of its own: at most what, (paper; model, readings)
+            lines = title.split("\n")
+            lines[-1] = (lines[-1][:-1] + "; " + opt.tag + ")") if lines[-1].endswith(")") else \
+                lines[-1] + "\n" + opt.tag
+            ax.set_title("\n".join(lines), fontsize=ax.title.get_fontsize())
     path = os.path.join(out_dir, f"{name}.{fmt}")
     fig.savefig(path, dpi=110, bbox_inches="tight")
+    panels = []
+    for ax in fig.axes:
+        leg = ax.get_legend()
+        inside = None
+        if leg is not None:
+            box, frame = leg.get_window_extent(), ax.get_window_extent()
+            inside = bool(box.x0 < frame.x1 and box.x1 > frame.x0 and box.y0 < frame.y1 and box.y1 > frame.y0)
+        panels.append({"title": ax.get_title(), "xscale": ax.get_xscale(), "legend_inside": inside,
+                       "legend": [t.get_text() for t in leg.get_texts()] if leg is not None else []})
+    LAYOUT[name] = panels
     plt.close(fig)
     return path
 
@@ -226,6 +246,9 @@ def fig_distance_vs_N(ds, opt, out_dir, fmt):
     ax.set_xlabel("top-N")
     ax.set_ylabel("distance (mean over rows, heads, windows)")
     ax.set_yscale("log")
+    # N spans orders of magnitude (1 .. 128 by default): on a linear axis the small N crowd
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3, which="both")
     result["path"] = _save(fig, opt, out_dir, "distance_vs_N", fmt)
@@ -240,30 +263,37 @@ def fig_critical_N(ds, opt, out_dir, fmt):
         return None
     if per_n_missing(ds, opt, "critical_N"):
         return None
-    crit = _values(ds["crit_N"].sel(T=opt.T, normalizer=opt.normalizer).transpose("window", "L"))
-    found = np.where(crit >= 0, crit, np.nan)     # -1: no N of the grid passed the KS test
+    sel = dict(T=opt.T, normalizer=opt.normalizer)
+    found = _values(ds["crit_N"].sel(**sel).transpose("window", "L"))   # NaN where censored
+    censored = _values(ds["crit_N_censored"].sel(**sel).transpose("window", "L")) == 1
+    bound = _values(ar.crit_N_lower_bound(ds).sel(**sel).transpose("window", "L"))
     L = _values(ds["L"])
     with np.errstate(invalid="ignore"):
+        # the mean of the windows that found one: a censored window is never a number in it
         mean = np.nanmean(found, axis=0) if np.isfinite(found).any() else np.full(L.shape, np.nan)
-    none_found = np.sum(crit == -1, axis=0)
-    result = {"L": L, "crit_N": crit, "crit_N_found": found, "mean": mean,
+    none_found = np.sum(censored, axis=0)
+    result = {"L": L, "crit_N": found, "crit_N_found": found, "crit_N_censored": censored,
+              "lower_bound": np.where(censored, bound, np.nan), "mean": mean,
               "none_found": none_found, "reference": PAPER_CRIT_N_PER_L * L}
     fig, ax = plt.subplots(figsize=(6, 4.2))
-    jitter = np.linspace(-0.04, 0.04, crit.shape[0]) if crit.shape[0] > 1 else np.zeros(1)
-    for w in range(crit.shape[0]):
+    jitter = np.linspace(-0.04, 0.04, found.shape[0]) if found.shape[0] > 1 else np.zeros(1)
+    for w in range(found.shape[0]):
         ax.plot(L * 2 ** jitter[w], found[w], "o", color="C0", alpha=0.35, ms=4,
                 label="per window" if w == 0 else None)
-    ax.plot(L, mean, "-D", color="C0", label="mean over windows")
+        # censored: drawn at the largest N tested, pointing up (the critical N is at least that)
+        ax.plot(L * 2 ** jitter[w], result["lower_bound"][w], "^", color="C3", alpha=0.6, ms=6,
+                label=">= N_max: no N of the grid passed" if w == 0 and censored.any() else None)
+    ax.plot(L, mean, "-D", color="C0", zorder=5, label="mean over windows that found one")
     dense_L = np.geomspace(L.min(), L.max(), 50)
     ax.plot(dense_L, PAPER_CRIT_N_PER_L * dense_L, "k--", label="paper: 0.06 L")
     # log-log: the reference 0.06 L is a straight line (slope 1) on these axes
     ax.set_yscale("log", base=2)
-    top = np.nanmax(np.concatenate([PAPER_CRIT_N_PER_L * L, found.ravel(), [1.0]]))
+    top = np.nanmax(np.concatenate([PAPER_CRIT_N_PER_L * L, found.ravel(), bound.ravel(), [1.0]]))
     ax.set_ylim(0.5, 2 * top)
     ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
     for x, k in zip(L, none_found):
         if k:
-            ax.annotate(f"{k} w: none", (x, 0), textcoords="offset points", xytext=(0, 4),
+            ax.annotate(f"{k} w: >= N_max", (x, 0), textcoords="offset points", xytext=(0, 4),
                         ha="center", fontsize=7, color="C3", xycoords=("data", "axes fraction"))
     ax.set_xscale("log", base=2)
     ax.set_xticks(L, [str(int(v)) for v in L])
@@ -274,8 +304,8 @@ def fig_critical_N(ds, opt, out_dir, fmt):
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
     if not np.isfinite(found).any():
-        note("critical_N: no window reached p > ks_alpha at any L (crit_N = -1 everywhere); "
-             "only the reference line is drawn")
+        note("critical_N: no window reached p > ks_alpha at any L (crit_N censored everywhere: "
+             "drawn as >= N_max)")
     result["path"] = _save(fig, opt, out_dir, "critical_N", fmt)
     return result
 
@@ -343,8 +373,9 @@ def fig_separability(ds, opt, out_dir, fmt):
     positions = np.arange(1, len(N) + 1)
     ax.boxplot(boxes, positions=positions, widths=0.6, showfliers=True,
                flierprops={"ms": 3})
-    ax.plot(positions, lower, "v--", color="C2", label="lower bound (mean, reconstructed)")
-    ax.plot(positions, upper, "^--", color="C3", label="upper bound (mean, reconstructed)")
+    # the lines over the boxes (zorder), so a mean inside a box stays visible
+    ax.plot(positions, lower, "v--", color="C2", zorder=4, label="lower bound (mean, reconstructed)")
+    ax.plot(positions, upper, "^--", color="C3", zorder=4, label="upper bound (mean, reconstructed)")
     ax.axhspan(*PAPER_PLATEAU, color="0.85", alpha=0.5, label="paper plateau 0.70-0.85")
     result = {"N": N, "boxes": boxes, "sep_lower": lower, "sep_upper": upper, "L": opt.L_max,
               "T": opt.T}
@@ -363,13 +394,15 @@ def fig_separability(ds, opt, out_dir, fmt):
                                 .stack(h=("layer", "head")).transpose("N", "h"))
         result["sep_marginal_max"] = float(np.nanmax(marginal_head)) \
             if np.isfinite(marginal_head).any() else float("nan")
-        ax.plot(positions, result["sep_ratio_mean"], "o-", color="C0", ms=3, lw=1,
+        ax.plot(positions, result["sep_ratio_mean"], "o-", color="C0", ms=3, lw=1.2, zorder=5,
                 label="sep_ratio (mean over heads)")
-        ax.plot(positions, result["resolvable"], "s--", color="C4", ms=3, lw=1.4,
+        ax.plot(positions, result["resolvable"], "s--", color="C4", ms=3, lw=1.4, zorder=5,
                 label="resolvable (sep_ratio - sep_marginal)")
         if result["sep_marginal_max"] > SEP_MARGINAL_LARGE:
-            title += (f"\nsep_marginal up to {result['sep_marginal_max']:.2f} (> "
-                      f"{SEP_MARGINAL_LARGE:g}): part of sep_ratio rests on round-off-level margins")
+            # under the axes, not in the title (which keeps to what, paper and model)
+            ax.text(0, -0.16, f"sep_marginal up to {result['sep_marginal_max']:.2f} (> "
+                    f"{SEP_MARGINAL_LARGE:g}): part of sep_ratio rests on round-off-level margins",
+                    transform=ax.transAxes, fontsize=7, va="top")
             note(f"separability: sep_marginal up to {result['sep_marginal_max']:.3f} in a head")
     else:
         note("separability: no sep_marginal in the file (older file): resolvable curve skipped")
@@ -378,7 +411,8 @@ def fig_separability(ds, opt, out_dir, fmt):
     ax.set_ylabel("separability ratio N_s / N")
     ax.set_ylim(-0.03, 1.05)
     _title(ax, "separability", title, ds)
-    ax.legend(fontsize=8, loc="lower right", bbox_to_anchor=(1, 0.08))
+    # beside the axes: inside, the legend covered the boxes of the large N
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1), borderaxespad=0)
     ax.grid(alpha=0.3, axis="y")
     result["path"] = _save(fig, opt, out_dir, "separability", fmt)
     return result
@@ -415,7 +449,7 @@ def fig_gradient(ds, opt, out_dir, fmt):
     ax.set_yscale("log")
     ax.set_xlabel(f"temperature T (on {ds.attrs.get('logits', 'raw')} logits)")
     ax.set_ylabel("gradient norm (token mean; max or mean over heads)")
-    ax.axvline(opt.T, color="0.6", lw=0.8, ls=":")
+    ax.axvline(opt.T, color="0.6", lw=0.8, ls=":", label=f"T = {opt.T:g}: the other figures' T")
     _title(ax, "gradient_vs_T", f"Gradient sensitivity vs temperature (L = {opt.L_max}, {opt.normalizer})",
            ds)
     ax.legend(fontsize=7, ncol=1)
@@ -557,35 +591,68 @@ VERDICT_RULES = {
     "grad_fd log-log slope": (-1.3, -0.7),  # the paper's ~ -1, within 0.3
     "grad_fd fall over T>=1": (30.0, 300.0),  # the paper's ~100x, within a factor of ~3
 }
+# each rule's tolerance in words, printed in the table's paper column
+VERDICT_TOLERANCE = {
+    "critical N / L": "x2",
+    "separability plateau": "the range",
+    "grad_fd log-log slope": "+-0.3",
+    "grad_fd fall over T>=1": "x3",
+}
 
 
-def verdict(quantity, value):
-    """'agrees' / 'differs' with the paper, or 'n.a.' (no number, or the paper has none)."""
+def verdict(quantity, value, gpt2=True):
+    """'agrees' / 'differs' with the paper, or 'n.a.' (no number, the paper has none, or the
+    model is not GPT-2: the paper's numbers are GPT-2's, so another model neither agrees nor
+    differs with them)."""
     rule = VERDICT_RULES.get(quantity)
-    if rule is None or value is None or not np.isfinite(value):
+    if not gpt2 or rule is None or value is None or not np.isfinite(value):
         return "n.a."
     return "agrees" if rule[0] <= value <= rule[1] else "differs"
+
+
+def paper_text(quantity, value):
+    """The paper column: the paper's value and the tolerance the verdict allows."""
+    rule = VERDICT_RULES.get(quantity)
+    if rule is None:
+        return value
+    return f"{value} (agrees: {rule[0]:g} to {rule[1]:g}, {VERDICT_TOLERANCE[quantity]})"
+
+
+def _crit_row(found, censored, bound, L):
+    """(ours, verdict) of the critical N / L row at one L. found: crit_N per window (NaN where
+    censored or not done); censored windows only bound the critical N from below (>= the
+    largest N tested), so their mean is a lower bound: it can show that the paper's value is
+    exceeded, never that it is met."""
+    found = found[np.isfinite(found)]
+    lows = bound[censored & np.isfinite(bound)]
+    n = found.size + lows.size
+    if n == 0:
+        return "none done", "n.a."
+    ours = (f"{np.mean(found) / L:.3f}" if found.size else "none") + f" ({found.size}/{n} windows found"
+    if lows.size == 0:
+        return ours + ")", verdict("critical N / L", float(np.mean(found) / L))
+    at_least = float(np.mean(np.concatenate([found, lows]))) / L
+    ours += f"; {lows.size} censored at >= N_max {int(lows.max())}: mean >= {at_least:.3f})"
+    hi = VERDICT_RULES["critical N / L"][1]
+    return ours, "differs" if at_least > hi else "n.a."
 
 
 def headline(ds, opt):
     """Rows (quantity, where, ours, paper, verdict) of one model's summary table; the first
     row names the model (a verdict against the paper means little unless it is GPT-2)."""
+    gpt2 = str(ds.attrs.get("model_kind", "")) == "gpt2"
     rows = [("model", str(ds.attrs.get("model_dir", "?")),
-             model_kind_text(ds), "GPT-2 small",
-             "agrees" if str(ds.attrs.get("model_kind", "")) == "gpt2" else "differs")]
-    crit = ds["crit_N"].sel(T=opt.T, normalizer=opt.normalizer)
+             model_kind_text(ds), "GPT-2 small" + ("" if gpt2 else ": every verdict below is n.a."),
+             "agrees" if gpt2 else "differs")]
+    sel = dict(T=opt.T, normalizer=opt.normalizer)
+    crit, censored = ds["crit_N"].sel(**sel), ds["crit_N_censored"].sel(**sel)
+    bound = ar.crit_N_lower_bound(ds).sel(**sel)
     missing = per_n_missing(ds, opt, "the per-N headline rows")
     for L in ([] if missing else ds["L"].values):
-        c = _values(crit.sel(L=L))
-        c = c[np.isfinite(c)]
-        found = c[c >= 0]
-        ours = (f"{np.mean(found) / L:.3f}" if found.size else "none") + \
-               f" ({found.size}/{c.size} windows found)"
-        # no window found a critical N in the grid: it differs (unless no cell is done)
-        v = verdict("critical N / L", float(np.mean(found) / L)) if found.size else \
-            ("differs" if c.size else "n.a.")
+        ours, v = _crit_row(_values(crit.sel(L=L)), _values(censored.sel(L=L)) == 1,
+                            _values(bound.sel(L=L)), float(L))
         rows.append(("critical N / L", f"L={int(L)}, T={opt.T:g}", ours,
-                     f"~{PAPER_CRIT_N_PER_L}", v))
+                     paper_text("critical N / L", f"~{PAPER_CRIT_N_PER_L}"), v if gpt2 else "n.a."))
     N = ds["N"].values
     plateau_N = N[N >= PAPER_PLATEAU_FROM_N]
     where = f"N>={PAPER_PLATEAU_FROM_N}"
@@ -596,11 +663,11 @@ def headline(ds, opt):
     plateau = float(sep.mean(skipna=True))
     if missing:
         rows.append(("critical N / L", f"T={opt.T:g}", "not computed at this T (metrics.per_N_T)",
-                     f"~{PAPER_CRIT_N_PER_L}", "n.a."))
+                     paper_text("critical N / L", f"~{PAPER_CRIT_N_PER_L}"), "n.a."))
     rows.append(("separability plateau", f"{where}, L={opt.L_max}, T={opt.T:g}",
                  "not computed at this T (metrics.per_N_T)" if missing else f"{plateau:.3f}",
-                 f"{PAPER_PLATEAU[0]:.2f}-{PAPER_PLATEAU[1]:.2f}",
-                 "n.a." if missing else verdict("separability plateau", plateau)))
+                 paper_text("separability plateau", f"{PAPER_PLATEAU[0]:.2f}-{PAPER_PLATEAU[1]:.2f}"),
+                 "n.a." if missing else verdict("separability plateau", plateau, gpt2)))
     T = _values(ds["T"])
     low = T < PAPER_LOW_T
     grad = ds["grad_fd"].sel(L=opt.L_max, normalizer=opt.normalizer).mean(
@@ -609,7 +676,8 @@ def headline(ds, opt):
         y = _values(grad.sel(eps=eps))
         slope = loglog_slope(T[low], y[low]) if low.sum() >= 2 else float("nan")
         rows.append(("grad_fd log-log slope", f"T<{PAPER_LOW_T:g} ({int(low.sum())} T), eps={eps:g}",
-                     f"{slope:.3f}", f"~{PAPER_GRAD_SLOPE:g}", verdict("grad_fd log-log slope", slope)))
+                     f"{slope:.3f}", paper_text("grad_fd log-log slope", f"~{PAPER_GRAD_SLOPE:g}"),
+                     verdict("grad_fd log-log slope", slope, gpt2)))
         high = T >= 1
         if high.sum() >= 2:
             # not a paper number: where our T convention puts the 1/T regime (a -> uniform)
@@ -618,7 +686,8 @@ def headline(ds, opt):
             first, last = y[high][0], y[high][-1]
             drop = first / last if last > 0 else float("nan")
             rows.append(("grad_fd fall over T>=1", f"T={T[high][0]:g} -> {T[high][-1]:g}, eps={eps:g}",
-                         f"{drop:.3g}x", "~100x", verdict("grad_fd fall over T>=1", drop)))
+                         f"{drop:.3g}x", paper_text("grad_fd fall over T>=1", "~100x"),
+                         verdict("grad_fd fall over T>=1", drop, gpt2)))
     return rows
 
 

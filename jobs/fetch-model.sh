@@ -210,6 +210,7 @@ pick_files() {
 # fetch_revision DIR REV: one revision's files into DIR, shards and conversion included.
 fetch_revision() {
   local d=$1 r=$2 list raw f idx
+  [ -d "$d" ] || made_dir=$d
   mkdir -p "$d" || fl_die "$d: cannot create the directory"
   [ -w "$d" ] || fl_die "$d: not writable"
   if command -v flock >/dev/null 2>&1; then
@@ -256,6 +257,7 @@ fetch_revision() {
     done
   fi
   if [ -n "${lock_file:-}" ]; then rm -f "$lock_file"; exec 9>&-; lock_file=''; fi
+  made_dir=
   echo "$FL_PROG: $repo@$r ready in $d"
 }
 
@@ -264,9 +266,10 @@ torch_py=${ATTNSWEEP_PYTHON:-$(command -v /usr/bin/python3 || command -v python3
 fl_auth=()
 [ -z "${ATTNSWEEP_HF_TOKEN:-}" ] || fl_auth=(--header "Authorization: Bearer $ATTNSWEEP_HF_TOKEN")
 fl_curl_common+=("${fl_auth[@]+"${fl_auth[@]}"}")
-lock_file=''
-# a failed or interrupted fetch leaves no lock file behind (the .part files stay, to resume)
-trap '[ -z "$lock_file" ] || rm -f "$lock_file"' EXIT
+lock_file='' made_dir=''
+# a failed or interrupted fetch leaves no lock file behind, nor a folder it created and left
+# empty (the .part files stay, to resume)
+trap '[ -z "$lock_file" ] || rm -f "$lock_file"; [ -z "$made_dir" ] || rmdir "$made_dir" 2>/dev/null' EXIT
 if [ -n "$revisions" ]; then
   IFS=, read -r -a revs <<< "$revisions"
   for r in "${revs[@]}"; do

@@ -4,7 +4,7 @@
 #   jobs/make-sbatch.sh CONFIG --nodes N --ntasks-per-node K --time TIME [OPTIONS] [-- RUN ARGS]
 #
 # The script is jobs/attnsweep.sbatch with its #SBATCH lines filled in: it runs
-# `srun --mpi=pmix build/attnsweep run CONFIG`, gets SIGUSR1 --warn seconds before the time limit,
+# `srun --mpi=TYPE build/attnsweep run CONFIG`, gets SIGUSR1 --warn seconds before the time limit,
 # lets the sweep checkpoint (exit 3) and requeues itself until the sweep exits 0.
 #
 #   --nodes N, --ntasks-per-node K, --time TIME   the allocation of one segment (TIME as SLURM
@@ -24,6 +24,8 @@
 #                        then waits up to SECONDS minus a margin (warn/5, 30..120 s) for its
 #                        running windows (runtime.stop_grace; 300 -> 240 s)
 #   --launcher L         srun (default) or mpirun
+#   --srun-mpi TYPE      srun's --mpi: auto (default: pmix if the cluster's srun offers it, else
+#                        pmi2, else none), none, or a type (pmix, pmix_v4, pmi2, ...)
 #   --bin PATH           the program (default: build/attnsweep of this checkout)
 #   --name NAME          job name (default attnsweep-<config name>)
 #   --logdir DIR         where the job logs go (default ./logs; created now)
@@ -48,7 +50,7 @@ usage() { awk 'NR == 1 { next } !/^#/ { exit } !/^# shellcheck/ { sub(/^# ?/, ""
 die() { echo "$prog: $1" >&2; exit "${2:-1}"; }
 
 orig_args=("$@")
-config='' nodes='' tasks='' time_limit='' shards='' parallel='' warn=300 launcher=srun bin='' name='' logdir=''
+config='' nodes='' tasks='' time_limit='' shards='' parallel='' warn=300 launcher=srun bin='' name='' logdir='' srun_mpi=auto
 output='' dry_run=0 submit=0 max_array_size='' max_segments='' ntasks='' merge=0 check=1
 extra_sbatch=()
 setup_lines=()
@@ -83,6 +85,7 @@ while [ $# -gt 0 ]; do
     --parallel) need "$1" $#; parallel=$2; shift 2 ;;
     --warn) need "$1" $#; warn=$2; shift 2 ;;
     --launcher) need "$1" $#; launcher=$2; shift 2 ;;
+    --srun-mpi) need "$1" $#; srun_mpi=$2; shift 2 ;;
     --bin) need "$1" $#; bin=$2; shift 2 ;;
     --name) need "$1" $#; name=$2; shift 2 ;;
     --logdir) need "$1" $#; logdir=$2; shift 2 ;;
@@ -114,6 +117,7 @@ is_count "$warn" || die "--warn '$warn' is not a positive number of seconds" 2
 [ "$warn" -le 65535 ] || die "--warn $warn: SLURM allows at most 65535 s" 2
 [ -z "$max_segments" ] || is_count "$max_segments" || die "--max-segments '$max_segments' is not a positive integer" 2
 case "$launcher" in srun|mpirun) ;; *) die "--launcher '$launcher': use srun or mpirun" 2 ;; esac
+[[ "$srun_mpi" =~ ^[A-Za-z0-9_]+$ ]] || die "--srun-mpi '$srun_mpi': use auto, none or an MPI type such as pmix or pmi2" 2
 [ -f "$config" ] || die "$config: no such config file"
 
 # SLURM time formats -> seconds
@@ -209,7 +213,7 @@ if [ -n "$shards" ]; then log_pattern="$logdir_abs/$name-%A_%a.out"; else log_pa
 script_args=()
 [ -z "$shards" ] || script_args+=(--shards "$shards")
 [ -z "$max_segments" ] || script_args+=(--max-segments "$max_segments")
-script_args+=(--warn "$warn" --launcher "$launcher" --bin "$bin_abs" "$config_abs")
+script_args+=(--warn "$warn" --launcher "$launcher" --srun-mpi "$srun_mpi" --bin "$bin_abs" "$config_abs")
 [ "${#run_args[@]}" = 0 ] || script_args+=(-- "${run_args[@]}")
 
 generate() {

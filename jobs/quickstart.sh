@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # jobs/quickstart.sh -- set up and run the quick-start sweep end to end.
 #
-#   jobs/quickstart.sh [--ranks P] [--offline] [--model DIR]... [--text FILE]
+#   jobs/quickstart.sh [--ranks P] [--offline] [--model DIR]... [--text FILE] [--name NAME]
 #
 # 1. installs missing Debian packages (as root; otherwise prints the apt-get line) and builds;
 # 2. picks the model: --model DIR if given (several --model: a model axis, e.g. checkpoints of
@@ -19,15 +19,19 @@
 #    last lines print.
 # Results: results/quickstart.cfg, .h5 and results/quickstart-figures/; with --model DIR,
 # results/quickstart-NAME.cfg, .h5 and results/quickstart-NAME-figures/ (NAME = DIR's last part;
-# several models: their names joined by "+", figures in one folder per model).
+# several models: their names joined by "+", figures in one folder per model); --name NAME:
+# results/NAME.cfg, .h5, -figures/. An existing NAME.h5 whose .cfg says another model or text
+# is never overwritten: the script stops and asks for another --name.
 #   --offline     do not try to download anything (what CI runs)
 #   --model DIR   a GPT-2 model directory (config.json, model.safetensors, vocab.json, merges.txt);
 #                 give it several times for a model axis (distinct folder names)
-#   --text FILE   a UTF-8 text
+#   --text FILE   a UTF-8 text (a PDF, an archive or another encoding is refused, saying how to
+#                 convert it)
+#   --name NAME   the results' name (letters, digits, . _ + -), e.g. one per text of one model
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
-ranks=2 offline=0 text_arg=
+ranks=2 offline=0 text_arg= name_arg=
 model_args=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -36,6 +40,9 @@ while [ $# -gt 0 ]; do
                { echo "quickstart: --ranks needs a positive integer" >&2; exit 2; }
              ranks=$2; shift 2 ;;
     --offline) offline=1; shift ;;
+    --name) [ $# -ge 2 ] && [[ "$2" =~ ^[A-Za-z0-9][A-Za-z0-9._+-]*$ ]] ||
+              { echo "quickstart: --name needs a name of letters, digits and . _ + - (it names results/NAME.h5)" >&2; exit 2; }
+            name_arg=$2; shift 2 ;;
     --model|--text)
       [ $# -ge 2 ] && [ -n "$2" ] || { echo "quickstart: $1 needs a value" >&2; exit 2; }
       if [ "$1" = --model ]; then
@@ -88,6 +95,7 @@ else
     "$bin" synth --preset gpt2 --seed 1 --out "$model" --force
   fi
 fi
+[ -z "$name_arg" ] || name=$name_arg
 case "$model" in /*) ;; *) model=$here/$model ;; esac
 [ "${#model_args[@]}" -gt 1 ] || model_args=("$model")
 for m in "${model_args[@]}"; do echo "quickstart: model $m"; done
@@ -143,7 +151,23 @@ text_abs=$(cd "$(dirname "$text")" && pwd)/$(basename "$text")
   [ -z "$marker" ] || printf ' start_at = "%s";' "$marker"
   echo ' };'
   echo "output = \"$name.h5\";"
-} > "$cfg.tmp.$$" && mv -f "$cfg.tmp.$$" "$cfg"
+} > "$cfg.tmp.$$"
+# the program's own checks of the config before it is written down (a PDF or a binary as
+# --text is refused here with how to convert it, whatever strip_gutenberg says)
+if ! "$bin" plan "$cfg.tmp.$$" > /dev/null; then
+  rm -f "$cfg.tmp.$$"
+  echo "quickstart: $cfg not written: the config it would run is refused (message above)" >&2
+  exit 1
+fi
+# an existing results file of another model or text keeps its config: never overwritten
+body() { grep -v '^#' "$1"; }
+if [ -f "results/$name.h5" ] && [ -f "$cfg" ] && ! cmp -s <(body "$cfg") <(body "$cfg.tmp.$$"); then
+  what=$(diff <(body "$cfg") <(body "$cfg.tmp.$$") | sed -n 's/^> \(model\|text\) = .*/\1/p' | paste -sd/ || true)
+  rm -f "$cfg.tmp.$$"
+  echo "quickstart: results/$name.h5 holds the sweep of $cfg, whose ${what:-config} differs from this run's: give this run its own name (--name NAME), or remove results/$name.* to start over" >&2
+  exit 1
+fi
+mv -f "$cfg.tmp.$$" "$cfg"
 echo "quickstart: wrote $cfg"
 
 say "4/5 sweep ($cfg, $ranks ranks) into results/$name.h5"

@@ -15,6 +15,8 @@
  *   grad_fd     [n_T][n_eps][n_norm][n_layer][n_head]
  *   ks vars     [n_N][n_T][n_norm]                  ks_stat ks_pvalue
  *   crit_N      [n_T][n_norm]
+ *   crit_N_censored [n_T][n_norm]  not filled by the cell: the store derives it from crit_N
+ *                                  when it packs the block (store.h "Packing")
  * followed by the bookkeeping scalars wall_time (seconds) and rank. */
 #ifndef ATTNSWEEP_CELLRESULT_H
 #define ATTNSWEEP_CELLRESULT_H
@@ -27,7 +29,7 @@ typedef enum {
     CR_ENTROPY, CR_ENTROPY_NORM, CR_GRAD_EXACT, CR_GRAD_BOUND,
     CR_GRAD_FD,
     CR_KS_STAT, CR_KS_PVALUE,
-    CR_CRIT_N,
+    CR_CRIT_N, CR_CRIT_N_CENSORED,
     CR_WALL_TIME, CR_RANK,
     CR_NVARS
 } cr_var;

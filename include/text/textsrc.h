@@ -2,7 +2,9 @@
  *
  * A source is either
  *  - "text": a UTF-8 text file, encoded once per run with the model
- *    directory's GPT-2 tokenizer (tokenizer.h). With strip_gutenberg, only
+ *    directory's GPT-2 tokenizer (tokenizer.h); anything else (a PDF, an
+ *    archive, NUL bytes, invalid UTF-8) is refused first, saying how to
+ *    convert it (textsrc_check_is_text). With strip_gutenberg, only
  *    the lines strictly between the line containing "*** START OF" and the
  *    line containing "*** END OF" are kept (the Project Gutenberg header and
  *    licence footer; "***START OF"/"***END OF" also match). A missing marker
@@ -89,6 +91,13 @@ const int32_t *textsrc_window(const textsrc *ts, int64_t start, int64_t L);
  * path when there are fewer. */
 int textsrc_find_start(const char *text, size_t begin, size_t end, const char *marker, int64_t k,
                        size_t *at, const char *path, as_err *err);
+
+/* 0 when b[0..n) is UTF-8 text; else -1 and one line naming path, what the
+ * bytes are and how to convert them: a known binary magic (PDF, ZIP, gzip,
+ * xz, zstd, a UTF-16 byte-order mark), a NUL byte, or a byte that
+ * starts no well-formed UTF-8 sequence (offset and line given). A text
+ * source is checked before strip_gutenberg and start_at look at it. */
+int textsrc_check_is_text(const unsigned char *b, size_t n, const char *path, as_err *err);
 
 /* The Gutenberg body of text[0..len): [*begin, *end). Errors name path. */
 int textsrc_strip_gutenberg(const char *text, size_t len, size_t *begin, size_t *end, const char *path,

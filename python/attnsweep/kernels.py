@@ -15,7 +15,7 @@ import xarray as xr
 from . import _native
 
 INT_FILL = -2147483647                      # the file's int32 fill (docs/results.md)
-INT_VARS = ("rows_used", "crit_N")           # int32 in the file
+INT_VARS = ("rows_used", "crit_N", "crit_N_censored")   # int32 in the file
 F64_VARS = ("ks_stat", "ks_pvalue")          # float64 in the file; the other metrics float32
 # cr_shape of include/core/cellresult.h -> the dimensions after L
 SHAPE_DIMS = {0: ("N", "T", "normalizer", "layer", "head"), 1: ("T", "normalizer", "layer", "head"),
@@ -82,6 +82,16 @@ def _options(lib, N, T, eps, norm, per_N_T, kw):
     for k, v in kw.items():
         setattr(o, k, v)
     return o, (zs, pn)
+
+
+def _censor(data):
+    """crit_N = -1 ("no N of the grid passed") becomes missing, with crit_N_censored = 1 (0 where
+    one was found, missing where the KS test was not computed), as the store packs a cell."""
+    if "crit_N" not in data:
+        return
+    dims, c = data["crit_N"]
+    data["crit_N"] = (dims, np.where(c == -1, np.nan, c))
+    data["crit_N_censored"] = (dims, np.where(np.isnan(c), np.nan, (c == -1).astype(np.float64)))
 
 
 def _stored(name, x):
@@ -165,8 +175,11 @@ def metrics(scores, vectors, *, N, T, eps=(1e-3, 1e-1, 10.0), normalizer="softma
             continue  # wall_time, rank: bookkeeping of a sweep
         name = lib.as_abi_var_name(i).decode()
         count = int(np.prod([sizes[d] for d in dims]))
-        x = out[:, offset[i]:offset[i] + count].reshape((cuts.size,) + tuple(sizes[d] for d in dims))
-        data[name] = (("L",) + dims, _stored(name, x) if stored else x.copy())
+        data[name] = (("L",) + dims,
+                      out[:, offset[i]:offset[i] + count].reshape((cuts.size,) + tuple(sizes[d] for d in dims)))
+    _censor(data)
+    for name, (dims, x) in data.items():
+        data[name] = (dims, _stored(name, x) if stored else x.copy())
     coords = {"L": cuts.astype(np.int32), "N": N, "T": T, "eps": eps, "normalizer": norm,
               "layer": lids.astype(np.int32), "head": hids.astype(np.int32), "window": int(window)}
     attrs = {"rows": rows, "distance": distance, "logits": logits, "seed": int(seed),

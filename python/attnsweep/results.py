@@ -96,8 +96,10 @@ def load(path):
 
     Always has the `model` dimension (size 1 for an old file without it) and the model
     coordinates of MODEL_COORDS that the file holds, decoded as coordinates.
-    Integer metrics (crit_N, rows_used) become float so they can hold NaN;
-    crit_N keeps -1 for "no N of the grid qualifies" (docs/metrics.md section 5).
+    Integer metrics (crit_N, rows_used) become float so they can hold NaN.
+    crit_N is NaN where no N of the grid passed the KS test, and crit_N_censored is 1
+    there (0 where crit_N was found): a file from before crit_N_censored, which stored -1,
+    gets the same form (censored_crit_N; docs/results.md).
     The data are read into memory and the file is closed.
     """
     with _open(path) as raw:
@@ -118,8 +120,33 @@ def load(path):
         if present is not None and all(d in var.dims for d in ("model",) + HEAD_DIMS):
             keep = keep & present
         ds[name] = var.where(keep)
+    ds = censored_crit_N(ds)
     ds.attrs["source_path"] = str(path)
     return ds
+
+
+def censored_crit_N(ds):
+    """crit_N with "no N of the grid passed" as a censoring flag, never as a number: NaN in
+    crit_N and 1 in crit_N_censored (0: found, NaN: not computed). Files written before
+    crit_N_censored existed held -1 in crit_N; those become the same form."""
+    if "crit_N" not in ds:
+        return ds
+    crit = ds["crit_N"]
+    if "crit_N_censored" not in ds:
+        flag = xr.where(crit == -1, 1.0, 0.0).where(np.isfinite(crit))
+        ds["crit_N_censored"] = flag.assign_attrs(
+            long_name="1 where no N of the grid passed the Kolmogorov-Smirnov test, 0 where "
+                      "crit_N was found (derived from crit_N = -1 of an older file)", units="1")
+    ds["crit_N"] = crit.where(crit >= 0)
+    return ds
+
+
+def crit_N_lower_bound(ds):
+    """Per censored entry, the largest N whose KS p-value was computed: the critical N is at
+    least that (N of the grid at or above L have no p-value). NaN where crit_N was found or
+    not computed."""
+    tested = ds["N"].where(np.isfinite(ds["ks_pvalue"])).max("N")
+    return tested.where(ds["crit_N_censored"] == 1)
 
 
 def model_names(ds):

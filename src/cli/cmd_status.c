@@ -1,4 +1,4 @@
-/* cmd_status.c -- attnsweep status OUT.h5: how far a sweep got.
+/* cmd_status.c -- attnsweep status OUT.h5 | CONFIG: how far a sweep got.
  *
  * The store reads it (store_read_progress, store.h): the status file (totals, L
  * values, last update, writer host) and the journal (the truth about done and
@@ -14,6 +14,7 @@
 #include "args.h"
 #include "cli.h"
 #include "clock.h"
+#include "config.h"
 #include "lockfile.h"
 #include "store.h"
 
@@ -26,19 +27,45 @@ static const char status_about[] =
     "Reads OUT.h5.status and OUT.h5.journal (the journal is the truth); without\n"
     "them it reads the status variable of OUT.h5. When no writer runs, it also checks\n"
     "the stored chunks of every done cell against their checksums (reading OUT.h5)\n"
-    "and reports damaged cells, which the next `attnsweep run` computes again.\n";
+    "and reports damaged cells, which the next `attnsweep run` computes again.\n"
+    "Given a CONFIG (any path not ending in .h5 or .nc, as for plan) instead, it reports on\n"
+    "the config's output.\n";
 static const char status_exit[] =
     "exit status: 0 every cell done; 3 cells pending, failed or damaged (run again to resume);\n"
     "             1 error (nothing readable); 2 bad usage\n";
 
+/* The results file an argument names: itself when it ends in .h5 or .nc (as plan decides),
+ * else the output of the config it is. 0, or -1 after the one-line error. */
+static int output_of(const char *arg, char *out, size_t size) {
+    size_t n = strlen(arg);
+    if (n > 3 && (!strcmp(arg + n - 3, ".h5") || !strcmp(arg + n - 3, ".nc"))) {
+        snprintf(out, size, "%s", arg);
+        return 0;
+    }
+    as_config cfg;
+    as_err err;
+    if (config_load(&cfg, arg, NULL, 0, &err)) {
+        fprintf(stderr, "attnsweep status: %s (give OUT.h5, or the config of the sweep)\n", err.msg);
+        return -1;
+    }
+    snprintf(out, size, "%s", cfg.output);
+    config_free(&cfg);
+    return 0;
+}
+
 int cmd_status(int argc, char **argv) {
     arg_list pos = {0};
     static const arg_opt opts[] = {OPT_END()};
-    arg_spec spec = {.prog = "attnsweep status", .positional = "OUT.h5", .min_pos = 1, .max_pos = 1,
+    arg_spec spec = {.prog = "attnsweep status", .positional = "OUT.h5|CONFIG", .min_pos = 1, .max_pos = 1,
                      .pos = &pos, .description = status_about, .epilogue = status_exit, .opts = opts};
     int code;
     if (args_parse(&spec, argc, argv, &code)) return code;
-    const char *path = pos.v[0];
+    char out[4200];
+    if (output_of(pos.v[0], out, sizeof out)) {
+        args_free(&spec);
+        return AS_EXIT_ERROR;
+    }
+    const char *path = out;
     args_free(&spec);
     char jpath[4200], spath[4200], lpath[4200];
     if (store_sidecar(jpath, sizeof jpath, path, ".journal") ||
@@ -103,6 +130,12 @@ int cmd_status(int argc, char **argv) {
         printf("journal %s is missing: the counts above are the HDF5 file's own, which only the "
                "journal can confirm; `attnsweep run` refuses this output until the journal is "
                "restored\n", jpath);
+    lock_info li;
+    int running = p.have_status_file && !strcmp(p.state, "running");
+    int alive = lock_in_use(lpath, &li);
+    /* alive: 1 yes, 0 a stale lock, < 0 another host's (unknown); no lock file at all is dead
+     * too when the state says running */
+    int writer_alive = li.pid ? alive != 0 : 0;
     if (p.have_status_file) {
         double ago = as_wall_s() - p.updated_unix;
         char when[96];
@@ -115,14 +148,13 @@ int cmd_status(int argc, char **argv) {
             snprintf(when, sizeof when, "%.0f min ago", ago / 60);
         else
             snprintf(when, sizeof when, "%.1f h ago", ago / 3600);
-        printf("last update %s (%s), state %s, %.3g windows/hour in the last segment\n", p.updated,
-               when, p.state, n_L ? p.rate_cells_per_hour / (double)n_L : p.rate_cells_per_hour);
+        /* "running" is what the writer last wrote; a dead writer never wrote that it stopped */
+        printf("last update %s (%s), state %s%s, %.3g windows/hour in the last segment\n", p.updated,
+               when, p.state, running && !writer_alive ? " (stale: the writer is dead)" : "",
+               n_L ? p.rate_cells_per_hour / (double)n_L : p.rate_cells_per_hour);
     } else {
         printf("no status file (%s)\n", spath);
     }
-    lock_info li;
-    int running = p.have_status_file && !strcmp(p.state, "running");
-    int alive = lock_in_use(lpath, &li);
     if (li.pid) {
         printf("writer: %s pid %ld on %s%s%s, since %s\n",
                alive == 1 ? "alive," : alive == 0 ? "DEAD (stale lock)," : "lock held by",

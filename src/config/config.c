@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "sha256.h"
@@ -65,13 +66,28 @@ size_t cfg_edit_distance(const char *a, const char *b) {
     return prev[lb];
 }
 
-/* The known key closest to `key`: its last component against each known
- * key's last component, plus one when the parent differs (so `seed` at the
- * top level suggests metrics.seed). */
+/* Words a user may write for a key whose name is a symbol (T, L, N, eps) or singular where
+ * ours is plural: spelling distance cannot find these (temperature is closer to `path`
+ * than to `T`). */
+static const struct {
+    const char *word, *key;
+} key_synonyms[] = {
+    {"temperature", "grid.T"}, {"temperatures", "grid.T"}, {"temp", "grid.T"},
+    {"length", "grid.L"}, {"lengths", "grid.L"}, {"context", "grid.L"}, {"context_length", "grid.L"},
+    {"seq_len", "grid.L"}, {"top_n", "grid.N"}, {"topn", "grid.N"}, {"k", "grid.N"},
+    {"epsilon", "grid.eps"}, {"normalizers", "grid.normalizer"}, {"norm", "grid.normalizer"},
+    {"alpha", "metrics.ks_alpha"}, {"file", "text.path"}, {"windows_count", "windows.count"},
+};
+
+/* The known key closest to `key`: a synonym of its last component first, else its last
+ * component against each known key's last component, plus one when the parent differs
+ * (so `seed` at the top level suggests metrics.seed). */
 static const char *closest_known_key(const char *key) {
     const char *dot = strrchr(key, '.');
     const char *name = dot ? dot + 1 : key;
     size_t parent_len = dot ? (size_t)(dot - key) : 0;
+    for (size_t i = 0; i < sizeof key_synonyms / sizeof key_synonyms[0]; i++)
+        if (!strcasecmp(name, key_synonyms[i].word)) return key_synonyms[i].key;
     const char *best = NULL;
     size_t best_score = (size_t)-1;
     for (int pass = 0; pass < 2; pass++) {
@@ -303,6 +319,16 @@ static int bare_word(const char *v) {
     return 1;
 }
 
+/* What to do about a libconfig parse error whose own words do not say it: "" or a hint
+ * starting with a space. libconfig lists hold one scalar type, so [0.5, 1, 8.0] (an int
+ * among floats) is "mismatched element type". */
+static const char *lc_hint(const char *lc_error) {
+    if (lc_error && strstr(lc_error, "mismatched element type"))
+        return " (a list holds one type: write every number of it as a float, e.g. [0.5, 1.0, 8.0] "
+               "instead of [0.5, 1, 8.0])";
+    return "";
+}
+
 /* "key=value": value in libconfig syntax, or a bare word taken as a string. */
 static int apply_set(ctx *c, const char *arg) {
     const char *eq = strchr(arg, '=');
@@ -334,8 +360,8 @@ static int apply_set(ctx *c, const char *arg) {
     }
     free(text);
     if (!ok) {
-        as_fail(c->err, "--set %s: '%s' is not a libconfig value (%s)", key, value,
-                config_error_text(&tmp));
+        as_fail(c->err, "--set %s: '%s' is not a libconfig value (%s)%s", key, value,
+                config_error_text(&tmp), lc_hint(config_error_text(&tmp)));
         config_destroy(&tmp);
         return -1;
     }
@@ -464,7 +490,11 @@ static int read_L(ctx *c, as_config *cfg) {
         if (cfg->models[m].cfg.n_positions < min_positions) min_positions = cfg->models[m].cfg.n_positions;
     as_axes *ax = &cfg->axes;
     config_setting_t *s = cfg_get(c, "grid.L");
-    if (s) {
+    if (s && config_setting_type(s) == CONFIG_TYPE_STRING) { /* a range, as grid.N takes */
+        as_err e;
+        if (config_parse_range(&ax->L, &ax->n_L, config_setting_get_string(s), &e))
+            return cfg_fail_key(c, s, "grid.L", "%s", e.msg);
+    } else if (s) {
         if (cfg_read_int_list(c, s, "grid.L", &ax->L, &ax->n_L)) return -1;
     } else {
         /* default: 32, 64, ... up to the model's context (GPT-2: ... 1024) */
@@ -625,7 +655,8 @@ static int parse_and_load(as_config *cfg, const char *origin, expansion *x, cons
         const char *file = origin;
         unsigned line = (unsigned)config_error_line(&c.lc);
         cfg_exp_where(x, config_error_line(&c.lc), &file, &line);
-        rc = as_fail(err, "%s:%u: %s", file, line, config_error_text(&c.lc));
+        rc = as_fail(err, "%s:%u: %s%s", file, line, config_error_text(&c.lc),
+                     lc_hint(config_error_text(&c.lc)));
     } else {
         rc = load_values(&c, cfg, sets, n_sets);
     }

@@ -21,6 +21,7 @@ static const struct {
     [CR_KS_STAT] = {"ks_stat", CR_SHAPE_KS},
     [CR_KS_PVALUE] = {"ks_pvalue", CR_SHAPE_KS},
     [CR_CRIT_N] = {"crit_N", CR_SHAPE_CRIT},
+    [CR_CRIT_N_CENSORED] = {"crit_N_censored", CR_SHAPE_CRIT},
     [CR_WALL_TIME] = {"wall_time", CR_SHAPE_SCALAR},
     [CR_RANK] = {"rank", CR_SHAPE_SCALAR},
 };

@@ -43,8 +43,40 @@ const st_metric_def st_metric_defs[N_METRICS] = {
     [CR_GRAD_FD] = {VT_F32, "mean over rows of the weight change per unit logit perturbation along a random direction", "1"},
     [CR_KS_STAT] = {VT_F64, "Kolmogorov-Smirnov statistic D between per-head mean dist_true and mean dist_expect", "1"},
     [CR_KS_PVALUE] = {VT_F64, "exact two-sided Kolmogorov-Smirnov p-value of dist_true against dist_expect across heads", "1"},
-    [CR_CRIT_N] = {VT_I32, "critical top-N: smallest N whose Kolmogorov-Smirnov p-value exceeds ks_alpha (-1: none)", "1"},
+    [CR_CRIT_N] = {VT_I32, "critical top-N: smallest N whose Kolmogorov-Smirnov p-value exceeds ks_alpha (missing where none up to the largest N does: see crit_N_censored)", "1"},
+    [CR_CRIT_N_CENSORED] = {VT_I32, "1 where no N of the grid passed the Kolmogorov-Smirnov test (crit_N is then missing: the critical N is at least the largest N tested), 0 where crit_N was found", "1"},
 };
+
+/* The distance variables of the aggregate reading (docs/metrics.md section 4.5): other
+ * quantities than st_metric_defs' per-token ones, so they are described as what they are. */
+static const struct {
+    cr_var v;
+    const char *long_name;
+} aggregate_long_names[] = {
+    {CR_DIST_TRUE, "mean over rows of the distance between the summed unselected weighted vectors and the top-N context vector (aggregate reading)"},
+    {CR_DIST_BOUND, "mean over rows of the aggregate reading's upper bound U d1 + |U - A| m on that distance (derived in docs/metrics.md section 4.5, not the paper's Theorem 1)"},
+    {CR_DIST_EXPECT, "mean over rows of |n - 2N| / n times the norm of the full context vector: the aggregate distance's expectation term for a uniformly random choice of N keys"},
+};
+
+static int is_aggregate(const store *s) {
+    return s->prov.distance_name && !strcmp(s->prov.distance_name, "aggregate");
+}
+
+static int is_scaled(const store *s) {
+    return s->prov.logits_name && !strcmp(s->prov.logits_name, "scaled");
+}
+
+/* A metric's long_name in this file: the readings it was computed in decide (root attributes
+ * `distance` and `logits`; with scaled logits the gradients are taken with respect to them,
+ * docs/metrics.md section 1). */
+static const char *metric_long_name(const store *s, cr_var v) {
+    if (is_aggregate(s))
+        for (size_t k = 0; k < sizeof aggregate_long_names / sizeof aggregate_long_names[0]; k++)
+            if (aggregate_long_names[k].v == v) return aggregate_long_names[k].long_name;
+    if (is_scaled(s) && v == CR_GRAD_EXACT)
+        return "mean over rows of the spectral norm of the softmax Jacobian with respect to the scaled logits q.k / sqrt(d_head)";
+    return st_metric_defs[v].long_name;
+}
 
 /* Dimensions of a variable in the file (model, window and L first). */
 static int var_dims(cr_var v, int dims[9]) {
@@ -80,6 +112,19 @@ size_t store_pack_bytes(const cr_layout *lay) {
     return at;
 }
 
+/* The packed value of an int32 variable's element i. The cell says "no N of the grid
+ * passed" with crit_N = -1; stored as a number, a mean over windows would mix it with
+ * the critical Ns found, so crit_N is missing there and crit_N_censored says why (NaN:
+ * the KS test was not computed, so neither is known). */
+static double packed_int(const cr_layout *lay, const double *block, int v, size_t i) {
+    if (v == CR_CRIT_N_CENSORED) {
+        double c = block[lay->offset[CR_CRIT_N] + i];
+        return isnan(c) ? NAN : c == -1 ? 1 : 0;
+    }
+    double x = block[lay->offset[v] + i];
+    return v == CR_CRIT_N && x == -1 ? NAN : x;
+}
+
 /* Converts a block of doubles to the file's types (see store.h "Packing"). The
  * variables follow each other in cr_var order, each in its file type. */
 void store_pack_cell(const cr_layout *lay, const double *block, unsigned char *out) {
@@ -96,7 +141,7 @@ void store_pack_cell(const cr_layout *lay, const double *block, unsigned char *o
             break;
         case VT_I32:
             for (size_t i = 0; i < n; i++) {
-                double x = src[i];
+                double x = packed_int(lay, block, v, i);
                 int32_t k = isnan(x) || x > 2147483647.0 || x < -2147483647.0
                                 ? STORE_INT_FILL : (int32_t)llround(x);
                 memcpy(dst + 4 * i, &k, 4);
@@ -319,9 +364,13 @@ int st_write_root_attrs(store *s, hid_t file) {
     rc |= attr_f64(file, "ks_alpha", p->ks_alpha);
     rc |= st_attr_write(file, "seed", H5T_STD_U64LE, H5T_NATIVE_UINT64, 1, &p->seed);
     rc |= st_attr_str(file, "dist_bound_note",
-                   "dist_bound is a reconstruction of the paper's Theorem 1 bound (its printed "
-                   "formula could not be read reliably); it is a valid upper bound on dist_true "
-                   "for each row. See docs/metrics.md section 4.2");
+                   is_aggregate(s)
+                       ? "dist_bound is the aggregate reading's bound U d1 + |U - A| m, derived in "
+                         "docs/metrics.md section 4.5 (not the paper's Theorem 1, which is of the "
+                         "per-token reading); it is a valid upper bound on dist_true for each row"
+                       : "dist_bound is a reconstruction of the paper's Theorem 1 bound (its printed "
+                         "formula could not be read reliably); it is a valid upper bound on dist_true "
+                         "for each row. See docs/metrics.md section 4.2");
     rc |= st_attr_str(file, "separability_bounds_note",
                    "sep_lower and sep_upper are a reconstruction of the paper's Theorem 2 bounds "
                    "from its proof sketch, not the paper's printed formulas. See docs/metrics.md "
@@ -659,7 +708,8 @@ int st_create_view(store *s, const char *path, as_err *err) {
         rc |= create_coord(file, "N", H5T_STD_I32LE, H5T_NATIVE_INT32, s->ax.n_N, s->Nv,
                            "number of top-weighted keys kept (top-N)", "1");
         rc |= create_coord(file, "T", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, s->ax.n_T, s->Tv,
-                           "temperature dividing the raw logits q.k (GPT-2's own attention: T = 8)", "1");
+                           is_scaled(s) ? "temperature dividing the scaled logits q.k / sqrt(d_head) (GPT-2's own attention: T = 1)"
+                                  : "temperature dividing the raw logits q.k (GPT-2's own attention: T = 8)", "1");
         rc |= create_coord(file, "eps", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, s->ax.n_eps, s->epsv,
                            "size of the logit perturbation of the finite-difference gradient", "1");
         rc |= create_coord(file, "normalizer", str, str, s->ax.n_norm, s->normv, norm_long_name, NULL);
@@ -677,7 +727,7 @@ int st_create_view(store *s, const char *path, as_err *err) {
                                : st_metric_defs[v].type == VT_F64 ? (const void *)&dnan
                                                                 : (const void *)&ifill;
             s->metric_ds[v] = create_var(file, s, cr_var_name((cr_var)v), st_metric_defs[v].type, dims,
-                                         rank, 1, fill, st_metric_defs[v].long_name,
+                                         rank, 1, fill, metric_long_name(s, (cr_var)v),
                                          st_metric_defs[v].units);
             if (s->metric_ds[v] < 0) rc = -1;
         }

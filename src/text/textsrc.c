@@ -300,6 +300,57 @@ static int load_tokens(textsrc *ts, const textsrc_spec *spec, size_t vocab_size,
     return rc;
 }
 
+/* Length of the well-formed UTF-8 sequence at s[0..left) (Unicode table 3-7),
+ * or 0 when none starts there. */
+static size_t utf8_seq_len(const unsigned char *s, size_t left) {
+    unsigned char b = s[0];
+    if (b < 0x80) return 1;
+    size_t len = b >= 0xC2 && b <= 0xDF ? 2 : b >= 0xE0 && b <= 0xEF ? 3 : b >= 0xF0 && b <= 0xF4 ? 4 : 0;
+    if (!len || left < len) return 0;
+    unsigned char lo = b == 0xE0 ? 0xA0 : b == 0xF0 ? 0x90 : 0x80;
+    unsigned char hi = b == 0xED ? 0x9F : b == 0xF4 ? 0x8F : 0xBF;
+    if (s[1] < lo || s[1] > hi) return 0;
+    for (size_t k = 2; k < len; k++)
+        if ((s[k] & 0xC0) != 0x80) return 0;
+    return len;
+}
+
+/* Formats that are not text, known by their first bytes, and how to get text out of each. */
+static const struct {
+    const char *magic;
+    size_t len;
+    const char *what, *fix;
+} not_text[] = {
+    {"%PDF-", 5, "a PDF", "convert it first, e.g. pdftotext -enc UTF-8 FILE.pdf FILE.txt"},
+    {"PK\x03\x04", 4, "a ZIP archive (also .epub, .docx)", "unzip it and point text.path at the text inside"},
+    {"PK\x05\x06", 4, "an empty ZIP archive", "point text.path at a UTF-8 text"},
+    {"\x1f\x8b", 2, "gzip-compressed", "decompress it first: gunzip -k FILE.gz"},
+    {"\xfd" "7zXZ", 5, "xz-compressed", "decompress it first: unxz -k FILE.xz"},
+    {"\x28\xb5\x2f\xfd", 4, "zstd-compressed", "decompress it first: unzstd FILE.zst"},
+    {"\xff\xfe", 2, "UTF-16 (little-endian)", "convert it: iconv -f UTF-16 -t UTF-8 FILE > FILE.utf8.txt"},
+    {"\xfe\xff", 2, "UTF-16 (big-endian)", "convert it: iconv -f UTF-16 -t UTF-8 FILE > FILE.utf8.txt"},
+};
+
+int textsrc_check_is_text(const unsigned char *b, size_t n, const char *path, as_err *err) {
+    for (size_t k = 0; k < sizeof not_text / sizeof not_text[0]; k++)
+        if (n >= not_text[k].len && !memcmp(b, not_text[k].magic, not_text[k].len))
+            return as_fail(err, "%s: text.path is %s, not a UTF-8 text: %s", path, not_text[k].what, not_text[k].fix);
+    size_t line = 1;
+    for (size_t i = 0; i < n;) {
+        if (b[i] == 0)
+            return as_fail(err, "%s: text.path has a NUL byte at offset %zu (line %zu): a binary file, not a UTF-8 "
+                           "text (token ids? set text.format = \"tokens\"; else convert it to plain text)", path, i, line);
+        size_t len = utf8_seq_len(b + i, n - i);
+        if (!len)
+            return as_fail(err, "%s: text.path is not UTF-8 (byte 0x%02X at offset %zu, line %zu): convert it, e.g. "
+                           "iconv -f LATIN1 -t UTF-8 FILE > FILE.utf8.txt (file -i FILE guesses the encoding)", path,
+                           b[i], i, line);
+        line += b[i] == '\n';
+        i += len;
+    }
+    return 0;
+}
+
 static int load_text(textsrc *ts, const textsrc_spec *spec, const char *model_dir, size_t vocab_size, as_err *err) {
     if (!model_dir) return as_fail(err, "%s: a text source needs the model directory's tokenizer", ts->path);
     size_t n;
@@ -307,6 +358,11 @@ static int load_text(textsrc *ts, const textsrc_spec *spec, const char *model_di
     if (!b) return -1;
     sha256_hex(ts->sha256, b, n);
     size_t begin = 0, end = n;
+    /* before the Gutenberg check, whose hint (strip_gutenberg = false) would let a binary's bytes be tokenized */
+    if (textsrc_check_is_text(b, n, ts->path, err)) {
+        free(b);
+        return -1;
+    }
     if (spec->strip_gutenberg && textsrc_strip_gutenberg((const char *)b, n, &begin, &end, ts->path, err)) {
         free(b);
         return -1;

@@ -114,7 +114,7 @@ class Ref:
     def metric(self, name):
         """float64 copy with the fill value as NaN and unfinished cells as NaN."""
         a = self.v[name].astype(float)
-        if name in ("crit_N", "rows_used"):
+        if name in ("crit_N", "crit_N_censored", "rows_used"):
             a[self.v[name] == np.iinfo(np.int32).min + 1] = np.nan
         assert self.dims[name][:2] == ["window", "L"], self.dims[name]
         a[~self.done] = np.nan
@@ -249,7 +249,7 @@ def test_load_masks(partial):
     check(int((raw_status != 1).sum()) == 3, "partial copy has 3 unfinished cells")
     for name in ("dist_true", "dist_bound", "dist_expect", "sep_ratio", "sep_lower",
                  "sep_upper", "sep_marginal", "rows_used", "entropy", "entropy_norm", "grad_fd", "grad_exact",
-                 "grad_bound", "ks_stat", "ks_pvalue", "crit_N"):
+                 "grad_bound", "ks_stat", "ks_pvalue", "crit_N", "crit_N_censored"):
         got = ds[name].transpose(*ref.dims[name]).values.astype(float)
         raw = ref.v[name].astype(float)
         masked = got[~ref.done]
@@ -257,9 +257,6 @@ def test_load_masks(partial):
         # the raw file still holds numbers there, so the NaN comes from the mask
         check(np.isfinite(raw[~ref.done]).any(), f"{name}: partial copy has values to mask")
         close(got[ref.done], ref.metric(name)[ref.done], f"load(): {name} unchanged where done")
-    raw_minus_one = int(((ref.v["crit_N"] == -1) & ref.done[:, :, None, None]).sum())
-    check(int((ds["crit_N"].values == -1).sum()) == raw_minus_one,
-          f"crit_N keeps its {raw_minus_one} entries of -1 (no N qualifies) as values")
     done, bad, total = ar.cells_done(ds)
     check((done, bad, total) == (6, 1, 9), f"cells_done {(done, bad, total)} == (6, 1, 9)")
     check(ar.native_T(ds) == 8.0, "native_T picks 8")
@@ -439,6 +436,102 @@ def test_sensitivity(full, drawn_full):
     diff = drawn["true"] - drawn_full["distance_vs_L"]["true"]
     n_heads = ref.v["dist_true"].shape[5] * ref.v["dist_true"].shape[6]
     close(diff, [1.0 / n_heads / 3, 0, 0], "a +1 in one head of window 0 moves the L=16 point by 1/(heads*windows)")
+
+
+def test_crit_censored(path, drawn):
+    """crit_N where no N of the grid passes the KS test is censored, never a number: the file
+    holds the fill there and crit_N_censored = 1, against crit_N recomputed from the file's own
+    ks_pvalue by its definition (the smallest N with p > ks_alpha; NaN never passes); load()
+    gives an older file's -1 the same form; the figure draws those windows at the largest N
+    tested; the headline table says they are censored."""
+    ref = Ref(path)
+    fill = np.iinfo(np.int32).min + 1
+    alpha = float(h5py.File(path, "r").attrs["ks_alpha"])
+    crit, cens, p, N = ref.v["crit_N"], ref.v["crit_N_censored"], ref.v["ks_pvalue"], ref.v["N"]
+    check(not (crit == -1).any(), "file: no crit_N = -1 (a number a mean would mix in)")
+    bad = n_cens = n_found = 0
+    for w, l, t, z in np.ndindex(crit.shape):
+        if not ref.done[w, l]:
+            continue
+        pv = p[w, l, :, t, z]
+        passing = N[pv > alpha]
+        if passing.size:
+            want, want_cens, n_found = int(passing.min()), 0, n_found + 1
+        elif np.isfinite(pv).any():
+            want, want_cens, n_cens = fill, 1, n_cens + 1
+        else:
+            want, want_cens = fill, fill
+        bad += (int(crit[w, l, t, z]), int(cens[w, l, t, z])) != (want, want_cens)
+    check(bad == 0, f"file: crit_N and crit_N_censored follow ks_pvalue in every done entry ({bad} differ)")
+    check(n_cens > 0 and n_found > 0, f"the fixture has censored ({n_cens}) and found ({n_found}) entries")
+    ds = ar.select_model(ar.load(path), 0)
+    c, z = ds["crit_N"].values, ds["crit_N_censored"].values
+    check(np.isnan(c[z == 1]).all() and np.isfinite(c[z == 0]).all(),
+          "load(): crit_N is NaN exactly where censored")
+    mean = ds["crit_N"].mean("window").values
+    by_hand = nanmean(np.where(cens == 1, np.nan, ref.metric("crit_N")), 0)
+    close(mean, by_hand, "a mean over windows is of the found crit_N only")
+    # an older file: -1 in crit_N and no crit_N_censored -> the same Dataset
+    old = os.path.join(SCRATCH, "old-crit.h5")
+    shutil.copy(path, old)
+    with h5py.File(old, "r+") as f:
+        a = f["crit_N"][...]
+        a[f["crit_N_censored"][...] == 1] = -1
+        f["crit_N"][...] = a
+        del f["crit_N_censored"]
+    od = ar.select_model(ar.load(old), 0)
+    close(od["crit_N"].values, c, "old file: crit_N = -1 becomes NaN")
+    close(od["crit_N_censored"].values, z, "old file: crit_N_censored derived from -1")
+    fig = drawn["critical_N"]
+    iT, isoft = ref.iT, ref.isoft
+    tested = np.where(np.isfinite(p[:, :, :, iT, isoft]), N[None, None, :], -1).max(axis=2)
+    want = np.where(cens[:, :, iT, isoft] == 1, tested, np.nan)
+    close(fig["lower_bound"], want, "critical_N: censored windows drawn at the largest N tested")
+    check(np.array_equal(fig["none_found"], (cens[:, :, iT, isoft] == 1).sum(axis=0)),
+          "critical_N: censored windows counted per L")
+    rows = [r for r in drawn["summary"] if r[1] == "critical N / L"]
+    for r, k in zip(rows, (cens[:, :, iT, isoft] == 1).sum(axis=0)):
+        check(("censored" in r[3]) == (k > 0), f"headline {r[2]}: censoring said iff present: {r[3]}")
+    return ds
+
+
+def test_verdicts(one):
+    """The headline table judges against the paper only a GPT-2: for any other model every
+    verdict is n.a.; each paper cell states the tolerance its verdict allows."""
+    one = one.copy()
+    check(one.attrs.get("model_kind") != "gpt2", "the fixture model is not GPT-2")
+    rows = figures.headline(one, figures.Options(one))
+    check(rows[0][0] == "model" and "n.a." in rows[0][3], f"model row says verdicts are n.a.: {rows[0]}")
+    check(all(r[4] == "n.a." for r in rows[1:]), f"not GPT-2: every verdict n.a.: {[r[4] for r in rows]}")
+    one.attrs["model_kind"] = "gpt2"
+    as_gpt2 = figures.headline(one, figures.Options(one))
+    judged = [r for r in as_gpt2[1:] if r[0] in figures.VERDICT_RULES and r[3] != "(not reported)"]
+    check(any(r[4] in ("agrees", "differs") for r in judged), "GPT-2: the rules judge")
+    for r in judged:
+        lo, hi = figures.VERDICT_RULES[r[0]]
+        check(f"agrees: {lo:g} to {hi:g}" in r[3], f"paper cell states its tolerance: {r[3]}")
+        ours = re.match(r"-?[0-9.]+", r[2])
+        if ours and r[0] != "critical N / L":   # the numbers these rules read directly
+            want = "agrees" if lo <= float(ours.group()) <= hi else "differs"
+            check(r[4] == want, f"GPT-2 verdict {r[4]} for {r[0]} = {r[2]} in [{lo}, {hi}]")
+
+
+def test_readability(caught):
+    """What the figures' readers struggled with: titles of at most three lines (what, then
+    the paper figure with the model and readings), the separability legend beside the boxes
+    rather than over them, a log N axis, the T line of the gradient figure labelled, and no
+    RuntimeWarning (an empty slice) while drawing."""
+    layout = figures.LAYOUT
+    for name, panels in layout.items():
+        for p in panels:
+            check(len(p["title"].split("\n")) <= 3, f"{name}: title of {len(p['title'].splitlines())} lines: {p['title']!r}")
+    sep = layout.get("separability", [{}])[0]
+    check(sep.get("legend_inside") is False, "separability: the legend sits beside the axes, not over the boxes")
+    check(layout.get("distance_vs_N", [{}])[0].get("xscale") == "log", "distance_vs_N: log N axis")
+    grad = layout.get("gradient_vs_T", [{}])[0]
+    check(any(t.startswith("T = ") for t in grad.get("legend", [])), f"gradient_vs_T: the T line is labelled: {grad}")
+    runtime = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
+    check(not runtime, f"no RuntimeWarning while drawing: {runtime[:3]}")
 
 
 def test_skips():
@@ -702,10 +795,14 @@ def test_per_N_T(drawn_full):
 def main():
     full, partial = make_results()
     test_load_masks(partial)
-    drawn_full = test_figures(full, os.path.join(SCRATCH, "figs-full"), "full")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", RuntimeWarning)
+        drawn_full = test_figures(full, os.path.join(SCRATCH, "figs-full"), "full")
+    test_readability(caught)
     test_figures(partial, os.path.join(SCRATCH, "figs-partial"), "partial")
     test_sensitivity(full, drawn_full)
     test_per_N_T(drawn_full)
+    test_verdicts(test_crit_censored(full, drawn_full))
     test_skips()
     test_old_file()
     test_cli(full, partial)

@@ -293,6 +293,55 @@ def case_cf():
                   f"history line {line!r} does not start with an ISO 8601 time")
 
 
+def all_text_attrs(path):
+    """{where: text} of every string attribute of the file (root, variables, groups)."""
+    out = {}
+    with h5py.File(path, "r") as f:
+        def visit(name, obj):
+            for k in obj.attrs:
+                t = text_attr(obj, k)
+                if t:
+                    out[f"{name}@{k}"] = t
+        visit("/", f)
+        f.visititems(visit)
+    return out
+
+
+def case_readings():
+    """Every variable's metadata follows the reading the file was computed in: the aggregate
+    distance's variables are not described as the per-token ones or by the Theorem 1 bound,
+    and the scaled logits' T does not say raw logits."""
+    per_token = make_results()
+    if not os.path.exists(per_token):
+        return
+    p = subprocess.run([BIN, "run", "docs.cfg", "--set", 'metrics.distance="aggregate"',
+                        "--set", 'metrics.logits="scaled"', "--set", 'output="docs-agg.h5"'],
+                       env=ENV, cwd=SCRATCH, capture_output=True, text=True)
+    check(p.returncode == 0, f"aggregate run: exit {p.returncode}: {p.stderr[-400:]}")
+    agg = f"{SCRATCH}/docs-agg.h5"
+    if p.returncode:
+        return
+    report(results_problems(agg, doc_tables()), "aggregate results file")
+    texts = all_text_attrs(agg)
+    check(texts.get("/@distance") == "aggregate" and texts.get("/@logits") == "scaled",
+          f"the aggregate file says its reading: {texts.get('/@distance')}, {texts.get('/@logits')}")
+    base = all_text_attrs(per_token)
+    wrong = {k: v for k, v in texts.items() if k != "/@config_text" and "raw logits" in v}
+    check(not wrong, f"scaled file: metadata of raw logits: {wrong}")
+    for key in ("dist_true@long_name", "dist_bound@long_name", "dist_expect@long_name",
+                "/@dist_bound_note", "grad_exact@long_name", "T@long_name"):
+        check(texts.get(key) and texts.get(key) != base.get(key),
+              f"{key}: the aggregate/scaled file does not keep the per-token, raw description {base.get(key)!r}")
+    for name in ("dist_true", "dist_bound", "dist_expect"):
+        check("aggregate" in texts.get(f"{name}@long_name", ""),
+              f"{name} long_name names the aggregate reading: {texts.get(name + '@long_name')!r}")
+    check("T = 1" in texts.get("T@long_name", ""), f"T long_name (scaled): {texts.get('T@long_name')!r}")
+    check("section 4.5" in texts.get("/@dist_bound_note", ""), "dist_bound_note cites section 4.5")
+    check("Theorem 1" in base.get("dist_bound@long_name", "") and "T = 8" in base.get("T@long_name", "")
+          and "aggregate" not in base.get("dist_true@long_name", ""),
+          "the per-token, raw-logits file keeps its own descriptions")
+
+
 def case_dump():
     path, sizes = make_dump()
     if os.path.exists(path):
@@ -332,7 +381,7 @@ def main():
     if os.path.exists(SCRATCH):
         shutil.rmtree(SCRATCH)
     os.makedirs(SCRATCH)
-    run_cases([case_results, case_cf, case_dump, case_selftest], ONLY, label="case ")
+    run_cases([case_results, case_cf, case_readings, case_dump, case_selftest], ONLY, label="case ")
     sys.exit(summary("test_docs_results"))
 
 

@@ -110,6 +110,14 @@ expect_fail() {   # PATTERN CMD...: exit 1, one stderr line matching PATTERN
 expect_fail "windows.count (refused: stored 4, now 2)" mpirun -np 2 --oversubscribe build/attnsweep run results/quickstart.cfg
 expect_fail "more than the sweep's 4 windows" jobs/make-sbatch.sh results/quickstart.h5 -N 1 -n 2 -t 10 --shards 5 --dry-run
 expect_fail "the windows need" jobs/make-sbatch.sh results/quickstart.h5 -N 1 -n 2 -t 10 --dry-run -- --set windows.count=1000
+# the quick start on a second text keeps the first one's config and results; a PDF is refused
+cp results/quickstart.cfg qs.cfg.before
+for i in $(seq 300); do echo "Another text, line $i, with words of its own."; done > other.txt
+expect_fail "give this run its own name (--name NAME)" jobs/quickstart.sh --offline --text other.txt
+cmp -s results/quickstart.cfg qs.cfg.before || fail "a quick start on another text rewrote results/quickstart.cfg"
+printf '%%PDF-1.4\n1 0 obj << /Type /Catalog >> endobj\n' > paper.pdf
+expect_fail "pdftotext" jobs/quickstart.sh --offline --text paper.pdf --name paper
+[ ! -e results/paper.cfg ] || fail "the quick start wrote results/paper.cfg for a PDF"
 build/attnsweep help plan | grep -q -- "--check" || fail "attnsweep help plan does not document --check"
 build/attnsweep --version | grep -q "^attnsweep " || fail "attnsweep --version"
 for s in jobs/*.sh; do

@@ -354,11 +354,11 @@ def case_dump_crosscheck():
 
 
 PER_N = ("dist_true", "dist_bound", "dist_expect", "sep_ratio", "sep_lower", "sep_upper",
-         "sep_marginal", "rows_used", "ks_stat", "ks_pvalue", "crit_N")
+         "sep_marginal", "rows_used", "ks_stat", "ks_pvalue", "crit_N", "crit_N_censored")
 
 
 def missing(x):
-    """NaN for floats, the int fill (STORE_INT_FILL) for rows_used and crit_N."""
+    """NaN for floats, the int fill (STORE_INT_FILL) for rows_used, crit_N, crit_N_censored."""
     return np.isnan(x) if x.dtype.kind == "f" else x == -2147483647
 
 
@@ -400,7 +400,7 @@ def case_switches():
                 check(np.isnan(pn).all(), "grad_exact = false: grad_exact is NaN")
             else:
                 check(same(a, pn), f"per_N_T: {k} unchanged")
-            if k in ("dist_expect", "ks_stat", "ks_pvalue", "crit_N"):
+            if k in ("dist_expect", "ks_stat", "ks_pvalue", "crit_N", "crit_N_censored"):
                 check(missing(de).all(), f"dist_expect = false: {k} is missing")
             else:
                 check(same(a, de), f"dist_expect = false: {k} unchanged")

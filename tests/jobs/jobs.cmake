@@ -14,7 +14,10 @@ add_test(NAME jobs_make_sbatch COMMAND bash ${CMAKE_SOURCE_DIR}/tests/jobs/test_
 # against the local imitation of the hub; the series is swept and drawn (synthetic models)
 add_test(NAME jobs_fetch_model COMMAND ${AS_PYTHON} ${CMAKE_SOURCE_DIR}/tests/jobs/test_fetch_model.py
                                        $<TARGET_FILE:attnsweep> ${CMAKE_BINARY_DIR}/scratch/fetch_model)
-set_tests_properties(jobs_fetch jobs_make_sbatch jobs_fetch_model PROPERTIES TIMEOUT 300 LABELS "jobs")
+# run-all.sh's list of skipped tests and their reasons, on a scratch ctest project
+add_test(NAME jobs_run_all_skips COMMAND bash ${CMAKE_SOURCE_DIR}/tests/jobs/test_run_all_skips.sh)
+set_tests_properties(jobs_fetch jobs_make_sbatch jobs_fetch_model jobs_run_all_skips PROPERTIES TIMEOUT 300
+                     LABELS "jobs")
 
 add_test(NAME slurm_requeue COMMAND bash ${CMAKE_SOURCE_DIR}/tests/slurm/test_slurm_requeue.sh)
 add_test(NAME slurm_array COMMAND bash ${CMAKE_SOURCE_DIR}/tests/slurm/test_slurm_array.sh)

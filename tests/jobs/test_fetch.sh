@@ -4,7 +4,8 @@
 # is contacted. Covers: resume of an interrupted download across runs and within a run, a
 # corrupted transfer (checksum mismatch: error, nothing installed), a server without Range
 # support, the built-in table disagreeing with the hub, 404, re-runs and --verify, the Gutenberg
-# marker check, and the command-line errors. Expected checksums are computed here with
+# marker check, the command-line errors, no lock file or empty folder left by a failed download,
+# and that what the fetchers write (data/, models/) is ignored by git. Expected checksums are computed here with
 # sha256sum/sha1sum, independently of the scripts.
 set -uo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
@@ -146,9 +147,19 @@ expect_fail 1 "vocab.json: the hub reports [0-9]+ bytes, the expected size is 10
 requests_since "$mark" | grep -q 'GET .*vocab.json' && fail "vocab.json was downloaded despite the table mismatch"
 note "table vs hub disagreement stops before downloading"
 
+# --- what the fetchers (and runs) write is never offered to git ---
+if git -C "$REPO" rev-parse --git-dir > /dev/null 2>&1; then
+  for p in data/war-and-peace.txt models/gpt2/model.safetensors results/quickstart.h5 build/attnsweep; do
+    git -C "$REPO" check-ignore -q "$p" || fail "$p is not ignored by git (.gitignore)"
+  done
+  note "data/, models/, results/, build/ are ignored by git"
+fi
+
 # --- a model the server does not have ---
 expect_fail 1 "not found \(404\)" "$FETCH_GPT2" gpt2-xl m7
-note "404: one-line error"
+[ ! -e m7 ] || fail "a failed download left m7 behind: $(ls -A m7)"
+[ ! -e m1/.fetch.lock ] || fail "an interrupted download left its .fetch.lock"
+note "404: one-line error, no folder or lock file left"
 
 # --- War and Peace ---
 txt=root/gut/cache/epub/2600/pg2600.txt

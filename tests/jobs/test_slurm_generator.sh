@@ -84,7 +84,7 @@ bash -n job.sbatch || fail "job.sbatch has a syntax error"
 diff <(sed -n '/^# ==== body/,$p' "$TEMPLATE" | tail -n +2) <(sed -n '/^set --/,$p' job.sbatch | tail -n +2) >&2 ||
   fail "the body of job.sbatch differs from jobs/attnsweep.sbatch"
 eval "$(grep '^set --' job.sbatch)"
-want=(--warn 120 --launcher srun --bin "$REPO/build/attnsweep" "$SCRATCH/sweep.cfg" -- --set 'grid.L=[64,128]')
+want=(--warn 120 --launcher srun --srun-mpi auto --bin "$REPO/build/attnsweep" "$SCRATCH/sweep.cfg" -- --set 'grid.L=[64,128]')
 [ "$*" = "${want[*]}" ] || fail "fixed arguments are '$*', expected '${want[*]}'"
 set --
 # the dry run writes nothing
@@ -98,7 +98,15 @@ expect 2 "unknown option '--nope'" bash "$TEMPLATE" --nope sweep.cfg
 
 # the stop grace the batch script passes: the warning time minus a margin
 mkdir -p fakebin
-printf '#!/bin/sh\nshift\nexec "$@"\n' > fakebin/srun                 # srun --mpi=pmix CMD...
+# srun [--mpi=TYPE] CMD...; `srun --mpi=list` lists the plugins of $FAKE_MPI_LIST
+cat > fakebin/srun <<'SH'
+#!/bin/sh
+case "$1" in
+  --mpi=list) echo "MPI plugin types are..."; for t in ${FAKE_MPI_LIST-none pmi2 pmix}; do echo "	$t"; done; exit 0 ;;
+  --mpi=*) shift ;;
+esac
+exec "$@"
+SH
 printf '#!/bin/sh\necho "sweep args: $*"\n' > fakebin/sweep
 chmod +x fakebin/srun fakebin/sweep
 grace_of() {   # ARGS OF THE BATCH SCRIPT -> the runtime.stop_grace it passes
@@ -118,5 +126,25 @@ ATTNSWEEP_WARN=300 grace_of sweep.cfg -- --set runtime.stop_grace=7 > /dev/null
 grep -q -- '--set runtime.stop_grace=240 --set runtime.stop_grace=7$' out.txt ||
   fail "a --set runtime.stop_grace of the user does not come last (it must win): $(cat out.txt)"
 expect 2 "--warn 'x' is not a positive number" env SLURM_JOB_ID=1 bash "$TEMPLATE" --warn x sweep.cfg
+
+# srun's --mpi: detected from `srun --mpi=list` (pmix first, then pmi2, else none), or as given
+launched() {   # ENV... -- ARGS OF THE BATCH SCRIPT -> its start line's command
+  env SLURM_JOB_ID=1 SLURM_SUBMIT_DIR="$SCRATCH" PATH="$SCRATCH/fakebin:$PATH" "$@" > out.txt 2> err.txt ||
+    fail "batch script $*: $(cat err.txt out.txt)"
+  grep -m1 ': start' out.txt
+}
+launched bash "$TEMPLATE" --bin fakebin/sweep sweep.cfg | grep -q 'srun --mpi=pmix fakebin/sweep' ||
+  fail "auto with pmix offered: not --mpi=pmix: $(cat out.txt)"
+launched FAKE_MPI_LIST="none pmi2" bash "$TEMPLATE" --bin fakebin/sweep sweep.cfg | grep -q 'srun --mpi=pmi2 fakebin/sweep' ||
+  fail "auto with pmi2 only: not --mpi=pmi2: $(cat out.txt)"
+launched FAKE_MPI_LIST="none" bash "$TEMPLATE" --bin fakebin/sweep sweep.cfg | grep -q 'srun fakebin/sweep' ||
+  fail "auto with no PMI plugin: srun should get no --mpi: $(cat out.txt)"
+launched bash "$TEMPLATE" --srun-mpi pmix_v4 --bin fakebin/sweep sweep.cfg | grep -q 'srun --mpi=pmix_v4 fakebin/sweep' ||
+  fail "--srun-mpi pmix_v4 not passed to srun: $(cat out.txt)"
+launched ATTNSWEEP_SRUN_MPI=none bash "$TEMPLATE" --bin fakebin/sweep sweep.cfg | grep -q 'srun fakebin/sweep' ||
+  fail "ATTNSWEEP_SRUN_MPI=none still gave srun an --mpi: $(cat out.txt)"
+"$GEN" "${base[@]}" --srun-mpi pmi2 --dry-run > gen.txt 2> /dev/null || fail "make-sbatch --srun-mpi pmi2"
+grep -q -- '--srun-mpi pmi2' gen.txt || fail "make-sbatch does not pass --srun-mpi to the script"
+expect 2 "--srun-mpi 'a b'" "$GEN" "${base[@]}" --srun-mpi 'a b' --dry-run
 set --
 echo "PASS test_slurm_generator"

@@ -3,7 +3,7 @@
  * The value at flat position k of variable v in the block of cell (window w,
  * L value Lv) is v*10000 + w*1000 + Lv + k/16 for float variables and
  * v*10000 + w*1000 + Lv + k for the int32 ones (rows_used, crit_N); k = 0 of
- * dist_bound is NaN. All of these are exact in float32, so readers can compare
+ * dist_bound is NaN; crit_N_censored is 0 (what packing derives: every crit_N is found). All of these are exact in float32, so readers can compare
  * exactly; tests/integration/test_store_xarray.py recomputes the same formula. */
 #ifndef ATTNSWEEP_STORE_FIXTURE_H
 #define ATTNSWEEP_STORE_FIXTURE_H
@@ -54,10 +54,11 @@ static inline store_provenance fx_prov(const char *config_text, const char *sha)
     return p;
 }
 
-static inline int fx_is_int(int v) { return v == CR_ROWS_USED || v == CR_CRIT_N; }
+static inline int fx_is_int(int v) { return v == CR_ROWS_USED || v == CR_CRIT_N || v == CR_CRIT_N_CENSORED; }
 
 static inline double fx_value(int v, int w, int Lv, size_t k) {
     if (v == CR_DIST_BOUND && k == 0) return NAN;
+    if (v == CR_CRIT_N_CENSORED) return 0; /* what packing derives: every fixture crit_N is found */
     double base = v * 10000.0 + w * 1000.0 + Lv;
     return fx_is_int(v) ? base + (double)k : base + (double)k / 16.0;
 }

@@ -15,8 +15,9 @@ endforeach()
 # cli_edges_*: a run started at the instant another creates the output is told "in use";
 # status without the journal counts each model once; a stored config that @includes a FIFO
 # is refused, not waited on; --set of a whole group is refused; plan warns when the master
-# needs more than MemTotal (tests/reliability/test_cli_edges.py; a few seconds each).
-foreach(case start_race status_no_journal_models include_fifo set_group plan_memory)
+# needs more than MemTotal; status CONFIG, and a killed writer's "running" marked stale
+# (tests/reliability/test_cli_edges.py; a few seconds each).
+foreach(case start_race status_dead_writer status_no_journal_models include_fifo set_group plan_memory)
   add_test(NAME cli_edges_${case}
            COMMAND ${AS_PYTHON} ${CMAKE_SOURCE_DIR}/tests/reliability/test_cli_edges.py
                    $<TARGET_FILE:attnsweep_test> ${CMAKE_BINARY_DIR}/models/tiny

@@ -305,6 +305,31 @@ def cases_text():
     expect_fail("text_bin_odd_size", ["run", "odd.cfg"], d, "odd.bin")
 
 
+def cases_not_text():
+    """A PDF, an archive, NUL bytes or Latin-1 as text.path: refused in one line saying how to
+    convert it, before the Gutenberg check (whose hint, strip_gutenberg = false, would let the
+    bytes be tokenized)."""
+    d = case_dir("not_text")
+    body = b"*** START OF THE BOOK ***\nsome words\n*** END OF THE BOOK ***\n"
+    files = {"paper.pdf": b"%PDF-1.5\n%\xe2\xe3\xcf\xd3\n1 0 obj\n" + body,
+             "book.txt.gz": b"\x1f\x8b\x08\x00" + bytes(range(1, 200)),
+             "book.epub": b"PK\x03\x04\x14\x00" + body,
+             "nul.txt": body + b"\x00\x00\x01\x02",
+             "latin1.txt": "café au lait, naïve\n".encode("latin-1") + body}
+    for name, data in files.items():
+        with open(os.path.join(d, name), "wb") as f:
+            f.write(data)
+    hints = {"paper.pdf": "pdftotext", "book.txt.gz": "gunzip", "book.epub": "unzip",
+             "nul.txt": "NUL byte", "latin1.txt": "iconv -f LATIN1"}
+    for name, hint in hints.items():
+        stem = name.replace(".", "_")
+        for strip in ("true", "false"):
+            cfg = config(d, text=f'{{ path = "{name}"; format = "text"; strip_gutenberg = {strip}; }}',
+                         name=f"{stem}_{strip}.cfg")
+            expect_fail(f"not_text_{stem}_strip_{strip}", ["run", cfg], d, [name, hint, "re:^(?!.*strip_gutenberg)"])
+    expect_fail("not_text_plan", ["plan", "paper_pdf_false.cfg"], d, ["paper.pdf", "pdftotext"])
+
+
 def cases_model(only_helpers=False):
     def corrupt(name, fn, mention):
         if ONLY and name not in ONLY:
@@ -1025,7 +1050,7 @@ def main():
     shutil.rmtree(SCRATCH, ignore_errors=True)
     os.makedirs(SCRATCH)
     t0 = time.time()
-    groups = (cases_config, cases_config2, cases_config3, cases_text, cases_model, cases_model2,
+    groups = (cases_config, cases_config2, cases_config3, cases_text, cases_not_text, cases_model, cases_model2,
               cases_tokenizer, cases_output, cases_commands, cases_disk_full, cases_merge_disk_full,
               cases_concurrent,
               cases_dump_disk_full, cases_umask, cases_issue12, cases_models)

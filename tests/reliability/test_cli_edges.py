@@ -14,6 +14,9 @@
                     defaults) is refused in one line that says to set grid.L etc. one by one
   plan_memory       `plan` warns in one line when the master needs more than MemTotal (a grid
                     whose master needs ~1 TiB), and not for a small grid
+  status_dead_writer  `status CONFIG` reports on the config's output as `status OUT.h5` does;
+                    a writer killed (held at journal_synced, then SIGKILL) leaves state
+                    "running" in the status file: status marks it stale beside "writer: DEAD"
 
 usage: test_cli_edges.py ATTNSWEEP_TEST MODEL_DIR SCRATCH [case ...]
 """
@@ -62,13 +65,43 @@ def lines(p):
 
 
 
-def case_start_race():
-    d = setup("start_race")
+def held_run(d, phase):
+    """`run a.cfg` in d, held at the store's test hook `phase` (released by creating d/release);
+    (the process, whether it got there)."""
     env = dict(ENV, ATTNSWEEP_TEST_PHASE_FILE=f"{d}/phases", ATTNSWEEP_TEST_RELEASE=f"{d}/release",
-               ATTNSWEEP_TEST_HOLD="journal_created")
+               ATTNSWEEP_TEST_HOLD=phase)
     a = subprocess.Popen([BIN, "run", "a.cfg"], cwd=d, env=env, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
-    check(wait_for_phase(f"{d}/phases", "journal_created", 1, a), "run A never stopped after creating its journal")
+    return a, wait_for_phase(f"{d}/phases", phase, 1, a)
+
+
+def case_status_dead_writer():
+    d = setup("status_dead_writer")
+    a, held = held_run(d, "journal_synced")
+    check(held, "the run never reached its first commit")
+    a.kill()
+    a.communicate(timeout=60)
+    by_out, by_cfg = cli(["status", "out.h5"], d), cli(["status", "a.cfg"], d)
+    first = [p.stdout.splitlines()[0].split(": ", 1)[-1] if p.stdout else "" for p in (by_out, by_cfg)]
+    check(by_cfg.returncode == by_out.returncode == 3 and first[0] and first[0] == first[1],
+          f"status a.cfg reports as status out.h5: {by_cfg.returncode} {by_cfg.stderr!r} {first}")
+    check(os.path.join(d, "out.h5") in by_cfg.stdout, f"status a.cfg names the output: {by_cfg.stdout!r}")
+    state = [l for l in by_out.stdout.splitlines() if "state " in l]
+    check("writer: DEAD" in by_out.stdout and state and "state running (stale: the writer is dead)" in state[0],
+          f"a dead writer's 'running' is marked stale: {by_out.stdout!r}")
+    bad = cli(["status", "nothere.cfg"], d)
+    check(bad.returncode == 1 and len(lines(bad)) == 1 and "nothere.cfg" in bad.stderr,
+          f"status of a missing config: one line: {bad.returncode} {bad.stderr!r}")
+    p = cli(["run", "a.cfg"], d)
+    done = cli(["status", "a.cfg"], d)
+    check(p.returncode == 0 and done.returncode == 0 and "stale" not in done.stdout,
+          f"resumed and finished: status a.cfg exit {done.returncode}: {done.stdout!r}")
+
+
+def case_start_race():
+    d = setup("start_race")
+    a, held = held_run(d, "journal_created")
+    check(held, "run A never stopped after creating its journal")
     b = cli(["run", "a.cfg"], d)
     msg = lines(b)
     check(b.returncode == 1 and len(msg) == 1 and "in use" in msg[0] and "out.h5.lock" in msg[0]
@@ -163,7 +196,7 @@ def case_plan_memory():
           f"plan of a small grid gives no memory warning: {r.stderr!r}")
 
 
-CASES = [case_start_race, case_status_no_journal_models, case_include_fifo, case_set_group,
+CASES = [case_start_race, case_status_dead_writer, case_status_no_journal_models, case_include_fifo, case_set_group,
          case_plan_memory]
 
 if __name__ == "__main__":

@@ -64,7 +64,7 @@ static unsigned char *hdf5_chunk(int v, const unsigned char *data, size_t n, int
     H5Pset_shuffle(dcpl);
     H5Pset_deflate(dcpl, 1);
     if (sum) H5Pset_fletcher32(dcpl);
-    hid_t t = elem_size(v) == 8 ? H5T_IEEE_F64LE : (v == CR_ROWS_USED || v == CR_CRIT_N) ? H5T_STD_I32LE
+    hid_t t = elem_size(v) == 8 ? H5T_IEEE_F64LE : (v == CR_ROWS_USED || v == CR_CRIT_N || v == CR_CRIT_N_CENSORED) ? H5T_STD_I32LE
                                                                                           : H5T_IEEE_F32LE;
     hid_t ds = H5Dcreate2(f, "x", t, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
     H5Dwrite(ds, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, data);

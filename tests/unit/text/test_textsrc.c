@@ -252,12 +252,95 @@ static void check_npy_header(void) {
     }
 }
 
+/* UTF-8 validity from its definition (RFC 3629): the lead byte's leading ones
+ * give the length, continuations are 10xxxxxx, and the code point must need
+ * exactly that many bytes, be at most U+10FFFF and not a surrogate. NUL is
+ * refused too (a text has none). The reference for textsrc_check_is_text. */
+static int ref_is_text(const unsigned char *s, size_t n) {
+    for (size_t i = 0; i < n;) {
+        unsigned b = s[i];
+        size_t len = b < 0x80 ? 1 : (b >> 5) == 6 ? 2 : (b >> 4) == 14 ? 3 : (b >> 3) == 30 ? 4 : 0;
+        if (!b || !len || i + len > n) return 0;
+        uint32_t cp = len == 1 ? b : b & (0x7Fu >> len);
+        for (size_t k = 1; k < len; k++) {
+            if ((s[i + k] >> 6) != 2) return 0;
+            cp = cp << 6 | (s[i + k] & 0x3F);
+        }
+        size_t need = cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
+        if (need != len || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+        i += len;
+    }
+    return 1;
+}
+
+/* Every 1- and 2-byte string, every 3-byte one with a multi-byte lead, and 4-byte
+ * ones over every lead and second byte, against the definition (no message:
+ * err NULL); then each refusal's one line. */
+static void check_not_text(void) {
+    as_err err = {{0}};
+    long bad = 0, tried = 0;
+    unsigned char s[4];
+    for (unsigned a = 0; a < 256; a++) {
+        s[0] = (unsigned char)a;
+        tried++, bad += (textsrc_check_is_text(s, 1, "x", NULL) == 0) != ref_is_text(s, 1);
+        for (unsigned b = 0; b < 256; b++) {
+            s[1] = (unsigned char)b;
+            tried++, bad += (textsrc_check_is_text(s, 2, "x", NULL) == 0) != ref_is_text(s, 2);
+            /* an ASCII lead or a stray continuation decides the 3-byte string at once */
+            for (unsigned c = 0; c < 256 && a >= 0xC0; c++) {
+                s[2] = (unsigned char)c;
+                tried++, bad += (textsrc_check_is_text(s, 3, "x", NULL) == 0) != ref_is_text(s, 3);
+            }
+            if (a < 0xF0) continue;
+            static const unsigned char tails[] = {0x00, 0x41, 0x7F, 0x80, 0x9F, 0xA0, 0xBF, 0xC0, 0xFF};
+            for (size_t i = 0; i < sizeof tails; i++)
+                for (size_t j = 0; j < sizeof tails; j++) {
+                    s[2] = tails[i], s[3] = tails[j];
+                    tried++, bad += (textsrc_check_is_text(s, 4, "x", NULL) == 0) != ref_is_text(s, 4);
+                }
+        }
+    }
+    CHECK(bad == 0, "%ld of %ld byte strings judged unlike the UTF-8 definition", bad, tried);
+    static const struct {
+        const char *bytes;
+        size_t n;
+        const char *want1, *want2;
+    } cases[] = {
+        {"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n", 14, "a PDF", "pdftotext"},
+        {"PK\x03\x04\x14\0\0\0", 8, "ZIP", "unzip"},
+        {"\x1f\x8b\x08\0\0\0\0\0", 8, "gzip", "gunzip"},
+        {"\xff\xfeH\0i\0", 6, "UTF-16", "iconv -f UTF-16"},
+        {"\xfd" "7zXZ\0\0", 7, "xz", "unxz"},
+        {"line one\nline two\0\0\x01", 20, "NUL byte at offset 17 (line 2)", "text.format = \"tokens\""},
+        {"caf\xc3\xa9\nna\xefve\n", 13, "byte 0xEF at offset 8, line 2", "iconv -f LATIN1 -t UTF-8"},
+        {"caf\xe9 au lait", 12, "byte 0xE9 at offset 3, line 1", "iconv"},
+        {"\xed\xa0\x80 surrogate", 13, "byte 0xED at offset 0", "iconv"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        int rc = textsrc_check_is_text((const unsigned char *)cases[k].bytes, cases[k].n, "in.txt", &err);
+        CHECK(rc == -1 && strstr(err.msg, "in.txt") && strstr(err.msg, cases[k].want1) &&
+                  strstr(err.msg, cases[k].want2) && !strchr(err.msg, '\n'),
+              "case %zu: rc %d, '%s'", k, rc, err.msg);
+    }
+    const char *fine = "\xef\xbb\xbf" "caf\xc3\xa9 \xe6\x97\xa5 \xf0\x9f\x98\x80 %PDF- later\r\n";
+    CHECK(textsrc_check_is_text((const unsigned char *)fine, strlen(fine), "ok.txt", &err) == 0, "valid: %s", err.msg);
+    /* through textsrc_load: a PDF is refused before the Gutenberg check could suggest strip_gutenberg = false */
+    char path[300];
+    snprintf(path, sizeof path, "%s/paper.pdf", tmp);
+    write_text(path, "%PDF-1.4\n1 0 obj << >> endobj\n*** START OF X ***\n");
+    textsrc_spec spec = {.path = path, .format = TEXTSRC_TEXT, .strip_gutenberg = 1};
+    textsrc ts;
+    CHECK(textsrc_load(&ts, &spec, tmp, 2000, &err) == -1 && strstr(err.msg, "pdftotext") &&
+              !strstr(err.msg, "strip_gutenberg"), "pdf through load: %s", err.msg);
+}
+
 int main(void) {
     if (!mkdtemp(tmp)) { perror("mkdtemp"); return 1; }
     const char *python = getenv("AS_PYTHON");
     check_token_files(python ? python : "/usr/bin/python3");
     check_text();
     check_npy_header();
+    check_not_text();
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
     if (system(cmd)) fprintf(stderr, "could not remove %s\n", tmp);
