@@ -692,7 +692,7 @@ def cases_disk_full():
             tokens(d)
             config(d, output=f'"{mnt}/out.h5"', **grid)
             # the up-front space check would refuse this run; these cases are about a disk
-            # that fills up while the run writes (the check's own case: cases_issue12)
+            # that fills up while the run writes (the check's own case: cases_inputs_changed)
             p = run_cli(["run", "a.cfg", "--ignore-disk-space"], d)
             # the scheduler's "sweep finished: k/n cells" summary is not an error line
             lines = [l for l in p.stderr.splitlines() if l.strip() and not l.startswith("sweep finished")]
@@ -837,9 +837,9 @@ def flip_last_weight(path):
         f.write(struct.pack("<f", 0.5) if old != struct.pack("<f", 0.5) else struct.pack("<f", 0.25))
 
 
-def cases_issue12():
-    # 12.1: a moved input path is refused even when windows.count grows too
-    d = case_dir("i12_moved_path")
+def cases_inputs_changed():
+    # a moved input path is refused even when windows.count grows too
+    d = case_dir("inputs_moved_path")
     tokens(d)
     config(d)
     good_output(d)
@@ -847,7 +847,7 @@ def cases_issue12():
     config(d, text='{ path = "other.npy"; format = "tokens"; }',
            windows="{ count = 3; offset = 0; stride = 64; }")
     expect_fail("extend_with_moved_text_path", ["run", "a.cfg"], d, ["out.h5", "text.path"])
-    d = case_dir("i12_moved_model")
+    d = case_dir("inputs_moved_model")
     tokens(d)
     config(d)
     good_output(d)
@@ -855,8 +855,8 @@ def cases_issue12():
     config(d, model=m2, windows="{ count = 3; offset = 0; stride = 64; }")
     expect_fail("extend_with_moved_model", ["run", "a.cfg"], d, ["out.h5", "model (path moved: stored "])
 
-    # 12.2: inputs rewritten in place, on a resume and on an extension
-    d = case_dir("i12_tokens_rewritten")
+    # inputs rewritten in place, on a resume and on an extension
+    d = case_dir("inputs_tokens_rewritten")
     tokens(d)
     config(d)
     good_output(d)
@@ -866,7 +866,7 @@ def cases_issue12():
     config(d, windows="{ count = 3; offset = 0; stride = 64; }")
     expect_fail("extend_tokens_rewritten_in_place", ["run", "a.cfg"], d,
                 ["tokens.npy", f"re:now {SHA}.*recorded {SHA}"])
-    d = case_dir("i12_weights_rewritten")
+    d = case_dir("inputs_weights_rewritten")
     tokens(d)
     m = model_copy(d)
     config(d, model=m)
@@ -874,7 +874,7 @@ def cases_issue12():
     flip_last_weight(os.path.join(m, "model.safetensors"))
     expect_fail("resume_weights_rewritten_in_place", ["run", "a.cfg"], d,
                 ["model.safetensors", f"re:now {SHA}.*recorded {SHA}"])
-    d = case_dir("i12_vocab_rewritten")
+    d = case_dir("inputs_vocab_rewritten")
     m = model_copy(d)
     write_vocab(m)
     text_case(d, m)
@@ -886,7 +886,7 @@ def cases_issue12():
     expect_fail("resume_vocab_rewritten_in_place", ["run", "a.cfg"], d,
                 ["vocab.json", f"re:now {SHA}.*recorded {SHA}"])
     # ... and an unchanged input resumes as before
-    d = case_dir("i12_unchanged")
+    d = case_dir("inputs_unchanged")
     tokens(d)
     config(d)
     vals = good_output(d)
@@ -894,8 +894,8 @@ def cases_issue12():
     p = run_cli(["run", "a.cfg"], d)
     record("extend_inputs_unchanged", p.returncode == 0, f"exit {p.returncode} {p.stderr.strip()[-300:]!r}")
 
-    # 12.6: FIFOs (never opened for good: each case would block forever) and size limits
-    d = case_dir("i12_fifo")
+    # FIFOs (never opened for good: each case would block forever) and size limits
+    d = case_dir("inputs_fifo")
     tokens(d)
     os.mkfifo(os.path.join(d, "fifo.npy"))
     config(d, text='{ path = "fifo.npy"; format = "tokens"; }', name="tok.cfg")
@@ -932,8 +932,8 @@ def cases_issue12():
         f.truncate(20 << 20)
     expect_fail("config_file_over_limit", ["run", "big.cfg"], d, ["big.cfg", "over the limit of 16 MiB"])
 
-    # 12.7: an output that cannot fit: plan warns (exit 0), run refuses before writing anything
-    d = case_dir("i12_disk")
+    # an output that cannot fit: plan warns (exit 0), run refuses before writing anything
+    d = case_dir("inputs_disk")
     tokens(d, n=1000100)
     huge = dict(windows="{ count = 1000000; offset = 0; stride = 1; }", N="[1, 2, 4, 8, 16]",
                 T="{ min = 0.01; max = 100.0; count = 2000; }", eps="[1e-3, 0.1, 10.0]",
@@ -949,15 +949,15 @@ def cases_issue12():
     record("plan_small_output_no_warning", p.returncode == 0 and "warning" not in p.stderr,
            f"exit {p.returncode} stderr {p.stderr.strip()!r}")
 
-    # 12.10: --set with text after its value
-    d = case_dir("i12_set")
+    # --set with text after its value
+    d = case_dir("inputs_set")
     tokens(d)
     config(d)
     expect_fail("config_set_trailing_assignment", ["run", "a.cfg", "--set", 'grid.T=[1.0]; output="x.h5"'],
                 d, ["--set grid.T", "more than one value"])
 
-    # 12.12: a decoy "'descr': '<u2'" in the .npy header does not make float32 data token ids
-    d = case_dir("i12_npy")
+    # a decoy "'descr': '<u2'" in the .npy header does not make float32 data token ids
+    d = case_dir("inputs_npy")
     hdr = ("{'note': \"'descr': '<u2', 'fortran_order': False, 'shape': (400,), \", "
            "'descr': '<f4', 'fortran_order': False, 'shape': (400,), }")
     hdr += " " * (-(len(hdr) + 11) % 64) + "\n"
@@ -967,8 +967,8 @@ def cases_issue12():
     config(d, text='{ path = "decoy.npy"; format = "tokens"; }')
     expect_fail("text_npy_decoy_descr", ["run", "a.cfg"], d, ["decoy.npy", "'note'"])
 
-    # 12.13: @include with an absolute path works; a missing one is named as it is
-    d = case_dir("i12_include")
+    # @include with an absolute path works; a missing one is named as it is
+    d = case_dir("inputs_include")
     tokens(d)
     inc = os.path.join(d, "sub", "grid.inc")
     os.makedirs(os.path.dirname(inc))
@@ -1053,7 +1053,7 @@ def main():
     groups = (cases_config, cases_config2, cases_config3, cases_text, cases_not_text, cases_model, cases_model2,
               cases_tokenizer, cases_output, cases_commands, cases_disk_full, cases_merge_disk_full,
               cases_concurrent,
-              cases_dump_disk_full, cases_umask, cases_issue12, cases_models)
+              cases_dump_disk_full, cases_umask, cases_inputs_changed, cases_models)
 
     def run_group(group):
         try:
