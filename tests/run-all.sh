@@ -3,16 +3,18 @@
 # then the sanitizer pass (tests/reliability/run-asan.sh: ASan+UBSan build in build-asan/, unit + MPI tests).
 # Extra arguments go to the first ctest (e.g. -R tokenizer, -L slow, -j2, -LE fuzz); --no-asan skips the second pass.
 # After ctest it lists the tests skipped (a missing asset) with the reason each printed.
+# Two tests run at a time (ATTNSWEEP_TEST_JOBS, default 2: the tests share no files and none
+# depends on timing, so a busier machine only makes them slower).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
-if [ "${1:-}" = -h ] || [ "${1:-}" = --help ]; then sed -n '2,5p' "$0" | sed 's/^# //'; exit 0; fi
+if [ "${1:-}" = -h ] || [ "${1:-}" = --help ]; then sed -n '2,7p' "$0" | sed 's/^# //'; exit 0; fi
 asan=1
 if [ "${1:-}" = --no-asan ]; then asan=0; shift; fi
 "$here/jobs/setup.sh" --tests
 rc=0
 out=$here/build/run-all.ctest.log
 set +e
-(cd "$here/build" && ctest --output-on-failure --timeout 1500 "$@") 2>&1 | tee "$out"
+(cd "$here/build" && ctest --output-on-failure --timeout 1500 --parallel "${ATTNSWEEP_TEST_JOBS:-2}" "$@") 2>&1 | tee "$out"
 [ "${PIPESTATUS[0]}" = 0 ] || rc=1
 set -e
 # ctest counts a skipped test (a missing model or data set) as passed: say which and why
