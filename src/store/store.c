@@ -629,7 +629,10 @@ fail:
     st_close_handles(s);
     journal_close(s->jr);
     s->jr = NULL;
-    if (created_journal) unlink(s->journal_path);
+    /* A fresh output that failed to open (a full disk at its status file, say) goes whole:
+     * a view left without its journal would be refused by every later run. The create
+     * path runs only where neither existed, so both are this open's own. */
+    if (created_journal) unlink(s->journal_path), unlink(s->path);
     if (s->locked) lock_release(s->lock_path, s->lock_fd, NULL);
     store_free(s);
     return NULL;
