@@ -42,10 +42,11 @@
 #include "config.h"
 #include "errors.h"
 #include "gpt2.h"
+#include "grid.h"
 #include "metrics.h"
 #include "model.h"
 
-#define CELL_MAX_CUTS 64
+#define CELL_MAX_CUTS GRID_UNIT_MAX_CUTS /* a unit's cuts share one pass */
 #define CELL_MAX_THREADS 256
 
 struct cell_worker;

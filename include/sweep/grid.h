@@ -71,4 +71,24 @@ static inline void grid_cell_of(const as_grid *g, size_t cell, size_t *window, s
 /* The cell of (window, L value), or -1 when the window or L is not in the grid. */
 long grid_cell_find(const as_grid *g, size_t window, int32_t L);
 
+/* The unit of work: the pending L values of one window of one model, computed from one
+ * forward pass (cell.h). l_mask bit k stands for L index l_lo + k; a window with more
+ * than GRID_UNIT_MAX_CUTS L values gets one unit per GRID_UNIT_MAX_CUTS of them. The run
+ * (run.h) builds the units, the plan (plan.h) counts them. */
+#define GRID_UNIT_MAX_CUTS 64
+typedef struct {
+    int64_t model;   /* index into the config's model axis */
+    int64_t window;
+    int64_t l_lo;
+    uint64_t l_mask;
+} grid_unit;
+
+/* Cells of the largest unit (the blocks of a unit buffer), and units per window. */
+static inline size_t grid_unit_cells(const as_grid *g) {
+    return g->n_L < GRID_UNIT_MAX_CUTS ? g->n_L : GRID_UNIT_MAX_CUTS;
+}
+static inline size_t grid_units_per_window(const as_grid *g) {
+    return (g->n_L + GRID_UNIT_MAX_CUTS - 1) / GRID_UNIT_MAX_CUTS;
+}
+
 #endif

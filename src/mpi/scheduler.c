@@ -269,7 +269,7 @@ static int worker_wait_send(worker_state *w, MPI_Request *req) {
     return 1;
 }
 
-static int run_worker(MPI_Comm comm, const sched_opts *o, const resolved_opts *r, as_err *err) {
+static int worker_loop(MPI_Comm comm, const sched_opts *o, const resolved_opts *r, as_err *err) {
     size_t slot_bytes = sizeof(up_header) + payload_capacity(r->block_doubles);
     unsigned char *buf[2];
     buf[0] = malloc(slot_bytes);
@@ -616,7 +616,7 @@ static void alone_stop_begins(master_state *m, int signo) {
     announce_stop(m, m->in_flight, 0);
 }
 
-static int run_master_alone(master_state *m, as_err *err) {
+static int master_alone(master_state *m, as_err *err) {
     const sched_opts *o = m->o;
     active_opts = m->r;
     active_alone = m;
@@ -673,7 +673,7 @@ static void post_receive(master_state *m) {
               &m->recv_req);
 }
 
-static int run_master(master_state *m, as_err *err) {
+static int master_loop(master_state *m, as_err *err) {
     int failed = 0;
     backoff b;
     backoff_reset(&b);
@@ -799,7 +799,7 @@ int sched_run(MPI_Comm comm, const int64_t *cells, size_t ncells, const sched_op
     MPI_Comm_dup(comm, &priv);
     int rc;
     if (rank != 0) {
-        rc = run_worker(priv, opts, &r, err);
+        rc = worker_loop(priv, opts, &r, err);
     } else {
         master_state m;
         double cpu0 = as_process_cpu_s();
@@ -813,7 +813,7 @@ int sched_run(MPI_Comm comm, const int64_t *cells, size_t ncells, const sched_op
             }
             rc = -1;
         } else {
-            rc = size == 1 ? run_master_alone(&m, err) : run_master(&m, err);
+            rc = size == 1 ? master_alone(&m, err) : master_loop(&m, err);
             m.st.undispatched = m.ncells - m.next;
             m.st.signo = m.signo;
             m.st.elapsed_s = as_monotonic_s() - m.t_start;
@@ -827,7 +827,7 @@ int sched_run(MPI_Comm comm, const int64_t *cells, size_t ncells, const sched_op
         }
     }
     /* After an error or a stop a worker's last result may still be in flight, never to be
-     * received (see run_worker's MPI_Request_free); freeing priv would let a later
+     * received (see worker_loop's MPI_Request_free); freeing priv would let a later
      * sched_run in this process reuse its context id and match that stale message (seen
      * in test_scheduler: a scenario after commit_fails got a cell of the failed run). So
      * priv is freed only after a complete run, when every result was received. */

@@ -65,7 +65,7 @@ unsigned char *writer_slot(as_writer *w, size_t slot) { return w->slots + slot *
 /* Runs the waiting dispatch records and commits up to batch_max waiting results
  * when there are enough of them (or `all`). Called with the lock held; returns
  * with it held. */
-static void run_batch(as_writer *w, int all) {
+static void commit_one_batch(as_writer *w, int all) {
     size_t nd = w->d_len;
     for (size_t i = 0; i < nd; i++) w->b_disp[i] = w->disp[(w->d_head + i) % w->o.max_dispatches];
     w->d_head = (w->d_head + nd) % w->o.max_dispatches;
@@ -127,7 +127,7 @@ static void *writer_main(void *arg) {
     for (;;) {
         while (!has_work(w) && !w->finishing) pthread_cond_wait(&w->work, &w->mu);
         if (!has_work(w) && w->finishing) break;
-        run_batch(w, w->finishing);
+        commit_one_batch(w, w->finishing);
     }
     pthread_mutex_unlock(&w->mu);
     return NULL;
@@ -219,8 +219,8 @@ int writer_put_result(as_writer *w, size_t slot, int64_t cell, int status, as_er
     if (w->o.threaded) {
         if (has_work(w)) pthread_cond_signal(&w->work);
     } else {
-        while (has_work(w) && !w->failed) run_batch(w, 0);
-        if (w->failed) run_batch(w, 0); /* gives the queued slots back */
+        while (has_work(w) && !w->failed) commit_one_batch(w, 0);
+        if (w->failed) commit_one_batch(w, 0); /* gives the queued slots back */
     }
     int rc = failed_locked(w, err) ? -1 : 0;
     pthread_mutex_unlock(&w->mu);
@@ -248,7 +248,7 @@ int writer_eager(as_writer *w, as_err *err) {
     w->eager = 1;
     if (w->o.threaded) pthread_cond_signal(&w->work);
     else
-        while (has_work(w) && !w->failed) run_batch(w, 1);
+        while (has_work(w) && !w->failed) commit_one_batch(w, 1);
     int rc = failed_locked(w, err) ? -1 : 0;
     pthread_mutex_unlock(&w->mu);
     return rc;
@@ -277,7 +277,7 @@ int writer_finish(as_writer *w, writer_stats *st, as_err *err) {
         pthread_join(w->thread, NULL);
         pthread_mutex_lock(&w->mu);
     } else {
-        while (has_work(w)) run_batch(w, 1);
+        while (has_work(w)) commit_one_batch(w, 1);
     }
     int rc = failed_locked(w, err) ? -1 : 0;
     if (st) *st = w->st;

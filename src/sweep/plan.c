@@ -122,10 +122,6 @@ size_t grid_block_doubles(const as_config *cfg) {
     return lay.total;
 }
 
-/* Cells of one unit of work (sweep.c: a window's L values, at most CELL_MAX_CUTS). */
-static size_t unit_cells(const as_grid *g) {
-    return g->n_L < CELL_MAX_CUTS ? g->n_L : CELL_MAX_CUTS;
-}
 
 /* One model's buffers (the model axis: only the model being computed is resident). */
 static void rank_memory_of(as_rank_memory *m, const as_grid *g, const gpt2_config *mc) {
@@ -155,9 +151,9 @@ static void rank_memory_of(as_rank_memory *m, const as_grid *g, const gpt2_confi
     }
     m->metrics *= threads;
     m->cell_block = grid_block_doubles(cfg) * sizeof(double);
-    m->unit_block = unit_cells(g) * m->cell_block;
+    m->unit_block = grid_unit_cells(g) * m->cell_block;
     m->worker = AS_MEM_PROCESS_BYTES + m->activations + m->metrics + 2 * m->unit_block;
-    size_t per_commit = (size_t)cfg->commit_every / unit_cells(g); /* sweep.c's units_per_commit */
+    size_t per_commit = (size_t)cfg->commit_every / grid_unit_cells(g); /* the run's units per commit (run.c) */
     /* the master's receive slots (scheduler.c, writer.h): a batch of up to 2 x per_commit
      * units being written by the writer thread, and one receiving */
     m->master = AS_MEM_PROCESS_BYTES + (2 * (per_commit ? per_commit : 1) + 1) * m->unit_block;
@@ -165,7 +161,7 @@ static void rank_memory_of(as_rank_memory *m, const as_grid *g, const gpt2_confi
 }
 
 /* The largest of each buffer over the sweep's models: a model switch frees one model's
- * weights and buffers before the next model's are made (sweep.c), so the peak is the
+ * weights and buffers before the next model's are made (run.c), so the peak is the
  * largest model's, never two models' at once. */
 void grid_rank_memory(as_rank_memory *m, const as_grid *g) {
     const as_config *cfg = g->cfg;
@@ -187,7 +183,7 @@ size_t grid_node_memory(const as_grid *g, size_t ranks) {
     /* buffers touched: a worker fills its second unit buffer only when it gets a
      * second unit; the master receives into at most one buffer per unit */
     size_t workers = ranks - 1;
-    size_t units = g->n_windows * ((g->n_L + CELL_MAX_CUTS - 1) / CELL_MAX_CUTS);
+    size_t units = g->n_windows * grid_units_per_window(g);
     size_t per_worker = (units + workers - 1) / workers;
     size_t worker = m.worker - (per_worker < 2 ? m.unit_block : 0);
     size_t busy = units < workers ? units : workers;
@@ -222,7 +218,7 @@ double grid_disk_bytes(const as_grid *g, int compressed) {
 
 /* Rank seconds of model m's cells not done: per window with cells pending, a pass at
  * its largest pending L and the metrics of each pending L (the run's unit of work is
- * a window's pending cells, sweep.c). */
+ * a window's pending cells, run.c). */
 static double cost_to_go(const as_grid *g, const unsigned char *done, size_t *windows_left,
                          size_t *cells_left) {
     const as_axes *a = &g->cfg->axes;

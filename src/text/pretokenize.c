@@ -85,7 +85,7 @@ invalid:
 }
 
 /* End of the run of units of class cls starting at pos. */
-static inline size_t run_end(const uint8_t *s, size_t len, size_t pos, int cls) {
+static inline size_t class_run_end(const uint8_t *s, size_t len, size_t pos, int cls) {
     while (pos < len) {
         size_t n;
         if (unit_at(s, len, pos, &n) != cls) break;
@@ -112,9 +112,9 @@ size_t tokenizer_piece_end(const char *text, size_t len, size_t pos) {
     if (s[pos] == ' ' && pos + 1 < len) { /*  ?\p{L}+ |  ?\p{N}+ |  ?[^\s\p{L}\p{N}]+ */
         size_t n1;
         int cls1 = unit_at(s, len, pos + 1, &n1);
-        if (cls1 != UC_SPACE) return run_end(s, len, pos + 1 + n1, cls1);
+        if (cls1 != UC_SPACE) return class_run_end(s, len, pos + 1 + n1, cls1);
     }
-    if (cls0 != UC_SPACE) return run_end(s, len, pos + n0, cls0);
+    if (cls0 != UC_SPACE) return class_run_end(s, len, pos + n0, cls0);
     /* \s+(?!\S) | \s+ : a run followed by non-space gives back its last unit
      * unless that would leave it empty. */
     size_t q = pos, last = pos, units = 0;
