@@ -1,7 +1,7 @@
 /* merge.h -- join the shard files of a sweep split over a job array.
  *
- * `attnsweep run CONFIG --shard I/K` writes OUT.shard-I-of-K.h5 (sweep.h,
- * sweep_shard_path): a complete store (journal + HDF5 view + status, store.h)
+ * `attnsweep run CONFIG --shard I/K` writes OUT.shard-I-of-K.h5 (run.h,
+ * run_shard_path): a complete store (journal + HDF5 view + status, store.h)
  * with the full axes but only shard I's cells done. merge_shards() joins
  * such files into one store OUT whose values equal a single run's bit for bit.
  *

@@ -23,7 +23,7 @@
  * dimension; coordinates model (name), model_path, model_sha256, model_n_layer,
  * model_n_head, model_n_embd, training_step; head_valid (model, layer, head) says which
  * (layer, head) of the union axes each model has. On resume each model's sha256 must
- * equal the stored one (a model rewritten in place is refused by the caller, sweep.c);
+ * equal the stored one (a model rewritten in place is refused by the caller, src/sweep/run_output.c);
  * a view whose model names or sha256s differ from the store's is rebuilt from the journal.
  *
  * Commit protocol (README, Reliability): per batch, data into

@@ -36,9 +36,9 @@ static const char run_exit[] =
     "  ATTNSWEEP_PRIVATE_WEIGHTS=1  every rank loads its own weights copy instead of one\n"
     "                               shared copy per node (memory comparisons)\n";
 
-/* --shard I/K into the sweep_opts the option points at. */
+/* --shard I/K into the run_opts the option points at. */
 static int parse_shard(const arg_opt *o, const char *v, const char **why) {
-    sweep_opts *opts = o->value;
+    run_opts *opts = o->value;
     char tail;
     if (sscanf(v, "%d/%d%c", &opts->shard_index, &opts->shard_count, &tail) != 2 ||
         opts->shard_count < 1 || opts->shard_index < 0 || opts->shard_index >= opts->shard_count) {
@@ -50,7 +50,7 @@ static int parse_shard(const arg_opt *o, const char *v, const char **why) {
 
 /* The command line into *opts (sets and the config or output path point into argv or
  * *sets, which the caller frees). 0 to go on, else 1 with *code. */
-static int parse_run_args(sweep_opts *opts, arg_list *sets, int argc, char **argv, int *code) {
+static int parse_run_args(run_opts *opts, arg_list *sets, int argc, char **argv, int *code) {
     const char *from = NULL;
     double every = 0;
     arg_list pos = {0};
@@ -97,7 +97,7 @@ static int parse_run_args(sweep_opts *opts, arg_list *sets, int argc, char **arg
 }
 
 int cmd_run(int argc, char **argv) {
-    sweep_opts opts = {0};
+    run_opts opts = {0};
     arg_list sets = {0};
     int code;
     if (parse_run_args(&opts, &sets, argc, argv, &code)) {
@@ -121,7 +121,7 @@ int cmd_run(int argc, char **argv) {
         free(set_list);
         return AS_EXIT_ERROR;
     }
-    sweep_summary sum;
+    run_summary sum;
     int rc = sweep_run(MPI_COMM_WORLD, &opts, &sum, &err);
     code = AS_EXIT_OK;
     if (rc < 0) {
@@ -133,14 +133,14 @@ int cmd_run(int argc, char **argv) {
                 sum.output, sum.windows_done_before + sum.windows_this_run, sum.windows_total,
                 sum.windows_this_run, sum.windows_failed, sum.done_before + sum.done, sum.total,
                 sum.done_before, sum.elapsed_s);
-        if (rc == SWEEP_INTERRUPTED)
+        if (rc == RUN_INTERRUPTED)
             fprintf(stderr, "attnsweep run: interrupted; run the same command again to resume\n");
-        if (rc == SWEEP_CELLS_FAILED)
+        if (rc == RUN_CELLS_FAILED)
             fprintf(stderr, "attnsweep run: %zu cells failed (messages above); run again to retry them\n",
                     sum.failed);
     }
-    if (rc == SWEEP_INTERRUPTED) code = AS_EXIT_RESUMABLE;
-    if (rc == SWEEP_CELLS_FAILED) code = AS_EXIT_ERROR;
+    if (rc == RUN_INTERRUPTED) code = AS_EXIT_RESUMABLE;
+    if (rc == RUN_CELLS_FAILED) code = AS_EXIT_ERROR;
     MPI_Bcast(&code, 1, MPI_INT, 0, MPI_COMM_WORLD);
     MPI_Finalize();
     free(set_list);

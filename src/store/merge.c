@@ -29,7 +29,7 @@ int merge_parse_shard_name(const char *path, char *out, size_t size, int *index,
     if (sscanf(at, ".shard-%d-of-%d%n", &i, &k, &used) != 2 || k < 1 || i < 0 || i >= k) return -1;
     const char *tail = at + used;
     if (*tail && strcmp(tail, ".h5") && strcmp(tail, ".nc")) return -1;
-    /* the name must be exactly what sweep_shard_path writes (no "01", no "+1") */
+    /* the name must be exactly what run_shard_path writes (no "01", no "+1") */
     char canon[64];
     snprintf(canon, sizeof canon, ".shard-%d-of-%d", i, k);
     if ((size_t)used != strlen(canon) || strncmp(at, canon, (size_t)used)) return -1;

@@ -1,7 +1,7 @@
-/* sweep_store.c -- step 4 of `attnsweep run`: the output. Rank 0 opens or creates the
- * results store after checking what must not change under results already written (the
- * config, the inputs' hashes) and that the disk can hold the sweep; see sweep.h. */
-#include "sweep_int.h"
+/* run_output.c -- step 3 of a run: the output. Rank 0 opens or creates the results store
+ * after checking what must not change under results already written (the config, the
+ * inputs' hashes) and that the disk can hold the sweep; see run.h. */
+#include "run.h"
 
 #include <cblas.h>
 #include <stdio.h>
@@ -15,38 +15,6 @@
 #include "model.h"
 #include "plan.h"
 #include "sha256.h"
-
-/* --- step 4: the store ----------------------------------------------------- */
-
-static void hosts_list(char *out, size_t size, MPI_Comm comm, int rank, int nranks) {
-    char name[MPI_MAX_PROCESSOR_NAME] = {0};
-    int len = 0;
-    MPI_Get_processor_name(name, &len);
-    char *all = rank == 0 ? calloc((size_t)nranks, MPI_MAX_PROCESSOR_NAME) : NULL;
-    MPI_Gather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, 0,
-               comm);
-    if (rank != 0) return;
-    out[0] = 0;
-    for (int r = 0; all && r < nranks; r++) {
-        const char *h = all + (size_t)r * MPI_MAX_PROCESSOR_NAME;
-        int seen = 0;
-        for (int q = 0; q < r && !seen; q++) seen = !strcmp(h, all + (size_t)q * MPI_MAX_PROCESSOR_NAME);
-        if (seen) continue;
-        if (out[0]) strncat(out, ",", size - strlen(out) - 1);
-        strncat(out, h, size - strlen(out) - 1);
-    }
-    free(all);
-}
-
-int sweep_shard_path(char *out, size_t size, const char *output, int shard_index, int shard_count) {
-    size_t n = strlen(output);
-    size_t stem = n;
-    if (n > 3 && !strcmp(output + n - 3, ".h5")) stem = n - 3;
-    else if (n > 3 && !strcmp(output + n - 3, ".nc")) stem = n - 3;
-    int w = snprintf(out, size, "%.*s.shard-%d-of-%d%s", (int)stem, output, shard_index,
-                     shard_count, output + stem);
-    return w < 0 || (size_t)w >= size ? -1 : 0;
-}
 
 /* A changed config may resume only when it adds windows, L values or models (config_diff). */
 static int check_config_change(const as_config *cfg, const char *path, int *flags, as_err *err) {
@@ -99,7 +67,7 @@ static int input_changed(const char *out, const char *file, const char *now, con
  * inputs): one "KEY sha256=HEX" line per file the run reads -- each model's
  * model.safetensors and config.json, the text, and for a text that is tokenized vocab.json
  * and merges.txt. NULL when out of memory. */
-static char *inputs_text(const sweep_state *st, char (*cfg_sha)[65]) {
+static char *inputs_text(const run *st, char (*cfg_sha)[65]) {
     const as_config *c = &st->cfg;
     size_t cap = (c->n_model * 2 + 3) * 120 + 1, at = 0;
     char *out = malloc(cap);
@@ -133,7 +101,7 @@ static void input_path(char *out, size_t size, const as_config *c, const char *k
  * only now (models appended) or no longer read (a config change, refused or allowed by
  * check_config_change) are not compared. A journal from before the inputs were kept
  * records none: said once, and this run records them (store.c, append_config). */
-static int check_journal_inputs(const sweep_state *st, const char *now, as_err *err) {
+static int check_journal_inputs(const run *st, const char *now, as_err *err) {
     char *then = NULL;
     int found = store_peek_inputs(st->out_path, &then, err);
     if (found < 0) return -1;
@@ -170,7 +138,7 @@ static int check_journal_inputs(const sweep_state *st, const char *now, as_err *
  * read is rebuilt by the store from the journal: check_journal_inputs compares with it. A
  * file of an older version without a tokenizer or config.json hash is compared on what it
  * has. */
-static int check_inputs_unchanged(const sweep_state *st, const char *tok_files, char (*cfg_sha)[65],
+static int check_inputs_unchanged(const run *st, const char *tok_files, char (*cfg_sha)[65],
                                   as_err *err) {
     struct stat sb;
     if (stat(st->out_path, &sb) != 0) return 0;
@@ -224,7 +192,8 @@ static double file_bytes(const char *path) {
  * bytes of a complete file and journal (this shard's share) less what the
  * existing ones already take, against the free space of the output's file
  * system. */
-static int check_disk_space(const sweep_state *st, const sweep_opts *opts, as_err *err) {
+static int check_disk_space(const run *st, as_err *err) {
+    const run_opts *opts = st->opts;
     /* an existing output keeps its own form (compressed or not), whatever the config says */
     int compressed = st->cfg.compress;
     if (file_bytes(st->out_path) > 0 && !opts->fresh) {
@@ -246,7 +215,8 @@ static int check_disk_space(const sweep_state *st, const sweep_opts *opts, as_er
                    "or run with --ignore-disk-space", st->out_path, a, b);
 }
 
-unsigned char *sweep_existing_done(const sweep_state *st, const sweep_opts *opts, size_t *held) {
+unsigned char *run_existing_done(const run *st, size_t *held) {
+    const run_opts *opts = st->opts;
     *held = 0;
     if (opts->shard_count <= 0) return NULL;
     const char *out = st->cfg.output;
@@ -274,66 +244,98 @@ unsigned char *sweep_existing_done(const sweep_state *st, const sweep_opts *opts
     return done;
 }
 
-int sweep_open_store(sweep_state *st, MPI_Comm comm, const sweep_opts *opts, as_err *err) {
-    char hosts[4096];
-    hosts_list(hosts, sizeof hosts, comm, st->rank, st->size);
-    if (st->rank != 0) return 0;
+/* The model axis as the store takes it (store_axes): names, paths, sha256s, shapes;
+ * head_valid over the union axes. */
+typedef struct {
+    const char **name, **path, **sha, **kind, **cfg_sha_p;
+    char (*cfg_sha)[65];     /* each model's config.json: part of the inputs' identity */
+    int32_t *nl, *nh, *ne;
+    int64_t *step;
+    uint8_t *hv;
+} axis_of_models;
+
+static void axis_of_models_free(axis_of_models *x) {
+    free(x->name), free(x->path), free(x->sha), free(x->kind), free(x->cfg_sha_p), free(x->cfg_sha);
+    free(x->nl), free(x->nh), free(x->ne), free(x->step), free(x->hv);
+}
+
+static int axis_of_models_make(axis_of_models *x, const run *st, as_err *err) {
+    const as_config *c = &st->cfg;
+    const as_axes *a = &c->axes;
+    size_t nm = c->n_model;
+    memset(x, 0, sizeof *x);
+    x->name = calloc(nm, sizeof *x->name), x->path = calloc(nm, sizeof *x->path);
+    x->sha = calloc(nm, sizeof *x->sha), x->kind = calloc(nm, sizeof *x->kind);
+    x->cfg_sha_p = calloc(nm, sizeof *x->cfg_sha_p), x->cfg_sha = calloc(nm, sizeof *x->cfg_sha);
+    x->nl = calloc(nm, sizeof *x->nl), x->nh = calloc(nm, sizeof *x->nh), x->ne = calloc(nm, sizeof *x->ne);
+    x->step = calloc(nm, sizeof *x->step);
+    x->hv = calloc(nm * a->n_layer * a->n_head + 1, 1);
+    if (!x->name || !x->path || !x->sha || !x->kind || !x->cfg_sha_p || !x->cfg_sha || !x->nl ||
+        !x->nh || !x->ne || !x->step || !x->hv)
+        return as_fail(err, "out of memory");
+    for (size_t m = 0; m < nm; m++) {
+        char path[AS_PATH_MAX + 32];
+        snprintf(path, sizeof path, "%s/config.json", c->models[m].dir);
+        if (sha256_file_hex(x->cfg_sha[m], path, err)) return -1;
+        x->cfg_sha_p[m] = x->cfg_sha[m];
+        const as_model_spec *ms = &c->models[m];
+        x->name[m] = ms->name, x->path[m] = ms->dir, x->sha[m] = st->model_sha[m];
+        x->kind[m] = model_kind(ms->dir);
+        x->nl[m] = (int32_t)ms->cfg.n_layer, x->nh[m] = (int32_t)ms->cfg.n_head;
+        x->ne[m] = (int32_t)ms->cfg.n_embd;
+        x->step[m] = ms->training_step;
+        for (size_t il = 0; il < a->n_layer; il++)
+            for (size_t ih = 0; ih < a->n_head; ih++)
+                x->hv[(m * a->n_layer + il) * a->n_head + ih] =
+                    (size_t)a->layer[il] < ms->cfg.n_layer && (size_t)a->head[ih] < ms->cfg.n_head;
+    }
+    return 0;
+}
+
+/* The checks that protect results already written, then the store. */
+static int open_checked(run *st, const store_axes *ax, const store_provenance *prov,
+                        const char *tok_files, char (*cfg_sha)[65], as_err *err) {
+    const run_opts *opts = st->opts;
+    const as_config *c = &st->cfg;
+    int flags = 0;
+    if (!opts->fresh && check_config_change(c, st->out_path, &flags, err)) return -1;
+    if (!opts->fresh && check_inputs_unchanged(st, tok_files, cfg_sha, err)) return -1;
+    if (!opts->fresh && check_journal_inputs(st, prov->inputs, err)) return -1;
+    if (!opts->ignore_disk_space && check_disk_space(st, err)) return -1;
+    if (c->compress) flags |= STORE_COMPRESSED;
+    st->out = store_open(st->out_path, ax, prov, opts->fresh ? STORE_NEW : STORE_RESUME, flags, err);
+    if (!st->out) return -1;
+    /* Damage in the middle of the journal is not an error (its cells are computed
+     * again) but must not pass unnoticed: one line, also kept in /provenance. */
+    if (store_journal_damage(st->out)[0])
+        fprintf(stderr, "attnsweep run: warning: %s\n", store_journal_damage(st->out));
+    return 0;
+}
+
+int run_open_output(run *st, const run_env *env, as_err *err) {
     const as_config *c = &st->cfg;
     const as_axes *a = &c->axes;
     const char *norm_names[MET_N_NORMALIZERS]; /* the axis holds each normalizer at most once */
     for (size_t z = 0; z < a->n_norm && z < MET_N_NORMALIZERS; z++) norm_names[z] = met_normalizer_name(a->normalizer[z]);
-    /* the model axis: names, paths, sha256s, shapes; head_valid over the union axes */
     size_t nm = c->n_model;
-    const char **mname = calloc(nm, sizeof *mname), **mpath = calloc(nm, sizeof *mpath);
-    const char **msha = calloc(nm, sizeof *msha), **mkind = calloc(nm, sizeof *mkind);
-    const char **mcsha = calloc(nm, sizeof *mcsha);
-    char (*cfg_sha)[65] = calloc(nm, sizeof *cfg_sha);
-    int32_t *nl = calloc(nm, sizeof *nl), *nh = calloc(nm, sizeof *nh), *ne = calloc(nm, sizeof *ne);
-    int64_t *step = calloc(nm, sizeof *step);
-    uint8_t *hv = calloc(nm * a->n_layer * a->n_head + 1, 1);
-    if (!mname || !mpath || !msha || !mkind || !mcsha || !cfg_sha || !nl || !nh || !ne || !step || !hv) {
-        free(mname), free(mpath), free(msha), free(mkind), free(nl), free(nh), free(ne), free(step), free(hv);
-        free(mcsha), free(cfg_sha);
-        return as_fail(err, "out of memory");
-    }
-    /* each model's config.json, part of the inputs' identity with the weights */
-    for (size_t m = 0; m < nm; m++) {
-        char path[AS_PATH_MAX + 32];
-        snprintf(path, sizeof path, "%s/config.json", c->models[m].dir);
-        if (sha256_file_hex(cfg_sha[m], path, err)) {
-            free(mname), free(mpath), free(msha), free(mkind), free(nl), free(nh), free(ne), free(step);
-            free(hv), free(mcsha), free(cfg_sha);
-            return -1;
-        }
-        mcsha[m] = cfg_sha[m];
-    }
-    for (size_t m = 0; m < nm; m++) {
-        const as_model_spec *ms = &c->models[m];
-        mname[m] = ms->name, mpath[m] = ms->dir, msha[m] = st->model_sha[m];
-        mkind[m] = model_kind(ms->dir);
-        nl[m] = (int32_t)ms->cfg.n_layer, nh[m] = (int32_t)ms->cfg.n_head, ne[m] = (int32_t)ms->cfg.n_embd;
-        step[m] = ms->training_step;
-        for (size_t il = 0; il < a->n_layer; il++)
-            for (size_t ih = 0; ih < a->n_head; ih++)
-                hv[(m * a->n_layer + il) * a->n_head + ih] =
-                    (size_t)a->layer[il] < ms->cfg.n_layer && (size_t)a->head[ih] < ms->cfg.n_head;
+    axis_of_models x;
+    if (axis_of_models_make(&x, st, err)) {
+        axis_of_models_free(&x);
+        return -1;
     }
     /* the root model_kind: the models' common kind, or "mixed" (then only the per-model
      * model_kind coordinate says whose numbers each model's are) */
-    const char *root_kind = nm ? mkind[0] : "unknown";
+    const char *root_kind = nm ? x.kind[0] : "unknown";
     for (size_t m = 1; m < nm; m++)
-        if (strcmp(mkind[m], root_kind)) root_kind = "mixed";
-    store_axes ax = {.n_model = nm, .model_name = mname, .model_path = mpath, .model_sha256 = msha,
-                     .model_kind = mkind, .model_config_sha256 = mcsha,
-                     .model_n_layer = nl, .model_n_head = nh, .model_n_embd = ne,
-                     .training_step = step, .head_valid = hv,
+        if (strcmp(x.kind[m], root_kind)) root_kind = "mixed";
+    store_axes ax = {.n_model = nm, .model_name = x.name, .model_path = x.path, .model_sha256 = x.sha,
+                     .model_kind = x.kind, .model_config_sha256 = x.cfg_sha_p,
+                     .model_n_layer = x.nl, .model_n_head = x.nh, .model_n_embd = x.ne,
+                     .training_step = x.step, .head_valid = x.hv,
                      .n_window = st->grid.n_windows, .window_start = st->grid.window_start,
                      .n_L = a->n_L, .L = a->L, .n_N = a->n_N, .N = a->N, .n_T = a->n_T, .T = a->T,
                      .n_eps = a->n_eps, .eps = a->eps, .n_norm = a->n_norm, .normalizer = norm_names,
                      .n_layer = a->n_layer, .layer = a->layer, .n_head = a->n_head, .head = a->head};
-    char mpi_lib[MPI_MAX_LIBRARY_VERSION_STRING] = {0};
-    int len = 0;
-    MPI_Get_library_version(mpi_lib, &len);
     char tok_files[1024];
     if (c->text_format == AS_TEXT_TOKENS)
         snprintf(tok_files, sizeof tok_files, "(pre-tokenized text)");
@@ -341,36 +343,20 @@ int sweep_open_store(sweep_state *st, MPI_Comm comm, const sweep_opts *opts, as_
         snprintf(tok_files, sizeof tok_files,
                  "vocab.json merges.txt of the model directory; vocab.json sha256=%s; merges.txt sha256=%s",
                  st->vocab_sha, st->merges_sha);
-    const char *text_sha = st->text_sha;
-    char *inputs = inputs_text(st, cfg_sha);
+    char *inputs = inputs_text(st, x.cfg_sha);
     store_provenance prov = {
-        .model_config_sha256 = cfg_sha[0], .inputs = inputs,
+        .model_config_sha256 = x.cfg_sha[0], .inputs = inputs,
         .config_text = c->canonical, .config_sha256 = c->sha256, .model_dir = c->model_dir,
         .weights_sha256 = st->model_sha[0], .text_path = c->text_path,
-        .text_sha256 = text_sha, .tokenizer_files = tok_files, .vectors = c->vectors,
-        .rows = c->rows, .vectors_name = c->vectors == AS_VECTORS_RESID ? "resid" : "value",
-        .rows_name = c->rows == AS_ROWS_FULL_ROW ? "full_row" : "visible",
-        .logits_name = config_logits_name(c->logits), .model_kind = root_kind, .ks_alpha = c->ks_alpha, .seed = (uint64_t)c->seed,
-        .distance_name = c->distance == AS_DISTANCE_AGGREGATE ? "aggregate" : "per_token",
-        .mpi_library = mpi_lib, .openblas_config = openblas_get_config(), .hosts = hosts,
-        .mpi_size = st->size, .slurm_job_id = getenv("SLURM_JOB_ID")};
-    int flags = 0;
-    int rc = 0;
-    if (!inputs) rc = as_fail(err, "out of memory");
-    if (!rc && !opts->fresh && check_config_change(c, st->out_path, &flags, err)) rc = -1;
-    if (!rc && !opts->fresh && check_inputs_unchanged(st, tok_files, cfg_sha, err)) rc = -1;
-    if (!rc && !opts->fresh && check_journal_inputs(st, inputs, err)) rc = -1;
-    if (!rc && !opts->ignore_disk_space && check_disk_space(st, opts, err)) rc = -1;
-    if (c->compress) flags |= STORE_COMPRESSED;
-    if (!rc)
-        st->out = store_open(st->out_path, &ax, &prov, opts->fresh ? STORE_NEW : STORE_RESUME, flags, err);
-    free(mname), free(mpath), free(msha), free(mkind), free(nl), free(nh), free(ne), free(step), free(hv);
-    free(mcsha), free(cfg_sha), free(inputs);
-    if (rc) return -1;
-    /* Damage in the middle of the journal is not an error (its cells are computed
-     * again) but must not pass unnoticed: one line, also kept in /provenance. */
-    if (st->out && store_journal_damage(st->out)[0])
-        fprintf(stderr, "attnsweep run: warning: %s\n", store_journal_damage(st->out));
-    return st->out ? 0 : -1;
+        .text_sha256 = st->text_sha, .tokenizer_files = tok_files, .vectors = c->vectors,
+        .rows = c->rows, .vectors_name = config_vectors_name(c->vectors),
+        .rows_name = config_rows_name(c->rows),
+        .logits_name = config_logits_name(c->logits), .model_kind = root_kind, .ks_alpha = c->ks_alpha,
+        .seed = (uint64_t)c->seed, .distance_name = config_distance_name(c->distance),
+        .mpi_library = env->mpi_library, .openblas_config = openblas_get_config(), .hosts = env->hosts,
+        .mpi_size = env->size, .slurm_job_id = getenv("SLURM_JOB_ID")};
+    int rc = inputs ? open_checked(st, &ax, &prov, tok_files, x.cfg_sha, err) : as_fail(err, "out of memory");
+    axis_of_models_free(&x);
+    free(inputs);
+    return rc;
 }
-

@@ -79,7 +79,7 @@ static int commit_held(bench_ctx *b, const store_cell *sc, const unsigned char *
                        : store_commit_packed(b->s, sc, pk, n, err);
 }
 
-/* As sweep.c's commit_units: each unit (window) is 6 cells; up to 64 cells per store call. */
+/* As run.c's run_commit_units: each unit (window) is 6 cells; up to 64 cells per store call. */
 static int commit_windows(void *vctx, const int64_t *units, double *const *blocks, const int *status,
                           size_t n, as_err *err) {
     bench_ctx *b = vctx;

@@ -20,8 +20,8 @@ ALLOWED = {
     "text": (["core"], []),
     "kernels": (["core", "model"], ["openblas"]),
     "config": (["core", "model", "kernels"], ["libconfig"]),
-    "sweep": (["core", "model", "text", "kernels", "config"], ["openblas"]),
     "store": (["core", "kernels"], ["hdf5"]),
+    "sweep": (["core", "model", "text", "kernels", "config", "store"], ["openblas"]),
     "mpi": (["core", "model", "text", "kernels", "config", "sweep", "store"], ["openblas", "libconfig", "hdf5", "mpi"]),
 }
 OUTSIDE = {

@@ -1,5 +1,5 @@
 /* test_model_into.c -- model_load_into (model.h): weights in a caller-owned
- * arena, as the ranks of a node share them (sweep.c). Checked against
+ * arena, as the ranks of a node share them (src/mpi/weights.c). Checked against
  * model_load of the same directory: the same bytes at the same offsets with
  * fill = 1; with fill = 0 the arena is left untouched and only the pointers
  * are set; misaligned or missing arenas are refused; model_free leaves a
