@@ -28,4 +28,13 @@
 /* Returns a run_outcome, or -1 with err set (on rank 0). */
 int sweep_run(MPI_Comm comm, const run_opts *opts, run_summary *summary, as_err *err);
 
+/* `attnsweep run` on MPI_COMM_WORLD: MPI started (FUNNELED: the master's writer thread,
+ * writer.h, commits while the main thread alone calls MPI; granted less, the master
+ * commits synchronously), the stop signals installed (signals.h: from here on a stop
+ * only sets a flag, so a SIGTERM during start-up still ends in a resumable stop),
+ * sweep_run, MPI finalized. Every rank returns rank 0's result; *rank says which one
+ * this was (rank 0 reports). */
+int sweep_main(int *argc, char ***argv, const run_opts *opts, run_summary *summary, int *rank,
+               as_err *err);
+
 #endif

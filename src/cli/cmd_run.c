@@ -1,12 +1,10 @@
 /* cmd_run.c -- attnsweep run CONFIG: run or resume a sweep under MPI. */
-#include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "args.h"
 #include "cli.h"
-#include "signals.h"
 #include "store.h"
 #include "sweep.h"
 
@@ -105,24 +103,10 @@ int cmd_run(int argc, char **argv) {
         return code;
     }
     const char **set_list = sets.v;
-    /* FUNNELED: the master's writer thread (src/mpi/writer.c) commits while this
-     * thread alone calls MPI; granted less, the master commits synchronously. */
-    int thread_level = MPI_THREAD_SINGLE;
-    store_library_init(); /* before MPI: a full disk must not crash the exit (store.h) */
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &thread_level);
-    int rank = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    as_err err = {{0}};
-    /* From here on a stop signal only sets a flag: a SIGTERM during start-up
-     * (model loading, tokenizing) still ends in an orderly, resumable stop. */
-    if (as_signals_install(&err)) {
-        if (rank == 0) fprintf(stderr, "attnsweep run: %s\n", err.msg);
-        MPI_Finalize();
-        free(set_list);
-        return AS_EXIT_ERROR;
-    }
     run_summary sum;
-    int rc = sweep_run(MPI_COMM_WORLD, &opts, &sum, &err);
+    as_err err = {{0}};
+    int rank = 0;
+    int rc = sweep_main(&argc, &argv, &opts, &sum, &rank, &err);
     code = AS_EXIT_OK;
     if (rc < 0) {
         if (rank == 0) fprintf(stderr, "attnsweep run: %s\n", err.msg);
@@ -141,8 +125,6 @@ int cmd_run(int argc, char **argv) {
     }
     if (rc == RUN_INTERRUPTED) code = AS_EXIT_RESUMABLE;
     if (rc == RUN_CELLS_FAILED) code = AS_EXIT_ERROR;
-    MPI_Bcast(&code, 1, MPI_INT, 0, MPI_COMM_WORLD);
-    MPI_Finalize();
     free(set_list);
     return code;
 }

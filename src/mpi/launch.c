@@ -9,6 +9,7 @@
 
 #include "clock.h"
 #include "scheduler.h"
+#include "signals.h"
 #include "weights.h"
 
 _Static_assert((int)SCHED_CELL_DONE == (int)RUN_UNIT_DONE, "run_commit_units reads the scheduler's status");
@@ -261,5 +262,19 @@ out:
     if (r->worker_ok) cell_worker_free(&r->worker), r->worker_ok = 0;
     weights_free(&l.w);
     run_free(r);
+    return rc;
+}
+
+int sweep_main(int *argc, char ***argv, const run_opts *opts, run_summary *sum, int *rank, as_err *err) {
+    int thread_level = MPI_THREAD_SINGLE;
+    store_library_init(); /* before MPI: a full disk must not crash the exit (store.h) */
+    MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &thread_level);
+    MPI_Comm_rank(MPI_COMM_WORLD, rank);
+    memset(sum, 0, sizeof *sum);
+    int rc = -1;
+    if (all_ok(MPI_COMM_WORLD, as_signals_install(err) == 0)) rc = sweep_run(MPI_COMM_WORLD, opts, sum, err);
+    else if (*rank == 0 && !err->msg[0]) as_fail(err, "a rank could not install its stop signal handlers");
+    MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    MPI_Finalize();
     return rc;
 }
