@@ -2,7 +2,7 @@
 """Writes one window's cells of a paper-grid results file as the workers pack them, for
 `bench_master --cells FILE` (tests/bench/bench_master.c): for each L of the window, every
 metric variable's cell block in cr_var order (include/core/cellresult.h), in its file type,
-back to back -- store_pack_cell's layout (include/store/store.h "Packing").
+back to back -- cw_pack_cell's layout (include/core/cellwire.h).
 
 usage: paper_cells.py RESULTS.h5 OUT.cells [WINDOW]
 

@@ -16,7 +16,7 @@
  *   ks vars     [n_N][n_T][n_norm]                  ks_stat ks_pvalue
  *   crit_N      [n_T][n_norm]
  *   crit_N_censored [n_T][n_norm]  not filled by the cell: the store derives it from crit_N
- *                                  when it packs the block (store.h "Packing")
+ *                                  when it packs the block (cellwire.h)
  * followed by the bookkeeping scalars wall_time (seconds) and rank. */
 #ifndef ATTNSWEEP_CELLRESULT_H
 #define ATTNSWEEP_CELLRESULT_H

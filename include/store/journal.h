@@ -35,7 +35,7 @@
  * accepted with the inputs unchecked once (a note on stderr), and the run records them.
  *
  * Versions. 4 (this program writes it) adds compressed payloads: a JR_COMMIT with flag
- * JF_DEFLATE holds the cell in the deflated form (store.h, deflate.c: the chunks HDF5's
+ * JF_DEFLATE holds the cell in the deflated form (store.h, cellwire_deflate.c: the chunks HDF5's
  * shuffle + deflate stores), its CRC over those bytes; compacted, it keeps JF_DEFLATE and
  * its digest is the CRC and length of the deflated form. Version 3 journals are read as
  * they are (no such flag) and appended to with plain payloads; a store that is to append

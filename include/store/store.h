@@ -55,7 +55,7 @@
  * packing derives from crit_N: 0 where one was found, the fill where none was computed),
  * and writes
  * those same bytes both to the HDF5 file and the journal, so a rebuilt file
- * is bit-identical in its values. `attnsweep run` packs on the workers (store_pack_cell)
+ * is bit-identical in its values. `attnsweep run` packs on the workers (cw_pack_cell)
  * and commits with store_commit_packed: the same bytes, half the MPI traffic. ks_stat and ks_pvalue stay float64.
  *
  * Fill values: float variables NaN; rows_used, crit_N, crit_N_censored STORE_INT_FILL
@@ -69,10 +69,11 @@
 #include <stdint.h>
 
 #include "cellresult.h"
+#include "cellwire.h"
 #include "errors.h"
 #include "journal.h"
 
-#define STORE_INT_FILL (-2147483647)
+#define STORE_INT_FILL CW_INT_FILL
 
 /* The journal is compacted when this many bytes of cell values are whole in it
  * (and at every close), so it stays within this of its compacted size. */
@@ -215,29 +216,8 @@ size_t store_total(const store *s);
 /* Doubles in one cell's block (cellresult.h layout). */
 size_t store_block_doubles(const store *s);
 
-/* Packed bytes of one cell for this layout, and the packing itself (see "Packing"
- * above): what store_commit_packed takes. Workers may pack their own blocks, so the
- * master receives and writes float32 and skips the conversion. */
-size_t store_pack_bytes(const cr_layout *lay);
-void store_pack_cell(const cr_layout *lay, const double *block, unsigned char *out);
-
-/* Compressed cells (deflate.c). With runtime.compress every metric variable's chunk (one
- * cell) is stored through HDF5's shuffle + deflate level 1 filters. store_deflate_cell
- * computes those filters' output outside HDF5 -- on the workers -- in a self-describing
- * form (deflate.c: "ASZ1", the chunk lengths, the chunks), which store_commit_deflated
- * writes to the view with H5Dwrite_chunk and to the journal as it is. fletcher32: each
- * chunk ends with the Fletcher32 checksum HDF5's filter appends (a view with checksums,
- * store_checksummed). out must hold store_deflate_bound() bytes, scratch store_pack_bytes();
- * *len gets the bytes used. */
-size_t store_deflate_bound(const cr_layout *lay);
-int store_deflate_cell(const cr_layout *lay, const unsigned char *packed, unsigned char *out,
-                       size_t cap, size_t *len, unsigned char *scratch, int fletcher32, as_err *err);
-/* Bytes of the deflated cell at in (at most avail), 0 when it is not one of this layout. */
-size_t store_deflated_size(const cr_layout *lay, const unsigned char *in, size_t avail);
-/* Back to the packed form (store_pack_bytes() bytes); scratch as for store_deflate_cell.
- * Chunks with checksums are verified first. */
-int store_inflate_cell(const cr_layout *lay, const unsigned char *in, size_t len, unsigned char *packed,
-                       unsigned char *scratch, as_err *err);
+/* The packing and the deflated form of a cell are core's (cellwire.h: cw_pack_cell,
+ * cw_deflate_cell): the ranks that compute cells produce the bytes the store writes. */
 
 /* Records that a cell was handed to a worker (attempts + 1, journaled; made
  * durable with the next commit batch). */
@@ -253,7 +233,7 @@ int store_mark_dispatched(store *s, size_t model, size_t window, size_t l_index,
 int store_commit_batch(store *s, const store_cell *cells, const double *const *blocks, size_t n,
                        as_err *err);
 
-/* store_commit_batch for cells already packed (store_pack_cell, store_pack_bytes() each;
+/* store_commit_batch for cells already packed (cw_pack_cell, cw_pack_bytes() each;
  * NULL for a failed cell). wall_time and rank come from cells[i]. The bytes are
  * checksummed once and written to the view and the journal as given. */
 int store_commit_packed(store *s, const store_cell *cells, const unsigned char *const *packed,
@@ -282,7 +262,7 @@ int store_file_checksummed(const char *path);
  * *damaged of them not intact. 0, or -1 with one line (no journal, unreadable file). */
 int store_verify_file(const char *path, size_t *checked, size_t *damaged, as_err *err);
 
-/* store_commit_packed for cells in the deflated form (store_deflate_cell; NULL for a failed
+/* store_commit_packed for cells in the deflated form (cw_deflate_cell; NULL for a failed
  * cell). Into a compressed view the chunks go as they are (H5Dwrite_chunk) and the journal
  * record holds the same bytes (flag JF_DEFLATE, its CRC over them); into a plain view they
  * are inflated first and committed as packed cells. A payload that is not a deflated cell
@@ -335,7 +315,7 @@ void store_description_free(store_description *d);
 int store_read_cell(const char *path, const store_axes *axes, journal *j, const journal_record *r,
                     unsigned char *out, as_err *err);
 /* store_read_cell in the form the journal holds the cell: deflated (JF_DEFLATE; up to
- * store_deflate_bound() bytes) or packed, into out (cap bytes), its size in *len; a
+ * cw_deflate_bound() bytes) or packed, into out (cap bytes), its size in *len; a
  * compacted deflated cell is read as the file's raw chunks and checked. merge copies
  * compressed cells this way, never inflating them. */
 int store_read_cell_stored(const char *path, const store_axes *axes, journal *j, const journal_record *r,

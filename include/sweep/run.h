@@ -112,7 +112,7 @@ typedef struct {
     size_t slot_doubles;         /* one cell in a unit's message (see run.c, slot_doubles) */
     double *scratch;             /* computing: the unit's blocks of doubles before packing */
     int deflate;                 /* the output stores compressed chunks: the computing ranks
-                                  * deflate their cells (store_deflate_cell), rank 0 stores them
+                                  * deflate their cells (cw_deflate_cell), rank 0 stores them
                                   * as sent; 2: with the chunks' Fletcher32 checksums */
     unsigned char *pack_buf, *dz_scratch; /* deflating: one cell packed; shuffle buffer */
     size_t cells_done, cells_failed; /* committed, counted in cells (rank 0) */

@@ -1,10 +1,10 @@
-/* deflate.c -- a cell's values as the bytes HDF5 stores for shuffle + deflate chunks.
+/* cellwire_deflate.c -- a cell's values as the bytes HDF5 stores for shuffle + deflate chunks.
  *
- * Every metric variable's cell block is exactly one HDF5 chunk (schema.c: chunks are one
+ * Every metric variable's cell block is exactly one HDF5 chunk (src/store/schema.c: chunks are one
  * cell). With runtime.compress the datasets carry HDF5's shuffle filter and its deflate
  * filter at level 1; this file computes, outside HDF5, the bytes that pipeline produces
  * for a chunk, so the workers can compress and the master store them as they come
- * (H5Dwrite_chunk, chunks.c). The steps, as HDF5 1.10 defines them:
+ * (H5Dwrite_chunk, src/store/chunks.c). The steps, as HDF5 1.10 defines them:
  *   shuffle  the chunk's n elements of size k bytes are transposed byte-wise: byte j of
  *            element i goes to j * n + i (all first bytes, then all second bytes, ...);
  *            elements of one byte, or a chunk of one element, are left as they are;
@@ -12,7 +12,7 @@
  *            bytes, as zlib's compress2 at the filter's level writes it;
  *   fletcher32  (outputs created since stored chunks carry a checksum) the filter HDF5
  *            runs last appends the 4-byte Fletcher32 checksum of the deflated bytes
- *            (fletcher32.c), so a reader -- h5py, xarray, h5dump, or the store itself
+ *            (cellwire_fletcher32.c), so a reader -- h5py, xarray, h5dump, or the store itself
  *            checking a chunk raw -- notices a damaged chunk instead of decoding it.
  * zlib is deterministic for a given version, level and input, and the master's HDF5
  * links the same libz as the workers, so the bytes are HDF5's own: tests/unit/store/
@@ -20,11 +20,11 @@
  *
  * The deflated form of a cell (what the workers send, the journal holds with JF_DEFLATE
  * and the view's chunks hold piece by piece), little-endian:
- *   "ASZ1" or "ASZ2"  uint32 n_vars (N_METRICS)  uint64 len[n_vars]  then the n_vars
+ *   "ASZ1" or "ASZ2"  uint32 n_vars (CW_N_VARS)  uint64 len[n_vars]  then the n_vars
  *   chunks in cr_var order, len[v] bytes each; "ASZ2": each chunk ends with its Fletcher32
  *   checksum (len[v] counts it), the chunk of a view with the fletcher32 filter.
  * It is self-describing, so the store checks a payload before writing it. */
-#include "store_int.h"
+#include "cellwire.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -34,14 +34,14 @@
 #define DZ_MAGIC "ASZ1"
 #define DZ_MAGIC_SUM "ASZ2" /* chunks end with their Fletcher32 checksum */
 #define DZ_SUM 4
-#define DZ_HEADER_BYTES (8 + 8 * (size_t)N_METRICS)
-/* HDF5's deflate level for runtime.compress (schema.c create_var). */
+#define DZ_HEADER_BYTES (8 + 8 * (size_t)CW_N_VARS)
+/* HDF5's deflate level for runtime.compress (src/store/schema.c create_var). */
 #define DZ_LEVEL 1
 
-size_t store_deflate_bound(const cr_layout *lay) {
+size_t cw_deflate_bound(const cr_layout *lay) {
     size_t at = DZ_HEADER_BYTES;
-    for (int v = 0; v < N_METRICS; v++)
-        at += (size_t)compressBound((uLong)(lay->count[v] * vtype_size(st_metric_defs[v].type))) + DZ_SUM;
+    for (int v = 0; v < CW_N_VARS; v++)
+        at += (size_t)compressBound((uLong)(lay->count[v] * cw_type_size(cw_var_type[v]))) + DZ_SUM;
     return at;
 }
 
@@ -79,15 +79,15 @@ static uint64_t get64(const unsigned char *p) {
     return x;
 }
 
-int store_deflate_cell(const cr_layout *lay, const unsigned char *packed, unsigned char *out,
+int cw_deflate_cell(const cr_layout *lay, const unsigned char *packed, unsigned char *out,
                        size_t cap, size_t *len, unsigned char *scratch, int fletcher32, as_err *err) {
     if (cap < DZ_HEADER_BYTES) return as_fail(err, "deflate: %zu-byte buffer below the header", cap);
     memcpy(out, fletcher32 ? DZ_MAGIC_SUM : DZ_MAGIC, 4);
-    uint32_t nv = N_METRICS;
+    uint32_t nv = CW_N_VARS;
     for (int i = 0; i < 4; i++) out[4 + i] = (unsigned char)(nv >> (8 * i));
     size_t at = DZ_HEADER_BYTES;
-    for (int v = 0; v < N_METRICS; v++) {
-        size_t k = vtype_size(st_metric_defs[v].type), n = lay->count[v];
+    for (int v = 0; v < CW_N_VARS; v++) {
+        size_t k = cw_type_size(cw_var_type[v]), n = lay->count[v];
         shuffle(scratch, packed, n, k);
         packed += n * k;
         size_t room = cap - at;
@@ -99,7 +99,7 @@ int store_deflate_cell(const cr_layout *lay, const unsigned char *packed, unsign
             return as_fail(err, "deflate: variable %s: zlib error %d (%zu bytes of room)",
                            cr_var_name((cr_var)v), zr, room);
         if (fletcher32) {
-            st_fletcher32_put(out + at, got);
+            cw_fletcher32_put(out + at, got);
             got += DZ_SUM;
         }
         put64(out + 8 + 8 * (size_t)v, (uint64_t)got);
@@ -109,52 +109,52 @@ int store_deflate_cell(const cr_layout *lay, const unsigned char *packed, unsign
     return 0;
 }
 
-int st_deflated_summed(const unsigned char *in) { return memcmp(in, DZ_MAGIC_SUM, 4) == 0; }
+int cw_deflated_summed(const unsigned char *in) { return memcmp(in, DZ_MAGIC_SUM, 4) == 0; }
 
-size_t store_deflated_size(const cr_layout *lay, const unsigned char *in, size_t avail) {
+size_t cw_deflated_size(const cr_layout *lay, const unsigned char *in, size_t avail) {
     if (avail < DZ_HEADER_BYTES || (memcmp(in, DZ_MAGIC, 4) && memcmp(in, DZ_MAGIC_SUM, 4))) return 0;
-    size_t sum = st_deflated_summed(in) ? DZ_SUM : 0;
+    size_t sum = cw_deflated_summed(in) ? DZ_SUM : 0;
     uint32_t nv = (uint32_t)in[4] | (uint32_t)in[5] << 8 | (uint32_t)in[6] << 16 | (uint32_t)in[7] << 24;
-    if (nv != N_METRICS) return 0;
+    if (nv != CW_N_VARS) return 0;
     size_t at = DZ_HEADER_BYTES;
-    for (int v = 0; v < N_METRICS; v++) {
+    for (int v = 0; v < CW_N_VARS; v++) {
         uint64_t l = get64(in + 8 + 8 * (size_t)v);
         /* a zlib stream is at least 8 bytes (header + Adler-32) and never far above
          * compressBound of what it holds (then the checksum, in "ASZ2") */
-        size_t raw = lay->count[v] * vtype_size(st_metric_defs[v].type);
+        size_t raw = lay->count[v] * cw_type_size(cw_var_type[v]);
         if (l < 8 + sum || l > (uint64_t)compressBound((uLong)raw) + sum || l > avail - at) return 0;
         at += (size_t)l;
     }
     return at;
 }
 
-size_t st_deflated_var(const unsigned char *in, int v, const unsigned char **chunk) {
+size_t cw_deflated_var(const unsigned char *in, int v, const unsigned char **chunk) {
     size_t at = DZ_HEADER_BYTES;
     for (int u = 0; u < v; u++) at += (size_t)get64(in + 8 + 8 * (size_t)u);
     *chunk = in + at;
     return (size_t)get64(in + 8 + 8 * (size_t)v);
 }
 
-void st_deflated_header(unsigned char *out, const uint64_t *len, int fletcher32) {
+void cw_deflated_header(unsigned char *out, const uint64_t *len, int fletcher32) {
     memcpy(out, fletcher32 ? DZ_MAGIC_SUM : DZ_MAGIC, 4);
-    uint32_t nv = N_METRICS;
+    uint32_t nv = CW_N_VARS;
     for (int i = 0; i < 4; i++) out[4 + i] = (unsigned char)(nv >> (8 * i));
-    for (int v = 0; v < N_METRICS; v++) put64(out + 8 + 8 * (size_t)v, len[v]);
+    for (int v = 0; v < CW_N_VARS; v++) put64(out + 8 + 8 * (size_t)v, len[v]);
 }
 
-size_t st_deflated_header_bytes(void) { return DZ_HEADER_BYTES; }
+size_t cw_deflated_header_bytes(void) { return DZ_HEADER_BYTES; }
 
-int store_inflate_cell(const cr_layout *lay, const unsigned char *in, size_t len, unsigned char *packed,
+int cw_inflate_cell(const cr_layout *lay, const unsigned char *in, size_t len, unsigned char *packed,
                        unsigned char *scratch, as_err *err) {
-    if (store_deflated_size(lay, in, len) != len)
+    if (cw_deflated_size(lay, in, len) != len)
         return as_fail(err, "inflate: %zu bytes are not a deflated cell of this layout", len);
-    int summed = st_deflated_summed(in);
-    for (int v = 0; v < N_METRICS; v++) {
-        size_t k = vtype_size(st_metric_defs[v].type), n = lay->count[v];
+    int summed = cw_deflated_summed(in);
+    for (int v = 0; v < CW_N_VARS; v++) {
+        size_t k = cw_type_size(cw_var_type[v]), n = lay->count[v];
         const unsigned char *chunk;
-        size_t cl = st_deflated_var(in, v, &chunk);
+        size_t cl = cw_deflated_var(in, v, &chunk);
         if (summed) {
-            if (!st_fletcher32_ok(chunk, cl))
+            if (!cw_fletcher32_ok(chunk, cl))
                 return as_fail(err, "inflate: variable %s: the chunk fails its Fletcher32 checksum",
                                cr_var_name((cr_var)v));
             cl -= DZ_SUM;
@@ -170,20 +170,20 @@ int store_inflate_cell(const cr_layout *lay, const unsigned char *in, size_t len
     return 0;
 }
 
-size_t st_deflated_convert(const unsigned char *in, unsigned char *out, size_t cap, int fletcher32) {
-    int summed = st_deflated_summed(in);
-    uint64_t lens[N_METRICS];
+size_t cw_deflated_convert(const unsigned char *in, unsigned char *out, size_t cap, int fletcher32) {
+    int summed = cw_deflated_summed(in);
+    uint64_t lens[CW_N_VARS];
     size_t at = DZ_HEADER_BYTES;
-    for (int v = 0; v < N_METRICS; v++) {
+    for (int v = 0; v < CW_N_VARS; v++) {
         const unsigned char *chunk;
-        size_t cl = st_deflated_var(in, v, &chunk), body = summed ? cl - DZ_SUM : cl;
+        size_t cl = cw_deflated_var(in, v, &chunk), body = summed ? cl - DZ_SUM : cl;
         size_t want = body + (fletcher32 ? DZ_SUM : 0);
         if (cl < (summed ? DZ_SUM : 0) || want > cap - at) return 0;
         memcpy(out + at, chunk, body);
-        if (fletcher32) st_fletcher32_put(out + at, body);
+        if (fletcher32) cw_fletcher32_put(out + at, body);
         lens[v] = want;
         at += want;
     }
-    st_deflated_header(out, lens, fletcher32);
+    cw_deflated_header(out, lens, fletcher32);
     return at;
 }

@@ -1,6 +1,6 @@
-/* fletcher32.c -- the checksum HDF5's Fletcher32 filter (H5Z_FILTER_FLETCHER32) appends to
- * every chunk, computed outside HDF5 so the workers' compressed chunks carry it (deflate.c)
- * and the store checks stored chunks without inflating them (chunks.c).
+/* cellwire_fletcher32.c -- the checksum HDF5's Fletcher32 filter (H5Z_FILTER_FLETCHER32) appends to
+ * every chunk, computed outside HDF5 so the workers' compressed chunks carry it (cellwire_deflate.c)
+ * and the store checks stored chunks without inflating them (src/store/chunks.c).
  *
  * The definition (Fletcher, "An arithmetic checksum for serial transmissions", 1982, in
  * the 16-bit-word form HDF5 uses; docs/results.md "Checksums"):
@@ -16,7 +16,7 @@
  * Blocks of B words are summed as S = sum w_i and W = sum (B - i) w_i (i = 0..B-1), so
  * sum2 gains B * sum1 + W and sum1 gains S: two independent sums per block, which the
  * compiler vectorizes, where the running form's sum2 += sum1 is one long dependency. */
-#include "store_int.h"
+#include "cellwire.h"
 
 #include <string.h>
 
@@ -30,7 +30,7 @@ static uint32_t ones_mod(uint64_t x) {
     return r ? r : 0xffffu;
 }
 
-uint32_t st_fletcher32(const unsigned char *p, size_t n) {
+uint32_t cw_fletcher32(const unsigned char *p, size_t n) {
     size_t words = n / 2;
     uint64_t s1 = 0, s2 = 0; /* exact modulo 65535, plus "anything nonzero seen" below */
     int nonzero = 0;
@@ -58,14 +58,14 @@ uint32_t st_fletcher32(const unsigned char *p, size_t n) {
     return ones_mod(s2 ? s2 : 65535u) << 16 | ones_mod(s1 ? s1 : 65535u);
 }
 
-void st_fletcher32_put(unsigned char *chunk, size_t n) {
-    uint32_t f = st_fletcher32(chunk, n);
+void cw_fletcher32_put(unsigned char *chunk, size_t n) {
+    uint32_t f = cw_fletcher32(chunk, n);
     for (int i = 0; i < 4; i++) chunk[n + i] = (unsigned char)(f >> (8 * i));
 }
 
-int st_fletcher32_ok(const unsigned char *chunk, size_t len) {
+int cw_fletcher32_ok(const unsigned char *chunk, size_t len) {
     if (len < 4) return 0;
-    uint32_t f = st_fletcher32(chunk, len - 4), stored = 0;
+    uint32_t f = cw_fletcher32(chunk, len - 4), stored = 0;
     for (int i = 3; i >= 0; i--) stored = stored << 8 | chunk[len - 4 + (size_t)i];
     return f == stored;
 }

@@ -2,7 +2,7 @@
  *
  * A cell of a metric variable is one chunk (schema.c). When the view's datasets carry
  * exactly shuffle + deflate level 1 (what runtime.compress creates), a cell deflated by a
- * worker (deflate.c) is written chunk by chunk with H5Dwrite_chunk: HDF5's filter
+ * worker (cellwire_deflate.c) is written chunk by chunk with H5Dwrite_chunk: HDF5's filter
  * pipeline is skipped, the bytes are the ones it would have stored, and any reader
  * (h5py, xarray, h5dump) decodes them with the filters built into every HDF5. Reading
  * the chunks back raw (H5Dread_chunk) gives the journaled bytes again, which is how
@@ -35,7 +35,7 @@ int st_view_form(hid_t f) {
             /* a checksum last covers the stored bytes, whatever came before it */
             int sum = n >= 1 && n <= 8 && id[n - 1] == H5Z_FILTER_FLETCHER32;
             if (sum) rc |= ST_FORM_FLETCHER;
-            /* the filters deflate.c reproduces, in their order; any other pipeline
+            /* the filters cellwire_deflate.c reproduces, in their order; any other pipeline
              * (an h5repack'd file, another level) is written through HDF5 instead */
             if (n - sum == 2 && id[0] == H5Z_FILTER_SHUFFLE && id[1] == H5Z_FILTER_DEFLATE && cd0[1] == 1)
                 rc |= ST_FORM_DEFLATE;
@@ -94,14 +94,14 @@ static int chunk_offset(hid_t ds, cr_var v, size_t m, size_t w, size_t l, hsize_
 int st_write_cell_chunks(store *s, size_t m, size_t w, size_t l, const unsigned char *dz) {
     /* a cell deflated in the other checksum form (a journal or a shard from before
      * checksums, or one of them into an older view): its chunks as this view stores them */
-    if (st_deflated_summed(dz) != s->fletcher) {
-        if (st_dz_buffers(s) || !st_deflated_convert(dz, s->dz_conv, s->dz_cap, s->fletcher)) return -1;
+    if (cw_deflated_summed(dz) != s->fletcher) {
+        if (st_dz_buffers(s) || !cw_deflated_convert(dz, s->dz_conv, s->dz_cap, s->fletcher)) return -1;
         dz = s->dz_conv;
     }
     for (int v = 0; v < N_METRICS; v++) {
         hsize_t off[9];
         const unsigned char *chunk;
-        size_t n = st_deflated_var(dz, v, &chunk);
+        size_t n = cw_deflated_var(dz, v, &chunk);
         if (chunk_offset(s->metric_ds[v], (cr_var)v, m, w, l, off) ||
             H5Dwrite_chunk(s->metric_ds[v], H5P_DEFAULT, 0, off, n, chunk) < 0)
             return -1;
@@ -113,7 +113,7 @@ int st_read_cell_chunks(const store *s, hid_t f, size_t m, size_t w, size_t l, i
                         unsigned char *out, size_t cap, size_t *len) {
     (void)s;
     uint64_t lens[N_METRICS];
-    size_t at = st_deflated_header_bytes();
+    size_t at = cw_deflated_header_bytes();
     int rc = 0;
     for (int v = 0; v < N_METRICS && !rc; v++) {
         hid_t ds = H5Dopen2(f, cr_var_name((cr_var)v), H5P_DEFAULT);
@@ -125,13 +125,13 @@ int st_read_cell_chunks(const store *s, hid_t f, size_t m, size_t w, size_t l, i
             mask != 0)
             rc = -1;
         /* the checksum HDF5's filter would verify before inflating, checked raw */
-        if (!rc && fletcher32 && !st_fletcher32_ok(out + at, (size_t)size)) rc = -1;
+        if (!rc && fletcher32 && !cw_fletcher32_ok(out + at, (size_t)size)) rc = -1;
         H5Dclose(ds);
         lens[v] = size;
         at += (size_t)size;
     }
     if (rc) return -1;
-    st_deflated_header(out, lens, fletcher32);
+    cw_deflated_header(out, lens, fletcher32);
     *len = at;
     return 0;
 }
@@ -139,7 +139,7 @@ int st_read_cell_chunks(const store *s, hid_t f, size_t m, size_t w, size_t l, i
 /* s->dz_buf and s->dz_scratch, made on first use. */
 int st_dz_buffers(store *s) {
     if (s->dz_buf) return 0;
-    s->dz_cap = store_deflate_bound(&s->lay);
+    s->dz_cap = cw_deflate_bound(&s->lay);
     s->dz_buf = malloc(s->dz_cap);
     s->dz_conv = malloc(s->dz_cap);
     if (!s->dz_scratch) s->dz_scratch = malloc(s->payload_bytes ? s->payload_bytes : 1);
@@ -167,7 +167,7 @@ int st_read_cell_as(store *s, hid_t f, size_t m, size_t w, size_t l, int deflate
      * values are the same (zlib is deterministic) */
     as_err ignored;
     if (st_read_cell_values(s, f, m, w, l, s->packed) ||
-        store_deflate_cell(&s->lay, s->packed, s->dz_buf, s->dz_cap, len, s->dz_scratch, 0, &ignored))
+        cw_deflate_cell(&s->lay, s->packed, s->dz_buf, s->dz_cap, len, s->dz_scratch, 0, &ignored))
         return -1;
     return 0;
 }
@@ -180,7 +180,7 @@ int st_cell_intact(store *s, hid_t f, size_t m, size_t w, size_t l, int deflated
     if (journal_crc32(0, *out, *len) == crc) return 1;
     if (!deflated) return 0;
     /* journaled in the other checksum form: compared in that form */
-    size_t n = st_deflated_convert(*out, s->dz_conv, s->dz_cap, !st_deflated_summed(*out));
+    size_t n = cw_deflated_convert(*out, s->dz_conv, s->dz_cap, !cw_deflated_summed(*out));
     if (!n || journal_crc32(0, s->dz_conv, n) != crc) return 0;
     /* the caller gets the journaled bytes, in s->dz_buf as from st_read_cell_as */
     memcpy(s->dz_buf, s->dz_conv, n);
@@ -193,7 +193,7 @@ int st_write_cell_any(store *s, size_t m, size_t w, size_t l, const unsigned cha
     if (!deflated) return st_write_cell_values(s, m, w, l, data);
     if (s->compress) return st_write_cell_chunks(s, m, w, l, data);
     as_err ignored;
-    if (st_dz_buffers(s) || store_inflate_cell(&s->lay, data, len, s->packed, s->dz_scratch, &ignored))
+    if (st_dz_buffers(s) || cw_inflate_cell(&s->lay, data, len, s->packed, s->dz_scratch, &ignored))
         return -1;
     return st_write_cell_values(s, m, w, l, s->packed);
 }

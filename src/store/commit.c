@@ -1,7 +1,7 @@
 /* commit.c -- the commit protocol of the results store (store.h "Commit protocol"): a
  * batch of finished cells into the HDF5 view (flushed), their status (flushed), then the
  * journal (fsynced). Cells come as blocks of doubles, packed, or deflated by the workers
- * (deflate.c): a deflated cell goes into a compressed view and the journal as it came.
+ * (cellwire_deflate.c): a deflated cell goes into a compressed view and the journal as it came.
  * See store_int.h. */
 #include "store_int.h"
 
@@ -170,7 +170,7 @@ int store_commit_deflated(store *s, const store_cell *cells, const unsigned char
             const unsigned char *p = payload[at + i];
             lens[i] = 0;
             if (cells[at + i].status == STORE_DONE && p &&
-                !(lens[i] = store_deflated_size(&s->lay, p, store_deflate_bound(&s->lay))))
+                !(lens[i] = cw_deflated_size(&s->lay, p, cw_deflate_bound(&s->lay))))
                 return as_fail(err, "%s: cell (%zu, %zu, %zu) arrived as a damaged compressed "
                                "payload (its header does not describe this layout); nothing of the "
                                "batch was written", s->path, cells[at + i].model, cells[at + i].window,
@@ -189,7 +189,7 @@ int store_commit_deflated(store *s, const store_cell *cells, const unsigned char
                 pk[i] = NULL;
                 if (!payload[at + i] || cells[at + i].status != STORE_DONE) continue;
                 unsigned char *dst = s->batch + i * s->payload_bytes;
-                if (store_inflate_cell(&s->lay, payload[at + i], lens[i], dst, s->dz_scratch, err))
+                if (cw_inflate_cell(&s->lay, payload[at + i], lens[i], dst, s->dz_scratch, err))
                     return as_wrap(err, "%s: cell (%zu, %zu, %zu)", s->path, cells[at + i].model,
                                    cells[at + i].window, cells[at + i].l_index);
                 pk[i] = dst;

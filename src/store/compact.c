@@ -175,7 +175,7 @@ void st_layout_store(store *s, const store_axes *axes) {
     size_t at = 0;
     for (int v = 0; v < N_METRICS; v++) {
         s->var_offset[v] = at;
-        at += s->lay.count[v] * vtype_size(st_metric_defs[v].type);
+        at += s->lay.count[v] * cw_type_size(cw_var_type[v]);
     }
     s->payload_bytes = at;
     s->file = -1;
@@ -244,7 +244,7 @@ int store_read_cell(const char *path, const store_axes *axes, journal *j, const 
     int rc = read_stored(&s, path, j, r, &vals, &len, err);
     /* the caller wants the packed values: a deflated cell checked as stored, then inflated */
     if (!rc && (r->flags & JF_DEFLATE))
-        rc = store_inflate_cell(&s.lay, vals, len, out, s.dz_scratch, err)
+        rc = cw_inflate_cell(&s.lay, vals, len, out, s.dz_scratch, err)
                  ? as_wrap(err, "%s: cell (model %u, window %d, L %d)", path, r->model, r->window, r->L)
                  : 0;
     free(s.dz_buf), free(s.dz_conv), free(s.dz_scratch);

@@ -35,7 +35,7 @@ size_t store_payload_bytes(const store_axes *a) {
     cr_layout lay;
     cr_layout_init(&lay, a->n_N, a->n_T, a->n_eps, a->n_norm, a->n_layer, a->n_head);
     size_t at = 0;
-    for (int v = 0; v < N_METRICS; v++) at += lay.count[v] * vtype_size(st_metric_defs[v].type);
+    for (int v = 0; v < N_METRICS; v++) at += lay.count[v] * cw_type_size(cw_var_type[v]);
     return at;
 }
 

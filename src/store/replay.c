@@ -121,11 +121,11 @@ static int replay_cell(store *s, const journal_record *r, as_err *err) {
         s->in_flight[c] = 0;
         if ((int32_t)r->attempt > s->attempts[c]) s->attempts[c] = (int32_t)r->attempt;
         int compact = (r->flags & JF_COMPACT) != 0, dz = (r->flags & JF_DEFLATE) != 0;
-        /* a deflated cell's size varies: at most store_deflate_bound() (deflate.c) */
-        size_t dz_max = store_deflate_bound(&s->lay);
+        /* a deflated cell's size varies: at most cw_deflate_bound() (cellwire_deflate.c) */
+        size_t dz_max = cw_deflate_bound(&s->lay);
         if (r->status == STORE_DONE &&
             (compact ? r->payload_len != JOURNAL_COMPACT_BYTES
-                     : dz ? r->payload_len < st_deflated_header_bytes() || r->payload_len > dz_max
+                     : dz ? r->payload_len < cw_deflated_header_bytes() || r->payload_len > dz_max
                           : r->payload_len != s->payload_bytes))
             return as_fail(err, "%s: cell (window %d, L %d) has %llu payload bytes, expected %s%zu",
                            s->journal_path, r->window, r->L, (unsigned long long)r->payload_len,

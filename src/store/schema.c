@@ -1,4 +1,4 @@
-/* schema.c -- the variables of results.md, how a cell is packed, and the HDF5 view
+/* schema.c -- the variables of results.md and the HDF5 view
  * (datasets, dimension scales, attributes, /provenance). See store.h, store_int.h. */
 #include "store_int.h"
 
@@ -18,7 +18,7 @@
 #include "metrics.h" /* met_normalizer_name: inline, nothing of the kernels is linked */
 #include "version.h"
 
-/* ---------- the variables of results.md and how they are packed ---------- */
+/* ---------- the variables of results.md (packed as cellwire.h says) ---------- */
 
 enum { D_MODEL, D_WINDOW, D_L, D_N, D_T, D_EPS, D_NORM, D_LAYER, D_HEAD, D_COUNT };
 static const char *const dim_names[D_COUNT] = {"model", "window", "L", "N", "T", "eps",
@@ -28,23 +28,23 @@ static const char *const dim_names[D_COUNT] = {"model", "window", "L", "N", "T",
 enum { CELL_DIMS = 3 };
 
 const st_metric_def st_metric_defs[N_METRICS] = {
-    [CR_DIST_TRUE] = {VT_F32, "mean over rows of the summed distance between unselected weighted vectors and the top-N context vector", "1"},
-    [CR_DIST_BOUND] = {VT_F32, "mean over rows of the reconstructed Theorem 1 upper bound on the top-N distance", "1"},
-    [CR_DIST_EXPECT] = {VT_F32, "mean over rows of the top-N distance expected for a uniformly random choice of N keys", "1"},
-    [CR_SEP_RATIO] = {VT_F32, "mean over rows of the fraction of top-N keys geometrically separable from the unselected keys", "1"},
-    [CR_SEP_LOWER] = {VT_F32, "mean over rows of the reconstructed Theorem 2 lower bound on the separable fraction", "1"},
-    [CR_SEP_UPPER] = {VT_F32, "mean over rows of the reconstructed Theorem 2 upper bound on the separable fraction", "1"},
-    [CR_SEP_MARGINAL] = {VT_F32, "mean over rows of the share of top-N keys whose separability decision rests on a margin |D_i^2 - r^2| <= 1e-12 |s|^2", "1"},
-    [CR_ROWS_USED] = {VT_I32, "number of query rows in the per-N means (rows with more than N keys)", "1"},
-    [CR_ENTROPY] = {VT_F32, "mean over rows of the attention entropy -sum(a ln a), in nats", "1"},
-    [CR_ENTROPY_NORM] = {VT_F32, "mean over rows of the attention entropy divided by ln(number of keys)", "1"},
-    [CR_GRAD_EXACT] = {VT_F32, "mean over rows of the spectral norm of the softmax Jacobian with respect to the raw logits", "1"},
-    [CR_GRAD_BOUND] = {VT_F32, "Corollary 3 gradient curve min(1/(4T), sqrt(2)); not an upper bound on grad_exact", "1"},
-    [CR_GRAD_FD] = {VT_F32, "mean over rows of the weight change per unit logit perturbation along a random direction", "1"},
-    [CR_KS_STAT] = {VT_F64, "Kolmogorov-Smirnov statistic D between per-head mean dist_true and mean dist_expect", "1"},
-    [CR_KS_PVALUE] = {VT_F64, "exact two-sided Kolmogorov-Smirnov p-value of dist_true against dist_expect across heads", "1"},
-    [CR_CRIT_N] = {VT_I32, "critical top-N: smallest N whose Kolmogorov-Smirnov p-value exceeds ks_alpha (missing where none up to the largest N does: see crit_N_censored)", "1"},
-    [CR_CRIT_N_CENSORED] = {VT_I32, "1 where no N of the grid passed the Kolmogorov-Smirnov test (crit_N is then missing: the critical N is at least the largest N tested), 0 where crit_N was found", "1"},
+    [CR_DIST_TRUE] = {"mean over rows of the summed distance between unselected weighted vectors and the top-N context vector", "1"},
+    [CR_DIST_BOUND] = {"mean over rows of the reconstructed Theorem 1 upper bound on the top-N distance", "1"},
+    [CR_DIST_EXPECT] = {"mean over rows of the top-N distance expected for a uniformly random choice of N keys", "1"},
+    [CR_SEP_RATIO] = {"mean over rows of the fraction of top-N keys geometrically separable from the unselected keys", "1"},
+    [CR_SEP_LOWER] = {"mean over rows of the reconstructed Theorem 2 lower bound on the separable fraction", "1"},
+    [CR_SEP_UPPER] = {"mean over rows of the reconstructed Theorem 2 upper bound on the separable fraction", "1"},
+    [CR_SEP_MARGINAL] = {"mean over rows of the share of top-N keys whose separability decision rests on a margin |D_i^2 - r^2| <= 1e-12 |s|^2", "1"},
+    [CR_ROWS_USED] = {"number of query rows in the per-N means (rows with more than N keys)", "1"},
+    [CR_ENTROPY] = {"mean over rows of the attention entropy -sum(a ln a), in nats", "1"},
+    [CR_ENTROPY_NORM] = {"mean over rows of the attention entropy divided by ln(number of keys)", "1"},
+    [CR_GRAD_EXACT] = {"mean over rows of the spectral norm of the softmax Jacobian with respect to the raw logits", "1"},
+    [CR_GRAD_BOUND] = {"Corollary 3 gradient curve min(1/(4T), sqrt(2)); not an upper bound on grad_exact", "1"},
+    [CR_GRAD_FD] = {"mean over rows of the weight change per unit logit perturbation along a random direction", "1"},
+    [CR_KS_STAT] = {"Kolmogorov-Smirnov statistic D between per-head mean dist_true and mean dist_expect", "1"},
+    [CR_KS_PVALUE] = {"exact two-sided Kolmogorov-Smirnov p-value of dist_true against dist_expect across heads", "1"},
+    [CR_CRIT_N] = {"critical top-N: smallest N whose Kolmogorov-Smirnov p-value exceeds ks_alpha (missing where none up to the largest N does: see crit_N_censored)", "1"},
+    [CR_CRIT_N_CENSORED] = {"1 where no N of the grid passed the Kolmogorov-Smirnov test (crit_N is then missing: the critical N is at least the largest N tested), 0 where crit_N was found", "1"},
 };
 
 /* The distance variables of the aggregate reading (docs/metrics.md section 4.5): other
@@ -106,55 +106,8 @@ int st_var_rank(cr_var v) {
     return var_dims(v, dims);
 }
 
-size_t store_pack_bytes(const cr_layout *lay) {
-    size_t at = 0;
-    for (int v = 0; v < N_METRICS; v++) at += lay->count[v] * vtype_size(st_metric_defs[v].type);
-    return at;
-}
-
-/* The packed value of an int32 variable's element i. The cell says "no N of the grid
- * passed" with crit_N = -1; stored as a number, a mean over windows would mix it with
- * the critical Ns found, so crit_N is missing there and crit_N_censored says why (NaN:
- * the KS test was not computed, so neither is known). */
-static double packed_int(const cr_layout *lay, const double *block, int v, size_t i) {
-    if (v == CR_CRIT_N_CENSORED) {
-        double c = block[lay->offset[CR_CRIT_N] + i];
-        return isnan(c) ? NAN : c == -1 ? 1 : 0;
-    }
-    double x = block[lay->offset[v] + i];
-    return v == CR_CRIT_N && x == -1 ? NAN : x;
-}
-
-/* Converts a block of doubles to the file's types (see store.h "Packing"). The
- * variables follow each other in cr_var order, each in its file type. */
-void store_pack_cell(const cr_layout *lay, const double *block, unsigned char *out) {
-    for (int v = 0; v < N_METRICS; v++) {
-        const double *src = block + lay->offset[v];
-        unsigned char *dst = out;
-        size_t n = lay->count[v];
-        switch (st_metric_defs[v].type) {
-        case VT_F32:
-            for (size_t i = 0; i < n; i++) {
-                float f = (float)src[i];
-                memcpy(dst + 4 * i, &f, 4);
-            }
-            break;
-        case VT_I32:
-            for (size_t i = 0; i < n; i++) {
-                double x = packed_int(lay, block, v, i);
-                int32_t k = isnan(x) || x > 2147483647.0 || x < -2147483647.0
-                                ? STORE_INT_FILL : (int32_t)llround(x);
-                memcpy(dst + 4 * i, &k, 4);
-            }
-            break;
-        case VT_F64: memcpy(dst, src, 8 * n); break;
-        }
-        out += n * vtype_size(st_metric_defs[v].type);
-    }
-}
-
 void st_pack_block(const store *s, const double *block, unsigned char *out) {
-    store_pack_cell(&s->lay, block, out);
+    cw_pack_cell(&s->lay, block, out);
 }
 
 /* The packed image of a cell never written: the fill values. */
@@ -165,10 +118,10 @@ void st_fill_packed(const store *s, unsigned char *out) {
         double dnan = NAN;
         int32_t ifill = STORE_INT_FILL;
         for (size_t i = 0; i < s->lay.count[v]; i++) {
-            switch (st_metric_defs[v].type) {
-            case VT_F32: memcpy(dst + 4 * i, &fnan, 4); break;
-            case VT_I32: memcpy(dst + 4 * i, &ifill, 4); break;
-            case VT_F64: memcpy(dst + 8 * i, &dnan, 8); break;
+            switch (cw_var_type[v]) {
+            case CW_F32: memcpy(dst + 4 * i, &fnan, 4); break;
+            case CW_I32: memcpy(dst + 4 * i, &ifill, 4); break;
+            case CW_F64: memcpy(dst + 8 * i, &dnan, 8); break;
             }
         }
     }
@@ -229,11 +182,11 @@ static int attr_f64(hid_t loc, const char *name, double v) {
     return st_attr_write(loc, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 1, &v);
 }
 
-static hid_t file_type(vtype t) {
-    return t == VT_F32 ? H5T_IEEE_F32LE : t == VT_I32 ? H5T_STD_I32LE : H5T_IEEE_F64LE;
+static hid_t file_type(cw_type t) {
+    return t == CW_F32 ? H5T_IEEE_F32LE : t == CW_I32 ? H5T_STD_I32LE : H5T_IEEE_F64LE;
 }
-static hid_t mem_type(vtype t) {
-    return t == VT_F32 ? H5T_NATIVE_FLOAT : t == VT_I32 ? H5T_NATIVE_INT32 : H5T_NATIVE_DOUBLE;
+static hid_t mem_type(cw_type t) {
+    return t == CW_F32 ? H5T_NATIVE_FLOAT : t == CW_I32 ? H5T_NATIVE_INT32 : H5T_NATIVE_DOUBLE;
 }
 
 static size_t axis_len(const store *s, int d) {
@@ -258,7 +211,7 @@ static size_t axis_len(const store *s, int d) {
  * master's CPU, which every commit already spends mostly on deflate. Cell chunks of views
  * created since checksums end with HDF5's Fletcher32 (built in too), so a damaged chunk
  * is an error for every reader, never other numbers (docs/results.md "Checksums"). */
-static hid_t create_var(hid_t file, const store *s, const char *name, vtype t, const int *dims,
+static hid_t create_var(hid_t file, const store *s, const char *name, cw_type t, const int *dims,
                         int rank, int chunk_per_cell, const void *fill, const char *long_name,
                         const char *units) {
     hsize_t shape[9], chunk[9];
@@ -665,11 +618,11 @@ static int create_bookkeeping(hid_t file, store *s) {
         }
     }
     if (!rc) {
-        s->wall_ds = create_var(file, s, "wall_time", VT_F64, cdims, 3, 0, &dnan,
+        s->wall_ds = create_var(file, s, "wall_time", CW_F64, cdims, 3, 0, &dnan,
                                 "wall-clock time spent computing the cell", "s");
-        s->rank_ds = create_var(file, s, "rank", VT_I32, cdims, 3, 0, &minus1,
+        s->rank_ds = create_var(file, s, "rank", CW_I32, cdims, 3, 0, &minus1,
                                 "MPI rank that computed the cell (-1: not computed)", "1");
-        s->attempts_ds = create_var(file, s, "attempts", VT_I32, cdims, 3, 0, NULL,
+        s->attempts_ds = create_var(file, s, "attempts", CW_I32, cdims, 3, 0, NULL,
                                     "number of times the cell was dispatched to a worker", "1");
         if (s->wall_ds < 0 || s->rank_ds < 0 || s->attempts_ds < 0) rc = -1;
     }
@@ -723,10 +676,10 @@ int st_create_view(store *s, const char *path, as_err *err) {
             float fnan = NAN;
             double dnan = NAN;
             int32_t ifill = STORE_INT_FILL;
-            const void *fill = st_metric_defs[v].type == VT_F32 ? (const void *)&fnan
-                               : st_metric_defs[v].type == VT_F64 ? (const void *)&dnan
+            const void *fill = cw_var_type[v] == CW_F32 ? (const void *)&fnan
+                               : cw_var_type[v] == CW_F64 ? (const void *)&dnan
                                                                 : (const void *)&ifill;
-            s->metric_ds[v] = create_var(file, s, cr_var_name((cr_var)v), st_metric_defs[v].type, dims,
+            s->metric_ds[v] = create_var(file, s, cr_var_name((cr_var)v), cw_var_type[v], dims,
                                          rank, 1, fill, metric_long_name(s, (cr_var)v),
                                          st_metric_defs[v].units);
             if (s->metric_ds[v] < 0) rc = -1;
@@ -816,7 +769,7 @@ int st_write_cell_values(store *s, size_t m, size_t w, size_t l, const unsigned 
          * to its chunk in one piece instead of element by element. */
         hid_t ms = H5Screate_simple(rank, count, NULL);
         if (H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL) < 0 ||
-            H5Dwrite(s->metric_ds[v], mem_type(st_metric_defs[v].type), ms, fs, H5P_DEFAULT,
+            H5Dwrite(s->metric_ds[v], mem_type(cw_var_type[v]), ms, fs, H5P_DEFAULT,
                      packed + s->var_offset[v]) < 0)
             rc = -1;
         H5Sclose(ms);
@@ -843,7 +796,7 @@ int st_read_cell_values(const store *s, hid_t f, size_t m, size_t w, size_t l, u
             fstart = start + 1, fcount = count + 1;
         }
         if (rc || fs < 0 || H5Sselect_hyperslab(fs, H5S_SELECT_SET, fstart, NULL, fcount, NULL) < 0 ||
-            H5Dread(ds, mem_type(st_metric_defs[v].type), ms, fs, H5P_DEFAULT,
+            H5Dread(ds, mem_type(cw_var_type[v]), ms, fs, H5P_DEFAULT,
                     packed + s->var_offset[v]) < 0)
             rc = -1;
         H5Sclose(ms);

@@ -243,7 +243,7 @@ static int copy_axes(store *s, const store_axes *a, as_err *err) {
     size_t at = 0;
     for (int v = 0; v < N_METRICS; v++) {
         s->var_offset[v] = at;
-        at += s->lay.count[v] * vtype_size(st_metric_defs[v].type);
+        at += s->lay.count[v] * cw_type_size(cw_var_type[v]);
     }
     s->payload_bytes = at;
     size_t n = store_total(s);

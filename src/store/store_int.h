@@ -20,22 +20,19 @@
 
 #include <hdf5.h>
 
+#include "cellwire.h"
 #include "journal.h"
 #include "store.h"
 
 /* ---- the variables (schema.c) ---- */
 
-typedef enum { VT_F32, VT_I32, VT_F64 } vtype;
-
-/* The metric variables: every cr_var but the bookkeeping scalars. */
-#define N_METRICS CR_WALL_TIME
+/* The metric variables: every cr_var but the bookkeeping scalars; their file types are
+ * cellwire.h's (cw_var_type). */
+#define N_METRICS CW_N_VARS
 typedef struct {
-    vtype type;
     const char *long_name, *units;
 } st_metric_def;
 extern const st_metric_def st_metric_defs[N_METRICS];
-
-static inline size_t vtype_size(vtype t) { return t == VT_F64 ? 8 : 4; }
 
 /* Bytes OUT.h5.reserve holds: more than HDF5's metadata cache (at most 32 MiB by default is
  * dirty only in huge files; a results file's is well under 1 MiB) needs to close the file. */
@@ -70,10 +67,10 @@ struct store {
     unsigned char *packed; /* one cell's packed payload */
     int compress;          /* the view's chunks have shuffle + deflate (store_compressed) */
     int fletcher;          /* the view's cell chunks end with HDF5's Fletcher32 checksum
-                            * (store_checksummed; deflate.c "ASZ2") */
+                            * (store_checksummed; cellwire_deflate.c "ASZ2") */
     size_t damaged;        /* done cells whose stored chunks failed their check at this open */
-    unsigned char *dz_scratch; /* payload_bytes: shuffle buffer for deflate.c */
-    unsigned char *dz_buf;     /* store_deflate_bound(): one cell deflated (salvage, compaction) */
+    unsigned char *dz_scratch; /* payload_bytes: shuffle buffer for cellwire_deflate.c */
+    unsigned char *dz_buf;     /* cw_deflate_bound(): one cell deflated (salvage, compaction) */
     unsigned char *dz_conv;    /* dz_cap: a deflated cell in the other checksum form (chunks.c) */
     size_t dz_cap;
 
@@ -142,7 +139,7 @@ int st_fsync_path(const char *path);                  /* open, fsync, close; -1 
 
 /* ---- packing and the HDF5 view (schema.c) ---- */
 
-/* Converts a block of doubles to the file's types (see store.h "Packing"). */
+/* Converts a block of doubles to the file's types (cellwire.h). */
 void st_pack_block(const store *s, const double *block, unsigned char *out);
 /* The packed image of a cell never written: the fill values. */
 void st_fill_packed(const store *s, unsigned char *out);
@@ -185,31 +182,15 @@ int st_write_cell_values(store *s, size_t m, size_t w, size_t l, const unsigned 
  * form; 0 or -1. A file written before the model axis (no model dimension) holds model 0
  * only. */
 int st_read_cell_values(const store *s, hid_t f, size_t m, size_t w, size_t l, unsigned char *packed);
-/* ---- compressed chunks (deflate.c, chunks.c) ---- */
+/* ---- compressed chunks (cellwire_deflate.c, chunks.c) ---- */
 
 /* The rank of variable v in the view (model, window, L first). */
 int st_var_rank(cr_var v);
-/* The chunk of variable v in a deflated cell; returns its length. */
-size_t st_deflated_var(const unsigned char *in, int v, const unsigned char **chunk);
-/* len[N_METRICS]; fletcher32: the "ASZ2" form (each chunk ends with its checksum) */
-void st_deflated_header(unsigned char *out, const uint64_t *len, int fletcher32);
-size_t st_deflated_header_bytes(void);
-/* 1 when a deflated cell is in the "ASZ2" form (chunks end with their Fletcher32). */
-int st_deflated_summed(const unsigned char *in);
-/* A deflated cell (either form, already checked) copied into the form fletcher32 asks for
- * (its checksums dropped or computed); its size, 0 when it does not fit in cap. */
-size_t st_deflated_convert(const unsigned char *in, unsigned char *out, size_t cap, int fletcher32);
-/* ---- HDF5's Fletcher32 checksum (fletcher32.c) ---- */
-uint32_t st_fletcher32(const unsigned char *p, size_t n);
-/* Appends the checksum of chunk[0..n) at chunk + n (4 bytes, as HDF5 stores it). */
-void st_fletcher32_put(unsigned char *chunk, size_t n);
-/* 1 when the last 4 of len bytes are the Fletcher32 of the ones before. */
-int st_fletcher32_ok(const unsigned char *chunk, size_t len);
 /* 1 when the view file f's metric datasets carry shuffle + deflate, 0 when not, -1 when
  * it cannot tell (no dist_true). */
 int st_view_filters(hid_t f);
 /* The view file f's cell form: ST_FORM_* bits, -1 when it cannot tell (no dist_true).
- * ST_FORM_DEFLATE: exactly shuffle + deflate 1 (+ fletcher32 last), what deflate.c makes;
+ * ST_FORM_DEFLATE: exactly shuffle + deflate 1 (+ fletcher32 last), what cellwire_deflate.c makes;
  * ST_FORM_FLETCHER: the last filter is fletcher32. */
 enum { ST_FORM_DEFLATE = 1, ST_FORM_FLETCHER = 2 };
 int st_view_form(hid_t f);

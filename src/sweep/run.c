@@ -227,15 +227,15 @@ int run_alloc_units(run *r, size_t n, as_err *err) {
 }
 
 /* A unit's message holds one slot per cell: wall_time and rank as doubles, then the
- * cell packed as the file stores it (store_pack_cell: float32 means, int32 counts,
+ * cell packed as the file stores it (cw_pack_cell: float32 means, int32 counts,
  * float64 KS), padded to a double. When the output is compressed the packed cell is then
- * deflated (store_deflate_cell: the chunk bytes HDF5's shuffle + deflate stores), so the
+ * deflated (cw_deflate_cell: the chunk bytes HDF5's shuffle + deflate stores), so the
  * master writes it with no filter work of its own (README, Performance); the slot is
  * then sized for the worst case and zero past the payload. The metrics are accumulated in
  * double and narrowed here once, by the same code the master used before, so the file's
  * bytes are the same; the master receives half the bytes and writes them without converting. */
 static size_t slot_doubles(const cr_layout *lay, int deflate) {
-    size_t bytes = store_pack_bytes(lay), dz = store_deflate_bound(lay);
+    size_t bytes = cw_pack_bytes(lay), dz = cw_deflate_bound(lay);
     if (deflate && dz > bytes) bytes = dz;
     return 2 + (bytes + sizeof(double) - 1) / sizeof(double);
 }
@@ -286,16 +286,16 @@ static size_t unit_cuts(const run *r, const grid_unit *u, size_t *cuts, size_t *
 /* One computed block into its slot's payload: packed, or packed and deflated. */
 static int pack_slot(run *r, const double *block, unsigned char *out, as_err *err) {
     if (!r->deflate) {
-        store_pack_cell(&r->worker.layout, block, out);
+        cw_pack_cell(&r->worker.layout, block, out);
         return 0;
     }
-    size_t pb = store_pack_bytes(&r->worker.layout), room = (r->slot_doubles - 2) * sizeof(double);
+    size_t pb = cw_pack_bytes(&r->worker.layout), room = (r->slot_doubles - 2) * sizeof(double);
     if (!r->pack_buf && (!(r->pack_buf = malloc(pb ? pb : 1)) || !(r->dz_scratch = malloc(pb ? pb : 1))))
         return as_fail(err, "out of memory for deflating a cell (%zu bytes)", pb);
     double tz = as_monotonic_s();
     size_t len = 0;
-    store_pack_cell(&r->worker.layout, block, r->pack_buf);
-    int rc = store_deflate_cell(&r->worker.layout, r->pack_buf, out, room, &len, r->dz_scratch,
+    cw_pack_cell(&r->worker.layout, block, r->pack_buf);
+    int rc = cw_deflate_cell(&r->worker.layout, r->pack_buf, out, room, &len, r->dz_scratch,
                                 r->deflate == 2, err);
     if (rc == 0) memset(out + len, 0, room - len);
     r->timing[TM_DEFLATE] += as_monotonic_s() - tz;

@@ -24,7 +24,7 @@
  *   plain     float32 chunks, no filter (STORE_COMPRESSED off)
  *   hdf5      shuffle + deflate 1 through HDF5's filter pipeline on the master (packed
  *             cells, STORE_COMPRESSED: runtime.compress before the workers deflated)
- *   deflated  the workers deflate (store_deflate_cell, timed here once per window as the
+ *   deflated  the workers deflate (cw_deflate_cell, timed here once per window as the
  *             worker's cost), the master writes the chunks as sent (store_commit_deflated)
  * --cells FILE takes the 6 cells of one window from FILE (6 x 2,937,176 bytes: the packed
  * cells of a paper window, cr_var order, file types; tools/paper_cells.py writes it
@@ -198,7 +198,7 @@ static int run_forms(const char *dir, const int *forms, int nforms, int threaded
                      size_t pb, const char *source) {
     size_t upc = every / CELLS ? every / CELLS : 1;
     if (batch_max_units < upc) batch_max_units = 2 * upc;
-    size_t dzb = (store_deflate_bound(lay) + 7) / 8 * 8;
+    size_t dzb = (cw_deflate_bound(lay) + 7) / 8 * 8;
     unsigned char *dz = malloc(CELLS * dzb);
     double dz_bytes = 0, dz_s = deflate_window(lay, sent, pb, dz, dzb, &dz_bytes);
     double raw = CELLS * (double)pb;
@@ -255,7 +255,7 @@ static double deflate_window(const cr_layout *lay, const unsigned char *sent, si
         for (int c = 0; c < CELLS; c++) {
             size_t len = 0;
             as_err err;
-            if (store_deflate_cell(lay, sent + (size_t)c * pb, out + (size_t)c * dzb, dzb, &len, scratch, 1, &err))
+            if (cw_deflate_cell(lay, sent + (size_t)c * pb, out + (size_t)c * dzb, dzb, &len, scratch, 1, &err))
                 fprintf(stderr, "bench_master: %s\n", err.msg);
             memset(out + (size_t)c * dzb + len, 0, dzb - len);
             *bytes += (double)len;
@@ -307,13 +307,13 @@ int main(int argc, char **argv) {
     int do_sync = strcmp(mode, "thread") != 0, do_thread = strcmp(mode, "sync") != 0;
     cr_layout lay;
     cr_layout_init(&lay, 28, 22, 3, 1, 12, 12);
-    size_t pb = store_pack_bytes(&lay);
+    size_t pb = cw_pack_bytes(&lay);
     /* one window's message as the workers send it: 6 packed cells */
     unsigned char *sent = malloc(CELLS * pb);
     double *block = malloc(lay.total * sizeof *block);
     for (int c = 0; c < CELLS; c++) {
         for (size_t i = 0; i < lay.total; i++) block[i] = 1.0 + 0.3 * sin(0.001 * i + c) + 1e-3 * (rand() % 1000);
-        store_pack_cell(&lay, block, sent + c * pb);
+        cw_pack_cell(&lay, block, sent + c * pb);
     }
     free(block);
     if (cells_file) {

@@ -81,11 +81,11 @@ int main(int argc, char **argv) {
     }
     cr_layout lay;
     cr_layout_init(&lay, 128, 21, 3, 1, 12, 12);
-    size_t pb = store_pack_bytes(&lay);
+    size_t pb = cw_pack_bytes(&lay);
     unsigned char **packed = malloc(every * sizeof *packed);
     for (size_t b = 0; b < every; b++) {
         packed[b] = malloc(pb);
-        store_pack_cell(&lay, blocks[b], packed[b]);
+        cw_pack_cell(&lay, blocks[b], packed[b]);
     }
     store_cell *cells = calloc(every, sizeof *cells);
     size_t total = nw * 2, done = 0;

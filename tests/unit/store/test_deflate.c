@@ -1,10 +1,10 @@
-/* test_deflate.c -- compressed cells (src/store/deflate.c, chunks.c, commit.c).
+/* test_deflate.c -- compressed cells (src/core/cellwire_deflate.c, chunks.c, commit.c).
  *
  * The reference is HDF5 itself: each variable's cell block is written through HDF5's own
  * shuffle + deflate(1) filter pipeline into a dataset of one chunk (H5Dwrite), read back
- * raw (H5Dread_chunk), and compared byte for byte with what store_deflate_cell made of
+ * raw (H5Dread_chunk), and compared byte for byte with what cw_deflate_cell made of
  * the same packed values; the deflated form's header is parsed here from its description
- * in deflate.c, not with the store's own helpers. Then the store: deflated commits read
+ * in cellwire_deflate.c, not with the store's own helpers. Then the store: deflated commits read
  * back equal to packed ones through the filters (compressed view) and inflated (plain
  * view); a journal of deflated payloads rebuilds a lost view; compacted deflated cells
  * come back from the old view's raw chunks when an extension rebuilds it; a damaged
@@ -91,15 +91,15 @@ static void test_equals_hdf5(size_t n_N, size_t n_T, size_t n_eps, size_t n_laye
     cr_layout lay;
     cr_layout_init(&lay, n_N, n_T, n_eps, 1, n_layer, n_head);
     double *block = malloc(lay.total * sizeof *block);
-    size_t pb = store_pack_bytes(&lay), cap = store_deflate_bound(&lay);
+    size_t pb = cw_pack_bytes(&lay), cap = cw_deflate_bound(&lay);
     unsigned char *packed = malloc(pb), *dz = malloc(cap), *scratch = malloc(pb), *back = malloc(pb);
     fill_noisy(block, &lay, seed);
-    store_pack_cell(&lay, block, packed);
+    cw_pack_cell(&lay, block, packed);
     size_t len = 0;
     as_err err;
-    CHECK(store_deflate_cell(&lay, packed, dz, cap, &len, scratch, sum, &err) == 0, "deflate: %s", err.msg);
+    CHECK(cw_deflate_cell(&lay, packed, dz, cap, &len, scratch, sum, &err) == 0, "deflate: %s", err.msg);
     CHECK(memcmp(dz, sum ? "ASZ2" : "ASZ1", 4) == 0 && dz[4] == NV && !dz[5] && !dz[6] && !dz[7], "header magic and count");
-    CHECK(store_deflated_size(&lay, dz, cap) == len, "self-described size %zu", len);
+    CHECK(cw_deflated_size(&lay, dz, cap) == len, "self-described size %zu", len);
     size_t at = 8 + 8 * NV, off = 0;
     int equal = 0;
     for (int v = 0; v < NV; v++) {
@@ -115,33 +115,33 @@ static void test_equals_hdf5(size_t n_N, size_t n_T, size_t n_eps, size_t n_laye
         at += cl, off += n * elem_size(v);
     }
     CHECK(at == len, "chunks fill the payload: %zu of %zu", at, len);
-    CHECK(store_inflate_cell(&lay, dz, len, back, scratch, &err) == 0 && memcmp(back, packed, pb) == 0,
+    CHECK(cw_inflate_cell(&lay, dz, len, back, scratch, &err) == 0 && memcmp(back, packed, pb) == 0,
           "inflate gives the packed values back");
     printf("layout %zux%zux%zu, %zux%zu heads%s: %zu bytes packed, %zu deflated (%.2fx); %d of %d "
            "chunks equal to HDF5's\n", n_N, n_T, n_eps, n_layer, n_head, sum ? ", Fletcher32" : "",
            pb, len, (double)pb / (double)len, equal, NV);
     /* a damaged header is not a cell */
     dz[8 + 5] ^= 0x40; /* a length past what the layout allows */
-    CHECK(store_deflated_size(&lay, dz, cap) == 0, "an impossible length is refused");
+    CHECK(cw_deflated_size(&lay, dz, cap) == 0, "an impossible length is refused");
     dz[8 + 5] ^= 0x40;
     dz[8] ^= 0x01; /* a plausible length: the sizes no longer add up to the payload */
-    CHECK(store_inflate_cell(&lay, dz, len, back, scratch, &err) != 0, "inflate refuses a changed length");
+    CHECK(cw_inflate_cell(&lay, dz, len, back, scratch, &err) != 0, "inflate refuses a changed length");
     dz[8] ^= 0x01;
     dz[at - 3] ^= 0xff; /* inside the last chunk's Adler-32 (with sum: its Fletcher32) */
-    CHECK(store_inflate_cell(&lay, dz, len, back, scratch, &err) != 0, "inflate refuses a damaged stream");
+    CHECK(cw_inflate_cell(&lay, dz, len, back, scratch, &err) != 0, "inflate refuses a damaged stream");
     dz[at - 3] ^= 0xff;
     if (sum) {
         dz[8 + 8 * NV + 2] ^= 0x10; /* inside the first chunk's deflate data: its checksum fails */
-        CHECK(store_inflate_cell(&lay, dz, len, back, scratch, &err) != 0 && strstr(err.msg, "Fletcher32"),
+        CHECK(cw_inflate_cell(&lay, dz, len, back, scratch, &err) != 0 && strstr(err.msg, "Fletcher32"),
               "inflate refuses a chunk that fails its checksum: %s", err.msg);
         dz[8 + 8 * NV + 2] ^= 0x10;
     }
     free(block), free(packed), free(dz), free(scratch), free(back);
 }
 
-/* ---- the Fletcher32 checksum alone (src/store/fletcher32.c, internal to the store) ---- */
+/* ---- the Fletcher32 checksum alone (src/core/cellwire_fletcher32.c) ---- */
 
-uint32_t st_fletcher32(const unsigned char *p, size_t n);
+uint32_t cw_fletcher32(const unsigned char *p, size_t n);
 
 /* The checksum HDF5's fletcher32 filter appends to a chunk of n bytes (uint8 elements, the
  * filter alone), as stored: the last 4 bytes of H5Dread_chunk, least significant first. */
@@ -184,7 +184,7 @@ static void test_fletcher32(void) {
                 x ^= x << 13, x ^= x >> 7, x ^= x << 17;
                 b[k] = kind == 0 ? (unsigned char)x : kind == 1 ? 0 : kind == 2 ? 0xff : (unsigned char)(k % 2 ? 0xff : 0);
             }
-            uint32_t want, got = st_fletcher32(b, n);
+            uint32_t want, got = cw_fletcher32(b, n);
             CHECK(hdf5_fletcher32(b, n, &want) == 0, "HDF5's fletcher32 chunk of %zu bytes", n);
             CHECK(got == want, "Fletcher32 of %zu %s bytes: ours %08x, HDF5's %08x", n,
                   kind == 0 ? "random" : kind == 1 ? "zero" : kind == 2 ? "0xff" : "0x00ff", got, want);
@@ -211,19 +211,19 @@ static void remove_output(void) {
 static size_t cell_payload(const cr_layout *lay, size_t w, size_t l, unsigned char *packed, unsigned char *dz,
                            size_t cap) {
     double *b = malloc(lay->total * sizeof *b);
-    unsigned char *scratch = malloc(store_pack_bytes(lay));
+    unsigned char *scratch = malloc(cw_pack_bytes(lay));
     fx_fill_block(b, lay, (int)w, fx_L[l]);
-    store_pack_cell(lay, b, packed);
+    cw_pack_cell(lay, b, packed);
     size_t len = 0;
     as_err err;
-    store_deflate_cell(lay, packed, dz, cap, &len, scratch, 1, &err);
+    cw_deflate_cell(lay, packed, dz, cap, &len, scratch, 1, &err);
     free(b), free(scratch);
     return len;
 }
 
 /* Commits cells (w, l) of windows [w0, w1) deflated. */
 static int commit_deflated(store *s, const cr_layout *lay, size_t w0, size_t w1, size_t n_L) {
-    size_t cap = store_deflate_bound(lay), pb = store_pack_bytes(lay);
+    size_t cap = cw_deflate_bound(lay), pb = cw_pack_bytes(lay);
     unsigned char *packed = malloc(pb), *dz = malloc(cap);
     int rc = 0;
     as_err err;
@@ -306,8 +306,8 @@ static void test_store(void) {
     CHECK(s && commit_deflated(s, &lay, 2, 3, 3) == 0, "commit into the rebuilt view");
     /* a damaged payload: refused, nothing written */
     if (s) {
-        size_t cap = store_deflate_bound(&lay);
-        unsigned char *packed = malloc(store_pack_bytes(&lay)), *dz = malloc(cap);
+        size_t cap = cw_deflate_bound(&lay);
+        unsigned char *packed = malloc(cw_pack_bytes(&lay)), *dz = malloc(cap);
         cell_payload(&lay, 0, 0, packed, dz, cap);
         memcpy(dz, "XXXX", 4);
         store_cell c = {.window = 0, .l_index = 0, .status = STORE_DONE, .rank = 1, .wall_time = 1};

@@ -219,18 +219,18 @@ static void test_censored_packing(void) {
     cr_layout lay;
     cr_layout_init(&lay, 2, 2, 1, 2, 1, 1);
     double *b = malloc(lay.total * sizeof *b);
-    unsigned char *out = malloc(store_pack_bytes(&lay));
+    unsigned char *out = malloc(cw_pack_bytes(&lay));
     for (size_t i = 0; i < lay.total; i++) b[i] = NAN;
     const double crit[4] = {-1, 4, NAN, 1};
     for (size_t i = 0; i < 4; i++) b[cr_at_crit(&lay, i / 2, i % 2)] = crit[i];
-    store_pack_cell(&lay, b, out);
+    cw_pack_cell(&lay, b, out);
     size_t at = 0, at_crit = 0, at_cens = 0;
     for (int v = 0; v < CR_WALL_TIME; v++) {
         if (v == CR_CRIT_N) at_crit = at;
         if (v == CR_CRIT_N_CENSORED) at_cens = at;
         at += lay.count[v] * (v == CR_KS_STAT || v == CR_KS_PVALUE ? 8 : 4);
     }
-    CHECK(at == store_pack_bytes(&lay), "packed bytes %zu vs %zu", at, store_pack_bytes(&lay));
+    CHECK(at == cw_pack_bytes(&lay), "packed bytes %zu vs %zu", at, cw_pack_bytes(&lay));
     const int32_t want_crit[4] = {STORE_INT_FILL, 4, STORE_INT_FILL, 1};
     const int32_t want_cens[4] = {1, 0, STORE_INT_FILL, 0};
     for (size_t i = 0; i < 4; i++) {
