@@ -48,15 +48,10 @@
  * 10.97 MB per cell in the HDF5 file; in the journal the same until it is compacted,
  * then ~100 bytes per cell.
  *
- * Packing: metric variables are float32 in the file. The store converts the
- * double block (cellresult.h) once, in C (round to nearest; NaN stays NaN;
- * rows_used and crit_N rounded to int32, NaN -> STORE_INT_FILL; crit_N = -1, "no N of
- * the grid passed", is stored as STORE_INT_FILL with crit_N_censored = 1, which the
- * packing derives from crit_N: 0 where one was found, the fill where none was computed),
- * and writes
- * those same bytes both to the HDF5 file and the journal, so a rebuilt file
- * is bit-identical in its values. `attnsweep run` packs on the workers (cw_pack_cell)
- * and commits with store_commit_packed: the same bytes, half the MPI traffic. ks_stat and ks_pvalue stay float64.
+ * Packing: the file types of the metric variables and the conversion of a double block
+ * are the cell wire's (cellwire.h, cw_pack_cell). The store writes those same bytes to the
+ * HDF5 file and the journal, so a rebuilt file is bit-identical in its values; `attnsweep
+ * run` packs on the workers and commits with store_commit_packed (half the MPI traffic).
  *
  * Fill values: float variables NaN; rows_used, crit_N, crit_N_censored STORE_INT_FILL
  * (netCDF's default int fill); rank -1. Each carries a _FillValue attribute of
