@@ -28,7 +28,7 @@
  * metrics workspace. A head's values do not depend on the thread that
  * computes it, so results are the same bit for bit with any thread count.
  *
- * Memory: cell_worker_init() allocates everything once (the forward pass's
+ * Memory: cell_worker_new() allocates everything once (the forward pass's
  * activation arena for the largest L of the grid, one metrics workspace and
  * per-head output per thread); cell_compute() allocates nothing (besides
  * starting threads-1 threads per measured layer). */
@@ -73,59 +73,34 @@ cell_spec cell_spec_of(const as_config *cfg);
 /* The same for model m of the config's model axis (its own resolved ssmax_scale). */
 cell_spec cell_spec_of_model(const as_config *cfg, size_t m);
 
-/* One thread's share of a layer's heads. */
+/* The worker: the forward pass's workspace, one metrics lane per thread (its workspace
+ * and per-head output), the KS samples, the cuts and blocks of the call in progress.
+ * Opaque: cell.c owns it. */
+typedef struct cell_worker cell_worker;
+
+/* Seconds spent, summed over calls (for timing summaries): the forward pass without the
+ * metrics, the per-head metrics (met_head and the scatter into the blocks), the
+ * cross-head KS tests; the same in CPU time (every thread's); forward passes run. */
 typedef struct {
-    struct cell_worker *w;
-    size_t lane;                 /* heads lane, lane + threads, ... */
-    void *met_ws;
-    double *head_out;            /* [CELL_MAX_CUTS][met_out_count] one head's means */
-    float *scaled;               /* [L_max][L_max] metrics.logits = "scaled": q.k / sqrt(d_head); else NULL */
-    met_axes axes;               /* window/layer/head keys are set per head */
-    const void *view;            /* the gpt2_layer_view being measured */
-    size_t il;                   /* its index in the grid's layer list */
-    double cpu_s;                /* CPU seconds of this lane's metrics, summed */
-    int rc;
-    as_err err;
-} cell_lane;
-
-typedef struct cell_worker {
-    const gpt2_model *model;
-    cell_spec spec;
-    cr_layout layout;
-    gpt2_workspace fwd;
-    met_axes axes;               /* the template of every lane's axes */
-    size_t met_ws_bytes;         /* per lane */
-    cell_lane *lanes;            /* [threads] */
-    size_t threads;
-    double *ks_x, *ks_y;         /* [n_layer * n_head] the two KS samples */
-    double *ks_p;                /* [n_N] p-values of one (T, normalizer) */
-    double *ks_scratch;          /* ks_scratch_doubles() */
-    int rank;                    /* recorded in the block's `rank` */
-    /* Asked between layers; nonzero abandons the cell (a stop was requested
-     * and its result would be thrown away). May be NULL. */
-    int (*should_stop)(void);
-    /* 0: the forward pass runs at the largest cut. Else it always runs at
-     * this length (>= every cut), so a cut's result never depends on which
-     * other cuts share its pass (a resumed run then equals an uninterrupted
-     * one bit for bit, however the cuts were grouped). */
-    size_t pass_L;
-    /* Seconds spent, summed over calls (for timing summaries): the forward
-     * pass without the metrics, the per-head metrics (met_head and the
-     * scatter into the blocks), the cross-head KS tests. */
     double forward_s, metrics_s, ks_s;
-    double forward_cpu_s, metrics_cpu_s; /* the same in CPU time (every thread's) */
+    double forward_cpu_s, metrics_cpu_s;
     size_t passes;
-    /* per call */
-    size_t cuts[CELL_MAX_CUTS];
-    size_t ncuts;
-    double *const *blocks;
-    int64_t window;
-} cell_worker;
+} cell_timings;
 
-/* Plans and allocates for the largest L of the spec's grid. */
-int cell_worker_init(cell_worker *w, const gpt2_model *model, const cell_spec *spec, int rank,
-                     as_err *err);
-void cell_worker_free(cell_worker *w);
+/* Plans and allocates for the largest L of the spec's grid; NULL with err set when out of
+ * memory. rank is recorded in the blocks' `rank`. pass_L: 0 runs the forward pass at the
+ * largest cut; else always at this length (>= every cut), so a cut's result never depends
+ * on which other cuts share its pass (a resumed run then equals an uninterrupted one bit
+ * for bit, however the cuts were grouped). should_stop (may be NULL) is asked between
+ * layers; nonzero abandons the cell (a stop was requested and its result would be thrown
+ * away). The model and spec->axes must outlive the worker. */
+cell_worker *cell_worker_new(const gpt2_model *model, const cell_spec *spec, int rank, size_t pass_L,
+                             int (*should_stop)(void), as_err *err);
+void cell_worker_free(cell_worker *w); /* NULL is fine */
+/* The block layout of the spec's axes (cellresult.h): layout->total doubles per block. */
+const cr_layout *cell_worker_layout(const cell_worker *w);
+/* The timings summed since the last call, and zeroed. */
+cell_timings cell_worker_take_timings(cell_worker *w);
 
 /* Computes window `window` (tokens: at least max(cuts[ncuts-1], pass_L) ids) at each
  * context length cuts[0] < cuts[1] < ... (ncuts <= CELL_MAX_CUTS), writing the

@@ -100,8 +100,8 @@ typedef struct {
     int32_t *tokens;
     int64_t n_tokens;
     char (*model_sha)[65];       /* rank 0: [n_model] sha256 of each model.safetensors */
-    cell_worker worker;
-    int worker_ok;
+    cell_worker *worker;         /* the model being computed's, on a rank that computes */
+    cr_layout layout;            /* the blocks' layout: the union axes, the same for every model */
     store *out;
     char out_path[4096];         /* the config's output, or this shard's */
     int rank;                    /* recorded in the blocks' `rank` */

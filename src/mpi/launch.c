@@ -259,7 +259,7 @@ out:
     sum->elapsed_s = as_wall_s() - t0;
     free(ids);
     free(before);
-    if (r->worker_ok) cell_worker_free(&r->worker), r->worker_ok = 0;
+    cell_worker_free(r->worker), r->worker = NULL; /* before its model's weights */
     weights_free(&l.w);
     run_free(r);
     return rc;

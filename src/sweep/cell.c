@@ -10,6 +10,46 @@
 #include "ks.h"
 #include "clock.h"
 
+/* One thread's share of a layer's heads. */
+typedef struct {
+    struct cell_worker *w;
+    size_t lane;                 /* heads lane, lane + threads, ... */
+    void *met_ws;
+    double *head_out;            /* [CELL_MAX_CUTS][met_out_count] one head's means */
+    float *scaled;               /* [L_max][L_max] metrics.logits = "scaled": q.k / sqrt(d_head); else NULL */
+    met_axes axes;               /* window/layer/head keys are set per head */
+    const void *view;            /* the gpt2_layer_view being measured */
+    size_t il;                   /* its index in the grid's layer list */
+    double cpu_s;                /* CPU seconds of this lane's metrics, summed */
+    int rc;
+    as_err err;
+} cell_lane;
+
+struct cell_worker {
+    const gpt2_model *model;
+    cell_spec spec;
+    cr_layout layout;
+    gpt2_workspace fwd;
+    met_axes axes;               /* the template of every lane's axes */
+    size_t met_ws_bytes;         /* per lane */
+    cell_lane *lanes;            /* [threads] */
+    size_t threads;
+    double *ks_x, *ks_y;         /* [n_layer * n_head] the two KS samples */
+    double *ks_p;                /* [n_N] p-values of one (T, normalizer) */
+    double *ks_scratch;          /* ks_scratch_doubles() */
+    int rank;                    /* recorded in the block's `rank` */
+    int (*should_stop)(void);    /* cell_worker_new */
+    size_t pass_L;               /* cell_worker_new */
+    double forward_s, metrics_s, ks_s; /* cell_timings */
+    double forward_cpu_s, metrics_cpu_s;
+    size_t passes;
+    /* per call */
+    size_t cuts[CELL_MAX_CUTS];
+    size_t ncuts;
+    double *const *blocks;
+    int64_t window;
+};
+
 static size_t vector_dim(const cell_worker *w) {
     const gpt2_config *m = &w->model->cfg;
     return w->spec.vectors == AS_VECTORS_RESID ? m->n_embd : m->n_embd / m->n_head;
@@ -35,9 +75,11 @@ static int head_present(const cell_worker *w, size_t il, size_t ih) {
     return (size_t)a->layer[il] < w->model->cfg.n_layer && (size_t)a->head[ih] < w->model->cfg.n_head;
 }
 
-int cell_worker_init(cell_worker *w, const gpt2_model *model, const cell_spec *spec, int rank,
-                     as_err *err) {
-    memset(w, 0, sizeof *w);
+static void worker_release(cell_worker *w);
+
+/* Fills the zeroed w; on failure what was allocated is released by the caller. */
+static int worker_plan(cell_worker *w, const gpt2_model *model, const cell_spec *spec, int rank,
+                       as_err *err) {
     w->model = model;
     w->spec = *spec;
     w->rank = rank;
@@ -54,45 +96,68 @@ int cell_worker_init(cell_worker *w, const gpt2_model *model, const cell_spec *s
     };
 
     size_t max_L = a->n_L ? (size_t)a->L[a->n_L - 1] : 0; /* L is sorted ascending */
-    if (gpt2_workspace_init(&w->fwd, &model->cfg, max_L, err)) {
-        cell_worker_free(w);
-        return -1;
-    }
+    if (gpt2_workspace_init(&w->fwd, &model->cfg, max_L, err)) return -1;
     w->met_ws_bytes = met_workspace_bytes(max_L, vector_dim(w), &w->axes);
     w->threads = spec->threads > 1 ? (size_t)spec->threads : 1;
     if (w->threads > a->n_head) w->threads = a->n_head ? a->n_head : 1;
     if (w->threads > CELL_MAX_THREADS) w->threads = CELL_MAX_THREADS;
     w->lanes = calloc(w->threads, sizeof *w->lanes);
-    if (!w->lanes) {
-        cell_worker_free(w);
-        return as_fail(err, "out of memory (metrics threads)");
-    }
+    if (!w->lanes) return as_fail(err, "out of memory (metrics threads)");
     for (size_t i = 0; i < w->threads; i++) {
         cell_lane *ln = &w->lanes[i];
         ln->w = w, ln->lane = i, ln->axes = w->axes;
         ln->met_ws = malloc(w->met_ws_bytes);
         ln->head_out = malloc(CELL_MAX_CUTS * met_out_count(&w->axes) * sizeof(double));
         if (spec->logits == AS_LOGITS_SCALED) ln->scaled = malloc(max_L * max_L * sizeof(float));
-        if (!ln->met_ws || !ln->head_out || (spec->logits == AS_LOGITS_SCALED && !ln->scaled)) {
-            cell_worker_free(w);
+        if (!ln->met_ws || !ln->head_out || (spec->logits == AS_LOGITS_SCALED && !ln->scaled))
             return as_fail(err, "out of memory: metrics workspace of %zu bytes for L = %zu (thread %zu)",
                            w->met_ws_bytes, max_L, i);
-        }
     }
     w->ks_x = malloc(a->n_layer * a->n_head * sizeof(double));
     w->ks_y = malloc(a->n_layer * a->n_head * sizeof(double));
     w->ks_p = malloc(a->n_N * sizeof(double));
     w->ks_scratch = malloc(ks_scratch_doubles(a->n_layer * a->n_head, a->n_layer * a->n_head) *
                            sizeof(double));
-    if (!w->ks_x || !w->ks_y || !w->ks_p || !w->ks_scratch) {
-        cell_worker_free(w);
+    if (!w->ks_x || !w->ks_y || !w->ks_p || !w->ks_scratch)
         return as_fail(err, "out of memory: metrics workspace of %zu bytes for L = %zu",
                        w->met_ws_bytes, max_L);
-    }
     return 0;
 }
 
+cell_worker *cell_worker_new(const gpt2_model *model, const cell_spec *spec, int rank, size_t pass_L,
+                             int (*should_stop)(void), as_err *err) {
+    cell_worker *w = calloc(1, sizeof *w);
+    if (!w) {
+        as_fail(err, "out of memory (cell worker)");
+        return NULL;
+    }
+    if (worker_plan(w, model, spec, rank, err)) {
+        cell_worker_free(w);
+        return NULL;
+    }
+    w->pass_L = pass_L;
+    w->should_stop = should_stop;
+    return w;
+}
+
+const cr_layout *cell_worker_layout(const cell_worker *w) { return &w->layout; }
+
+cell_timings cell_worker_take_timings(cell_worker *w) {
+    cell_timings t = {.forward_s = w->forward_s, .metrics_s = w->metrics_s, .ks_s = w->ks_s,
+                      .forward_cpu_s = w->forward_cpu_s, .metrics_cpu_s = w->metrics_cpu_s,
+                      .passes = w->passes};
+    w->forward_s = w->metrics_s = w->ks_s = w->forward_cpu_s = w->metrics_cpu_s = 0;
+    w->passes = 0;
+    return t;
+}
+
 void cell_worker_free(cell_worker *w) {
+    if (!w) return;
+    worker_release(w);
+    free(w);
+}
+
+static void worker_release(cell_worker *w) {
     gpt2_workspace_free(&w->fwd);
     for (size_t i = 0; w->lanes && i < w->threads; i++) {
         free(w->lanes[i].met_ws);

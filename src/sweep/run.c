@@ -18,7 +18,7 @@ void run_init(run *r, const run_opts *opts, int rank) {
 }
 
 void run_free(run *r) {
-    if (r->worker_ok) cell_worker_free(&r->worker);
+    cell_worker_free(r->worker);
     free(r->units);
     free(r->model_units);
     free(r->model_sha);
@@ -27,8 +27,8 @@ void run_free(run *r) {
     free(r->tokens);
     if (r->grid_ok) grid_free(&r->grid);
     if (r->cfg_ok) config_free(&r->cfg);
-    r->worker_ok = r->grid_ok = r->cfg_ok = 0;
-    r->units = NULL, r->model_units = NULL, r->model_sha = NULL, r->scratch = NULL;
+    r->grid_ok = r->cfg_ok = 0;
+    r->worker = NULL, r->units = NULL, r->model_units = NULL, r->model_sha = NULL, r->scratch = NULL;
     r->pack_buf = r->dz_scratch = NULL, r->tokens = NULL;
 }
 
@@ -247,8 +247,8 @@ static void union_layout(cr_layout *lay, const as_axes *a) {
 void run_layout(run *r) {
     r->unit_cells = grid_unit_cells(&r->grid);
     /* the master's block layout: the union axes, the same for every model */
-    union_layout(&r->worker.layout, &r->cfg.axes);
-    r->slot_doubles = slot_doubles(&r->worker.layout, r->deflate);
+    union_layout(&r->layout, &r->cfg.axes);
+    r->slot_doubles = slot_doubles(&r->layout, r->deflate);
 }
 
 /* --- step 5: a unit ------------------------------------------------------------- */
@@ -256,19 +256,13 @@ void run_layout(run *r) {
 int run_start_model(run *r, size_t m, const gpt2_model *model, int computes,
                     int (*should_stop)(void), as_err *err) {
     /* the previous model's worker goes first, so the peak is the largest model's */
-    if (r->worker_ok) run_add_worker_timings(r), cell_worker_free(&r->worker), r->worker_ok = 0;
-    if (!computes) {
-        union_layout(&r->worker.layout, &r->cfg.axes);
-        return 0;
-    }
+    if (r->worker) run_add_worker_timings(r), cell_worker_free(r->worker), r->worker = NULL;
+    if (!computes) return 0;
     cell_spec spec = cell_spec_of_model(&r->cfg, m);
-    if (cell_worker_init(&r->worker, model, &spec, r->rank, err)) return -1;
-    r->worker_ok = 1;
-    r->worker.should_stop = should_stop;
     /* Every cut comes from a pass at the grid's largest L, however the cuts
      * are grouped into units (a resume regroups them). */
-    r->worker.pass_L = (size_t)config_max_L(&r->cfg);
-    return 0;
+    r->worker = cell_worker_new(model, &spec, r->rank, (size_t)config_max_L(&r->cfg), should_stop, err);
+    return r->worker ? 0 : -1;
 }
 
 /* The L values of unit u, ascending; returns how many. */
@@ -286,16 +280,16 @@ static size_t unit_cuts(const run *r, const grid_unit *u, size_t *cuts, size_t *
 /* One computed block into its slot's payload: packed, or packed and deflated. */
 static int pack_slot(run *r, const double *block, unsigned char *out, as_err *err) {
     if (!r->deflate) {
-        cw_pack_cell(&r->worker.layout, block, out);
+        cw_pack_cell(&r->layout, block, out);
         return 0;
     }
-    size_t pb = cw_pack_bytes(&r->worker.layout), room = (r->slot_doubles - 2) * sizeof(double);
+    size_t pb = cw_pack_bytes(&r->layout), room = (r->slot_doubles - 2) * sizeof(double);
     if (!r->pack_buf && (!(r->pack_buf = malloc(pb ? pb : 1)) || !(r->dz_scratch = malloc(pb ? pb : 1))))
         return as_fail(err, "out of memory for deflating a cell (%zu bytes)", pb);
     double tz = as_monotonic_s();
     size_t len = 0;
-    cw_pack_cell(&r->worker.layout, block, r->pack_buf);
-    int rc = cw_deflate_cell(&r->worker.layout, r->pack_buf, out, room, &len, r->dz_scratch,
+    cw_pack_cell(&r->layout, block, r->pack_buf);
+    int rc = cw_deflate_cell(&r->layout, r->pack_buf, out, room, &len, r->dz_scratch,
                                 r->deflate == 2, err);
     if (rc == 0) memset(out + len, 0, room - len);
     r->timing[TM_DEFLATE] += as_monotonic_s() - tz;
@@ -307,17 +301,17 @@ int run_compute_unit(run *r, int64_t unit, double *block_out, as_err *err) {
     const grid_unit *u = &r->units[unit];
     size_t cuts[GRID_UNIT_MAX_CUTS];
     double *blocks[GRID_UNIT_MAX_CUTS];
-    size_t n = unit_cuts(r, u, cuts, NULL), total = r->worker.layout.total;
+    size_t n = unit_cuts(r, u, cuts, NULL), total = r->layout.total;
     if (!r->scratch && !(r->scratch = malloc(r->unit_cells * total * sizeof *r->scratch)))
         return as_fail(err, "out of memory for a unit's %zu blocks", r->unit_cells);
     for (size_t k = 0; k < n; k++) blocks[k] = r->scratch + k * total;
     double t0 = as_monotonic_s();
-    int rc = cell_compute(&r->worker, u->window, r->tokens + r->grid.window_start[u->window], cuts,
+    int rc = cell_compute(r->worker, u->window, r->tokens + r->grid.window_start[u->window], cuts,
                           n, blocks, err);
     for (size_t k = 0; k < n && rc == 0; k++) {
         double *slot = block_out + k * r->slot_doubles;
-        slot[0] = blocks[k][r->worker.layout.offset[CR_WALL_TIME]];
-        slot[1] = blocks[k][r->worker.layout.offset[CR_RANK]];
+        slot[0] = blocks[k][r->layout.offset[CR_WALL_TIME]];
+        slot[1] = blocks[k][r->layout.offset[CR_RANK]];
         slot[r->slot_doubles - 1] = 0; /* the padding, so a message is deterministic */
         rc = pack_slot(r, blocks[k], (unsigned char *)(slot + 2), err);
     }
@@ -402,13 +396,13 @@ int run_close(run *r, int srun, size_t failed_units, run_summary *sum, as_err *e
 }
 
 void run_add_worker_timings(run *r) {
-    r->timing[TM_FORWARD] += r->worker.forward_s;
-    r->timing[TM_METRICS] += r->worker.metrics_s;
-    r->timing[TM_KS] += r->worker.ks_s;
-    r->timing[TM_FORWARD_CPU] += r->worker.forward_cpu_s;
-    r->timing[TM_METRICS_CPU] += r->worker.metrics_cpu_s;
-    r->worker.forward_s = r->worker.metrics_s = r->worker.ks_s = 0;
-    r->worker.forward_cpu_s = r->worker.metrics_cpu_s = 0;
+    if (!r->worker) return;
+    cell_timings t = cell_worker_take_timings(r->worker);
+    r->timing[TM_FORWARD] += t.forward_s;
+    r->timing[TM_METRICS] += t.metrics_s;
+    r->timing[TM_KS] += t.ks_s;
+    r->timing[TM_FORWARD_CPU] += t.forward_cpu_s;
+    r->timing[TM_METRICS_CPU] += t.metrics_cpu_s;
 }
 
 /* Worker "waiting" is its time in the scheduler outside compute: sending results,

@@ -112,7 +112,7 @@ out:
     if (rc && r.out) run_close(&r, -1, 0, &res->sum, &err);
     free(buf);
     free(before);
-    if (r.worker_ok) cell_worker_free(&r.worker), r.worker_ok = 0;
+    cell_worker_free(r.worker), r.worker = NULL; /* before its model */
     if (have_model) model_free(&model);
     run_free(&r);
     return rc;
