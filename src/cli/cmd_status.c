@@ -53,6 +53,39 @@ static int output_of(const char *arg, char *out, size_t size) {
     return 0;
 }
 
+/* The counts: windows and cells, then a line per model and per L. */
+static void print_counts(const char *path, const store_progress *p) {
+    size_t n_windows = p->n_L ? p->per_L[0].windows : 0;
+    /* With several models a window counts once per model (the unit of work is one window
+     * of one model), and a line per model follows. */
+    int models = p->n_model > 1;
+    if (p->total && n_windows)
+        printf("%s: %zu/%zu windows done (%.1f%%); cells (%swindow x L) %zu/%zu done, %zu failed,"
+               " %zu in flight\n",
+               path, p->windows_done, n_windows, 100.0 * (double)p->windows_done / (double)n_windows,
+               models ? "model x " : "", p->done, p->total, p->failed, p->in_flight);
+    else
+        printf("%s: %zu windows done (%zu cells), %zu cells failed (totals unknown: no status file)\n",
+               path, p->windows_done, p->done, p->failed);
+    for (size_t m = 0; models && m < p->n_model; m++) {
+        const store_progress_model *r = &p->per_model[m];
+        if (r->total)
+            printf("  model %zu %s: %zu/%zu cells done, %zu failed\n", m, r->name[0] ? r->name : "?",
+                   r->done, r->total, r->failed);
+        else
+            printf("  model %zu %s: %zu cells done, %zu failed\n", m, r->name[0] ? r->name : "?",
+                   r->done, r->failed);
+    }
+    for (size_t i = 0; i < p->n_L; i++) {
+        const store_progress_L *r = &p->per_L[i];
+        if (r->windows)
+            printf("  L=%-6ld %zu/%zu windows done, %zu failed\n", (long)r->L, r->done, r->windows,
+                   r->failed);
+        else
+            printf("  L=%-6ld %zu windows done, %zu failed\n", (long)r->L, r->done, r->failed);
+    }
+}
+
 int cmd_status(int argc, char **argv) {
     arg_list pos = {0};
     static const arg_opt opts[] = {OPT_END()};
@@ -80,36 +113,8 @@ int cmd_status(int argc, char **argv) {
         fprintf(stderr, "attnsweep status: %s\n", err.msg);
         return AS_EXIT_ERROR;
     }
-    size_t total = p.total, done = p.done, failed = p.failed, in_flight = p.in_flight;
-    size_t n_windows = p.n_L ? p.per_L[0].windows : 0, n_L = p.n_L;
-    /* With several models a window counts once per model (the unit of work is one window
-     * of one model), and a line per model follows. */
-    int models = p.n_model > 1;
-    if (total && n_windows)
-        printf("%s: %zu/%zu windows done (%.1f%%); cells (%swindow x L) %zu/%zu done, %zu failed,"
-               " %zu in flight\n",
-               path, p.windows_done, n_windows, 100.0 * (double)p.windows_done / (double)n_windows,
-               models ? "model x " : "", done, total, failed, in_flight);
-    else
-        printf("%s: %zu windows done (%zu cells), %zu cells failed (totals unknown: no status file)\n",
-               path, p.windows_done, done, failed);
-    for (size_t m = 0; models && m < p.n_model; m++) {
-        const store_progress_model *r = &p.per_model[m];
-        if (r->total)
-            printf("  model %zu %s: %zu/%zu cells done, %zu failed\n", m, r->name[0] ? r->name : "?",
-                   r->done, r->total, r->failed);
-        else
-            printf("  model %zu %s: %zu cells done, %zu failed\n", m, r->name[0] ? r->name : "?",
-                   r->done, r->failed);
-    }
-    for (size_t i = 0; i < p.n_L; i++) {
-        const store_progress_L *r = &p.per_L[i];
-        if (r->windows)
-            printf("  L=%-6ld %zu/%zu windows done, %zu failed\n", (long)r->L, r->done, r->windows,
-                   r->failed);
-        else
-            printf("  L=%-6ld %zu windows done, %zu failed\n", (long)r->L, r->done, r->failed);
-    }
+    size_t total = p.total, done = p.done, n_L = p.n_L;
+    print_counts(path, &p);
     /* the stored chunks, checked against the journal (store_verify_file), unless a writer
      * may be changing the file under the reader */
     lock_info held;
