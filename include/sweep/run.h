@@ -31,6 +31,7 @@
 #include "grid.h"
 #include "model.h"
 #include "store.h"
+#include "textsrc.h"
 
 typedef struct {
     const char *config_path;
@@ -138,6 +139,8 @@ int run_config(run *r, const char *stored_text, as_err *err);
  * file's config_text attribute), malloc'd into *text. */
 int run_stored_config(const char *path, char **text, as_err *err);
 
+/* The text the config names, as textsrc_load takes it (`run` and `plan` read it so). */
+textsrc_spec run_text_spec(const as_config *cfg);
 /* Step 2 (rank 0): r->tokens, r->n_tokens and the inputs' sha256s. */
 int run_load_text(run *r, as_err *err);
 

@@ -14,6 +14,7 @@
 #include "fileio.h"
 #include "grid.h"
 #include "plan.h"
+#include "run.h"
 #include "journal.h"
 #include "model.h"
 #include "store.h"
@@ -108,10 +109,7 @@ static void print_double_axis(const char *name, const double *v, size_t n) {
  * error `run` would stop with: -1 with err. */
 static int print_window0(const as_config *cfg, as_err *err) {
     textsrc ts;
-    textsrc_spec spec = {.path = cfg->text_path,
-                         .format = cfg->text_format == AS_TEXT_TOKENS ? TEXTSRC_TOKENS : TEXTSRC_TEXT,
-                         .strip_gutenberg = cfg->strip_gutenberg, .start_at = cfg->start_at,
-                         .start_occurrence = cfg->start_occurrence};
+    textsrc_spec spec = run_text_spec(cfg);
     FILE *probe = fopen(cfg->text_path, "rb");
     if (!probe) {
         printf("window 0  (text not readable here: not shown)\n");
@@ -202,10 +200,7 @@ static int refused(as_err *err, const as_config *cfg, const char *what) {
  * Each check passed is a line on out (NULL: none). */
 static int check_inputs(const as_config *cfg, FILE *out, as_err *err) {
     textsrc ts;
-    textsrc_spec spec = {.path = cfg->text_path,
-                         .format = cfg->text_format == AS_TEXT_TOKENS ? TEXTSRC_TOKENS : TEXTSRC_TEXT,
-                         .strip_gutenberg = cfg->strip_gutenberg, .start_at = cfg->start_at,
-                         .start_occurrence = cfg->start_occurrence};
+    textsrc_spec spec = run_text_spec(cfg);
     if (textsrc_load(&ts, &spec, cfg->model_dir, cfg->model.vocab_size, err)) return -1;
     int rc = textsrc_check_fit(&ts, cfg->windows_count, cfg->windows_offset, cfg->windows_stride,
                                config_max_L(cfg), err);

@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "clock.h"
-#include "textsrc.h"
 
 void run_init(run *r, const run_opts *opts, int rank) {
     memset(r, 0, sizeof *r);
@@ -94,14 +93,18 @@ int run_config(run *r, const char *stored_text, as_err *err) {
 
 /* --- step 2: the text --------------------------------------------------------- */
 
+textsrc_spec run_text_spec(const as_config *c) {
+    return (textsrc_spec){.path = c->text_path,
+                          .format = c->text_format == AS_TEXT_TOKENS ? TEXTSRC_TOKENS : TEXTSRC_TEXT,
+                          .strip_gutenberg = c->strip_gutenberg,
+                          .start_at = c->start_at,
+                          .start_occurrence = c->start_occurrence};
+}
+
 int run_load_text(run *r, as_err *err) {
     const as_config *c = &r->cfg;
     textsrc ts;
-    textsrc_spec spec = {.path = c->text_path,
-                         .format = c->text_format == AS_TEXT_TOKENS ? TEXTSRC_TOKENS : TEXTSRC_TEXT,
-                         .strip_gutenberg = c->strip_gutenberg,
-                         .start_at = c->start_at,
-                         .start_occurrence = c->start_occurrence};
+    textsrc_spec spec = run_text_spec(c);
     if (textsrc_load(&ts, &spec, c->model_dir, c->model.vocab_size, err)) return -1;
     int rc = textsrc_check_fit(&ts, c->windows_count, c->windows_offset, c->windows_stride,
                                config_max_L(c), err);
