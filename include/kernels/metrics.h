@@ -119,6 +119,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "cellresult.h"
 #include "errors.h"
 
 /* The normalizers (docs/metrics.md section 10; section 10.1 for the five after ssmax). The
@@ -197,6 +198,11 @@ enum { MET_DIST_TRUE, MET_DIST_BOUND, MET_DIST_EXPECT, MET_SEP_RATIO, MET_SEP_LO
 enum { MET_ENTROPY, MET_ENTROPY_NORM, MET_GRAD_EXACT, MET_GRAD_BOUND, MET_NPERT };
 
 size_t met_out_count(const met_axes *ax); /* doubles per cut */
+
+/* Copies one head's means (this header's order, ncuts x met_out_count) into cell result
+ * blocks (cellresult.h layout y) at layer index il, head index ih: blocks[c] for cut c. */
+void met_scatter_head(double *const *blocks, const cr_layout *y, const met_axes *ax,
+                      const double *head_out, size_t ncuts, size_t il, size_t ih);
 static inline size_t met_at_per_n(const met_axes *ax, int var, size_t iN, size_t iT, size_t iZ) {
     return (((size_t)var * ax->n_N + iN) * ax->n_T + iT) * ax->n_norm + iZ;
 }

@@ -1162,3 +1162,28 @@ void met_process_rows(met_ws *w, size_t t0, size_t nrows) {
     }
     select_slot(w, 0);
 }
+
+/* metrics.h: the head's means into the cell blocks, every cut. */
+void met_scatter_head(double *const *blocks, const cr_layout *y, const met_axes *ax,
+                      const double *head_out, size_t ncuts, size_t il, size_t ih) {
+    size_t per_cut = met_out_count(ax);
+    for (size_t c = 0; c < ncuts; c++) {
+        const double *o = head_out + c * per_cut;
+        double *b = blocks[c];
+        for (int v = 0; v < MET_NPERN; v++)
+            for (size_t n = 0; n < ax->n_N; n++)
+                for (size_t t = 0; t < ax->n_T; t++)
+                    for (size_t z = 0; z < ax->n_norm; z++)
+                        b[cr_at_per_n(y, (cr_var)(CR_DIST_TRUE + v), n, t, z, il, ih)] =
+                            o[met_at_per_n(ax, v, n, t, z)];
+        for (int v = 0; v < MET_NPERT; v++)
+            for (size_t t = 0; t < ax->n_T; t++)
+                for (size_t z = 0; z < ax->n_norm; z++)
+                    b[cr_at_per_t(y, (cr_var)(CR_ENTROPY + v), t, z, il, ih)] =
+                        o[met_at_per_t(ax, v, t, z)];
+        for (size_t t = 0; t < ax->n_T; t++)
+            for (size_t e = 0; e < ax->n_eps; e++)
+                for (size_t z = 0; z < ax->n_norm; z++)
+                    b[cr_at_grad_fd(y, t, e, z, il, ih)] = o[met_at_grad_fd(ax, t, e, z)];
+    }
+}

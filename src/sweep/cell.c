@@ -107,32 +107,6 @@ void cell_worker_free(cell_worker *w) {
     memset(w, 0, sizeof *w);
 }
 
-/* Copies one head's means (metrics.h order) into the cell blocks at
- * (layer index il, head index ih), for every cut. */
-static void scatter_head(cell_worker *w, const double *head_out, size_t il, size_t ih) {
-    const met_axes *ax = &w->axes;
-    const cr_layout *y = &w->layout;
-    size_t per_cut = met_out_count(ax);
-    for (size_t c = 0; c < w->ncuts; c++) {
-        const double *o = head_out + c * per_cut;
-        double *b = w->blocks[c];
-        for (int v = 0; v < MET_NPERN; v++)
-            for (size_t n = 0; n < ax->n_N; n++)
-                for (size_t t = 0; t < ax->n_T; t++)
-                    for (size_t z = 0; z < ax->n_norm; z++)
-                        b[cr_at_per_n(y, (cr_var)(CR_DIST_TRUE + v), n, t, z, il, ih)] =
-                            o[met_at_per_n(ax, v, n, t, z)];
-        for (int v = 0; v < MET_NPERT; v++)
-            for (size_t t = 0; t < ax->n_T; t++)
-                for (size_t z = 0; z < ax->n_norm; z++)
-                    b[cr_at_per_t(y, (cr_var)(CR_ENTROPY + v), t, z, il, ih)] =
-                        o[met_at_per_t(ax, v, t, z)];
-        for (size_t t = 0; t < ax->n_T; t++)
-            for (size_t e = 0; e < ax->n_eps; e++)
-                for (size_t z = 0; z < ax->n_norm; z++)
-                    b[cr_at_grad_fd(y, t, e, z, il, ih)] = o[met_at_grad_fd(ax, t, e, z)];
-    }
-}
 
 /* One lane's heads of the current layer. Writes only its own heads' places
  * in the blocks, so lanes run side by side. */
@@ -169,7 +143,7 @@ static int lane_heads(cell_lane *ln) {
             ln->cpu_s += as_thread_cpu_s() - c0;
             return as_wrap(&ln->err, "head %zu", h);
         }
-        scatter_head(w, ln->head_out, ln->il, ih);
+        met_scatter_head(w->blocks, &w->layout, &w->axes, ln->head_out, w->ncuts, ln->il, ih);
     }
     ln->cpu_s += as_thread_cpu_s() - c0;
     return 0;
