@@ -606,6 +606,7 @@ int sweep_run(MPI_Comm comm, const sweep_opts *opts, sweep_summary *sum, as_err 
         sum->windows_failed = st.units_failed;
         const char *state = srun < 0 ? "failed" : srun == SCHED_INTERRUPTED ? "interrupted" : "finished";
         as_err close_err;
+        store_set_stop_signal(st.out, stats.signo); /* /provenance: "stopped by signal NAME" */
         if (store_close(st.out, state, srun < 0 ? &close_err : e) && srun >= 0) srun = -1;
         st.out = NULL;
         rc = srun < 0 ? -1 : srun == SCHED_INTERRUPTED ? SWEEP_INTERRUPTED
