@@ -1110,6 +1110,7 @@ void met_process_row(met_ws *w, size_t t, size_t n, double delta) {
             sa_row_per_n(w, t, n, K, delta, iZ);
         else if (w->n_W)
             row_per_n(w, n, t + 1, K, delta, iZ, 0);
+        met_random_row(w, t, n, iZ);
     }
 }
 
@@ -1159,6 +1160,7 @@ void met_process_rows(met_ws *w, size_t t0, size_t nrows) {
         select_slot(w, b);
         w->d1_valid = 0;
         row_per_n(w, t + 1, t + 1, K[b], w->delta_run[t], 0, 1);
+        met_random_row(w, t, t + 1, 0);
     }
     select_slot(w, 0);
 }
@@ -1185,5 +1187,11 @@ void met_scatter_head(double *const *blocks, const cr_layout *y, const met_axes 
             for (size_t e = 0; e < ax->n_eps; e++)
                 for (size_t z = 0; z < ax->n_norm; z++)
                     b[cr_at_grad_fd(y, t, e, z, il, ih)] = o[met_at_grad_fd(ax, t, e, z)];
+        for (int v = 0; v < MET_NRAND; v++)
+            for (size_t n = 0; n < ax->n_N; n++)
+                for (size_t t = 0; t < ax->n_T; t++)
+                    for (size_t z = 0; z < ax->n_norm; z++)
+                        b[cr_at_per_n(y, (cr_var)(CR_DIST_RANDOM + v), n, t, z, il, ih)] =
+                            o[met_at_random(ax, v, n, t, z)];
     }
 }

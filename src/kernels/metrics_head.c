@@ -168,7 +168,7 @@ static size_t axes_unique_n(const met_axes *ax, uint32_t *uN, uint32_t *uOf) {
 }
 
 size_t met_out_count(const met_axes *ax) {
-    return (MET_NPERN * ax->n_N + MET_NPERT + ax->n_eps) * ax->n_T * ax->n_norm;
+    return ((MET_NPERN + MET_NRAND) * ax->n_N + MET_NPERT + ax->n_eps) * ax->n_T * ax->n_norm;
 }
 
 static size_t carve(met_ws *w, char *base, size_t L, size_t dim, const met_axes *ax) {
@@ -239,9 +239,15 @@ static size_t carve(met_ws *w, char *base, size_t L, size_t dim, const met_axes 
     TAKE(w->sa_order, L, uint32_t);
     TAKE(w->sa_idx, L, uint32_t);
     TAKE(w->sa_tmp, L, uint32_t);
-    TAKE(w->sa_acc, (MET_NPERN * n_N + MET_NPERT + (ax->n_eps ? ax->n_eps : 1)), double);
+    TAKE(w->sa_acc, ((MET_NPERN + MET_NRAND) * n_N + MET_NPERT + (ax->n_eps ? ax->n_eps : 1)), double);
     TAKE(w->d1_N_alt, n_N, double);
     TAKE(w->m_N_alt, n_N, double);
+    size_t Kr = ax->random_subsets;
+    TAKE(w->rnd_e, Kr ? n_T * L : 0, double);
+    TAKE(w->rnd_S_sq, Kr ? n_T : 0, double);
+    TAKE(w->rnd_d, Kr ? met_random_scratch_doubles(L, n_T, Kr) : 0, double);
+    TAKE(w->rnd_out, Kr ? 3 * n_T : 0, double);
+    TAKE(w->rnd_i, Kr ? 2 * L : 0, uint32_t);
 #undef TAKE
     w->order0 = w->order, w->sparse_T0 = w->sparse_T, w->nz_idx_T0 = w->nz_idx_T;
     w->nnz_T0 = w->nnz_T, w->a_T0 = w->a_T, w->S_T0 = w->S_T, w->e_T0 = w->e_T;
@@ -288,6 +294,39 @@ static void finish_cut(double *out, met_ws *w) {
                 out[at] = cnt > 0 ? w->acc[at] / cnt : NAN;
             }
         }
+    /* section 4.6: the standard error of a mean of independent row estimates */
+    for (size_t iN = 0; iN < ax->n_N; iN++)
+        for (size_t iT = 0; iT < ax->n_T; iT++)
+            for (size_t iZ = 0; iZ < ax->n_norm; iZ++) {
+                double cnt = w->cntN[iN];
+                int on = ax->random_subsets && (!ax->per_n_T || ax->per_n_T[iT]) && cnt > 0;
+                for (int v = 0; v < MET_NRAND; v++) {
+                    size_t at = met_at_random(ax, v, iN, iT, iZ);
+                    double x = w->acc[at];
+                    out[at] = !on ? NAN : v == MET_DIST_RANDOM_SE ? sqrt(x) / cnt : x / cnt;
+                }
+            }
+}
+
+/* Section 4.6: dist_random of row t at normalizer iZ for every walked T and grid N < n. The
+ * subsets are keyed by (seed, window, layer, head, t, N): the same draw for every T and
+ * normalizer, whatever the grid, rank or schedule. */
+void met_random_row(met_ws *w, size_t t, size_t n, size_t iZ) {
+    const met_axes *ax = w->ax;
+    if (!ax->random_subsets || w->n_W == 0) return;
+    const size_t L = w->L, n_W = w->n_W;
+    met_random_prep(w->rnd_e, w->rnd_S_sq, w->a_T, L, n_W, w->G, L, n);
+    for (size_t u = 0; u < w->nU && w->uN[u] < n; u++) {
+        size_t N = w->uN[u];
+        uint64_t key = met_direction_key(ax->seed ^ 0x72616e646f6d4e53ull, ax->window, ax->layer,
+                                         ax->head, (int64_t)t, (int64_t)N);
+        met_dist_random(w->rnd_out, w->rnd_d, w->rnd_i, w->a_T, L, n_W, w->G, L, w->x_sq,
+                        w->rnd_e, w->rnd_S_sq, n, N, ax->aggregate, ax->random_subsets, key);
+        for (size_t g = w->uStart[u]; g < w->uStart[u + 1]; g++)
+            for (size_t s = 0; s < n_W; s++)
+                for (int v = 0; v < MET_NRAND; v++)
+                    w->acc[met_at_random(ax, v, w->uIdx[g], w->wT[s], iZ)] += w->rnd_out[3 * s + v];
+    }
 }
 
 static void reset_acc(met_ws *w) {
@@ -306,6 +345,8 @@ int met_head(double *out, void *workspace, size_t workspace_bytes, const float *
         return as_fail(err, "metrics: empty N, T or normalizer axis");
     if (ax->skip & ~(unsigned)(MET_SKIP_GRAD_EXACT | MET_SKIP_DIST_EXPECT))
         return as_fail(err, "metrics: unknown skip bits 0x%x", ax->skip);
+    if (ax->random_subsets == 1)
+        return as_fail(err, "metrics: random_subsets=1: a standard error needs at least 2 (0: off)");
     for (size_t i = 0; i < ax->n_N; i++)
         if (ax->N[i] < 1) return as_fail(err, "metrics: N[%zu]=%d must be >= 1", i, (int)ax->N[i]);
     for (size_t i = 0; i < ax->n_T; i++)

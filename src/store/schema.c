@@ -44,6 +44,9 @@ const st_metric_def st_metric_defs[N_METRICS] = {
     [CR_KS_STAT] = {VT_F64, "Kolmogorov-Smirnov statistic D between per-head mean dist_true and mean dist_expect", "1"},
     [CR_KS_PVALUE] = {VT_F64, "exact two-sided Kolmogorov-Smirnov p-value of dist_true against dist_expect across heads", "1"},
     [CR_CRIT_N] = {VT_I32, "critical top-N: smallest N whose Kolmogorov-Smirnov p-value exceeds ks_alpha (missing where none up to the largest N does: see crit_N_censored)", "1"},
+    [CR_DIST_RANDOM] = {VT_F32, "mean over rows of the expected top-N distance E||Z|| for a uniformly random choice of N keys (exact or Monte Carlo; metrics.dist_random)", "1"},
+    [CR_DIST_RANDOM_SE] = {VT_F32, "Monte-Carlo standard error of dist_random's mean over rows (0 where every row is exact)", "1"},
+    [CR_DIST_RANDOM_UPPER] = {VT_F32, "mean over rows of sqrt(E||Z||^2) for a uniformly random choice of N keys: the second-moment upper bound of dist_random", "1"},
     [CR_CRIT_N_CENSORED] = {VT_I32, "1 where no N of the grid passed the Kolmogorov-Smirnov test (crit_N is then missing: the critical N is at least the largest N tested), 0 where crit_N was found", "1"},
 };
 
