@@ -27,6 +27,7 @@ const char *const config_known_keys[] = {
     "metrics.ks_alpha",
     "metrics.ssmax_scale", "metrics.seed", "metrics.per_N_T", "metrics.grad_exact",
     "metrics.dist_expect", "metrics.entmax_alpha", "metrics.sigmoid_bias",
+    "metrics.dist_random", "metrics.random_subsets", "metrics.ks_against",
     "runtime.blas_threads", "runtime.commit_every", "runtime.compress", "runtime.stop_grace",
     NULL,
 };
@@ -563,6 +564,27 @@ static int read_windows(ctx *c, as_config *cfg) {
     return 0;
 }
 
+/* metrics.dist_random, random_subsets and ks_against: docs/metrics.md section 4.6 */
+static int read_random(ctx *c, as_config *cfg) {
+    int64_t K;
+    int ks;
+    if (get_bool(c, "metrics.dist_random", 0, &cfg->dist_random) ||
+        cfg_get_int64(c, "metrics.random_subsets", 32, &K) ||
+        cfg_get_choice(c, "metrics.ks_against", cfg_ks_against_names, 0, &ks))
+        return -1;
+    if (K < 2 || K > 1000000)
+        return cfg_fail_key(c, cfg_get(c, "metrics.random_subsets"), "metrics.random_subsets",
+                            "must be in 2..1000000 (a standard error needs two draws)");
+    if (!cfg->dist_random && cfg_get(c, "metrics.random_subsets"))
+        return cfg_fail_key(c, cfg_get(c, "metrics.random_subsets"), "metrics.random_subsets",
+                            "applies with metrics.dist_random = true only");
+    cfg->random_subsets = (int)K, cfg->ks_against = (as_ks_against)ks;
+    if (cfg->ks_against == AS_KS_RANDOM && !cfg->dist_random)
+        return cfg_fail_key(c, cfg_get(c, "metrics.ks_against"), "metrics.ks_against",
+                            "\"random\" needs metrics.dist_random = true");
+    return 0;
+}
+
 /* metrics.* numbers and switches (the readings are read with the text keys). */
 static int read_metrics(ctx *c, as_config *cfg) {
     if (cfg_get_double(c, "metrics.ks_alpha", 0.01, &cfg->ks_alpha) ||
@@ -596,7 +618,7 @@ static int read_metrics(ctx *c, as_config *cfg) {
     if (get_bool(c, "metrics.grad_exact", 1, &cfg->grad_exact) ||
         get_bool(c, "metrics.dist_expect", 1, &cfg->dist_expect) || cfg_read_per_N_T(c, &cfg->axes))
         return -1;
-    return 0;
+    return read_random(c, cfg);
 }
 
 static int read_runtime(ctx *c, as_config *cfg) {
