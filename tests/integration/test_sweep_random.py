@@ -13,6 +13,7 @@ What it protects:
   dist_random across heads (where the float32 values have no ties: 1e-9), crit_N the
   smallest N whose p-value exceeds ks_alpha, and the root attributes say which;
 - the same values from 2 ranks (the subsets are keyed by the cell's coordinates);
+- distance_ratio (analysis/figures.py) draws the median of dist_true / dist_random;
 - one-line refusals: ks_against = "random" without dist_random, random_subsets below 2.
 
 usage: test_sweep_random.py ATTNSWEEP MODEL_DIR SCRATCH
@@ -27,7 +28,7 @@ import numpy as np
 from scipy import stats
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from sweeptest import ENV, check, same_values, summary
+from sweeptest import ENV, check, import_analysis, same_values, summary
 
 BIN, MODEL, SCRATCH = sys.argv[1:4]
 VARS = ("dist_random", "dist_random_se", "dist_random_upper")
@@ -122,7 +123,30 @@ def check_reading(distance):
         cens = v_rnd["crit_N_censored"][idx]
         ok = (got == want and cens == 0) if want is not None else cens == 1
         check(ok, f"{distance}: crit_N {idx} = {got} (censored {cens}), from the p-values {want}")
+    check_figure(rnd, v_rnd)
     return rnd
+
+
+def check_figure(name, v):
+    """distance_ratio draws dist_true / dist_random's median beside dist_expect's (the file's
+    values, docs/critical-n.md section 5.1)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    ar, figures = import_analysis("attnsweep_results", "figures")
+    ds = ar.select_model(ar.load(f"{SCRATCH}/{name}.h5"), 0)
+    opt = figures.Options(ds, T=8.0, normalizer="softmax")
+    os.makedirs(f"{SCRATCH}/fig-{name}", exist_ok=True)
+    fig = figures.fig_distance_ratio(ds, opt, f"{SCRATCH}/fig-{name}", "png")
+    iT, iZ = 1, 0  # T = 8, softmax
+    ratio = v["dist_true"][0, :, :, :, iT, iZ] / v["dist_random"][0, :, :, :, iT, iZ]
+    pooled = np.moveaxis(ratio.astype(np.float64), (1, 2), (0, 1)).reshape(ratio.shape[1], ratio.shape[2], -1)
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        want = np.nanpercentile(pooled, 50, axis=2)
+    got = fig["median_random"]
+    check(got is not None and np.allclose(got, want, rtol=1e-6, equal_nan=True),
+          f"{name}: distance_ratio median_random = the file's median of dist_true / dist_random")
 
 
 def main():
