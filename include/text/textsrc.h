@@ -62,6 +62,7 @@ typedef struct {
     size_t text_bytes;     /* text sources: bytes encoded (after stripping) */
     char sha256[65];       /* hex sha256 of the file's bytes as read (the ones loaded) */
     char vocab_sha256[65], merges_sha256[65]; /* text sources: the tokenizer files' (tokenizer.h) */
+    char vocab_name[32], merges_name[32]; /* their names: vocab.json merges.txt, or tokenizer.json tokenizer_config.json */
     char tokenizer_files[1024]; /* text sources: tokenizer_describe(), for the results file */
     int add_bos;           /* text sources: whether the tokens start with the BOS */
     size_t text_begin;     /* text sources: byte offset in the file of the first byte encoded */

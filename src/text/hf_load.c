@@ -242,7 +242,7 @@ static int load_vocab(loader *L, const json_value *vocab, const json_value *adde
 /* ------------------------------------------------------------------- merges */
 
 /* The two halves of merges[i]: "a b" or ["a", "b"]. */
-static int merge_parts(loader *L, const json_value *m, size_t i, const char **a, size_t *al, const char **b, size_t *bl) {
+static int split_merge(loader *L, const json_value *m, size_t i, const char **a, size_t *al, const char **b, size_t *bl) {
     if (m->type == JSON_ARRAY && m->u.array.count == 2 && m->u.array.items[0].type == JSON_STRING &&
         m->u.array.items[1].type == JSON_STRING) {
         *a = m->u.array.items[0].u.string.ptr, *al = m->u.array.items[0].u.string.len;
@@ -285,7 +285,7 @@ static int load_merges(loader *L, const json_value *merges) {
     for (size_t i = 0; i < n; i++) {
         const char *a = "", *b = "";
         size_t al = 0, bl = 0;
-        if (merge_parts(L, &merges->u.array.items[i], i, &a, &al, &b, &bl)) goto done;
+        if (split_merge(L, &merges->u.array.items[i], i, &a, &al, &b, &bl)) goto done;
         size_t la = hf->byte_level ? tk_byte_level_to_bytes(cp_to_byte, (const uint8_t *)a, al, buf) : al;
         if (la == (size_t)-1) goto missing;
         memcpy(ab, hf->byte_level ? buf : (const uint8_t *)a, la);

@@ -377,6 +377,9 @@ static int load_text(textsrc *ts, const textsrc_spec *spec, const char *model_di
     if (!tok) { free(b); return -1; }
     snprintf(ts->vocab_sha256, sizeof ts->vocab_sha256, "%s", tokenizer_vocab_sha256(tok));
     snprintf(ts->merges_sha256, sizeof ts->merges_sha256, "%s", tokenizer_merges_sha256(tok));
+    const char *vn = strrchr(tokenizer_vocab_path(tok), '/'), *mn = strrchr(tokenizer_merges_path(tok), '/');
+    snprintf(ts->vocab_name, sizeof ts->vocab_name, "%s", vn ? vn + 1 : tokenizer_vocab_path(tok));
+    snprintf(ts->merges_name, sizeof ts->merges_name, "%s", mn ? mn + 1 : tokenizer_merges_path(tok));
     int rc = 0;
     if (tokenizer_vocab_size(tok) > vocab_size)
         rc = as_fail(err, "%s: the tokenizer has %zu ids but the model only %zu", tokenizer_vocab_path(tok),

@@ -446,7 +446,7 @@ static size_t bpe_simple(const tokenizer *t, int32_t *tok, size_t n) {
         size_t at = 0;
         int32_t merged = -1;
         for (size_t i = 0; i + 1 < n; i++) {
-            const merge_slot *m = merge_find(t, tok[i], tok[i + 1]);
+            const merge_slot *m = tk_merge_find(t, tok[i], tok[i + 1]);
             if (m && m->rank < best) { best = m->rank; at = i; merged = m->merged; }
         }
         if (merged < 0) break;
@@ -468,25 +468,25 @@ static size_t bpe_heap(tokenizer *t, size_t n, int32_t *out) {
         prev[i] = (int32_t)i - 1;
     }
     for (size_t i = 0; i + 1 < n; i++) {
-        const merge_slot *m = merge_find(t, tok[i], tok[i + 1]);
+        const merge_slot *m = tk_merge_find(t, tok[i], tok[i + 1]);
         if (m) heap_push(h, &hn, (struct heap_entry){m->rank, (uint32_t)i, tok[i], tok[i + 1]});
     }
     while (hn) {
         struct heap_entry e = heap_pop(h, &hn);
         int32_t r = next[e.pos];
         if (tok[e.pos] != e.left || r < 0 || tok[r] != e.right) continue;
-        const merge_slot *m = merge_find(t, e.left, e.right);
+        const merge_slot *m = tk_merge_find(t, e.left, e.right);
         tok[e.pos] = m->merged;
         tok[r] = -1;
         next[e.pos] = next[r];
         if (next[r] >= 0) prev[next[r]] = (int32_t)e.pos;
         int32_t p = prev[e.pos], q = next[e.pos];
         if (p >= 0) {
-            const merge_slot *mp = merge_find(t, tok[p], tok[e.pos]);
+            const merge_slot *mp = tk_merge_find(t, tok[p], tok[e.pos]);
             if (mp) heap_push(h, &hn, (struct heap_entry){mp->rank, (uint32_t)p, tok[p], tok[e.pos]});
         }
         if (q >= 0) {
-            const merge_slot *mq = merge_find(t, tok[e.pos], tok[q]);
+            const merge_slot *mq = tk_merge_find(t, tok[e.pos], tok[q]);
             if (mq) heap_push(h, &hn, (struct heap_entry){mq->rank, e.pos, tok[e.pos], tok[q]});
         }
     }

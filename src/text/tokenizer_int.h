@@ -103,7 +103,7 @@ void tk_hf_free(struct tk_hf *hf);
 int tk_hf_encode(tokenizer *t, const char *text, size_t len, int32_t *out, size_t out_cap, size_t *n_out, as_err *err);
 int tk_hf_encode_alloc(tokenizer *t, const char *text, size_t len, int32_t **ids, size_t *n_out, as_err *err);
 
-static inline const merge_slot *merge_find(const tokenizer *t, int32_t a, int32_t b) {
+static inline const merge_slot *tk_merge_find(const tokenizer *t, int32_t a, int32_t b) {
     uint64_t key = ((uint64_t)(uint32_t)a << 32) | (uint32_t)b;
     size_t i = hash_u64(key) & t->merge_mask;
     for (;;) {

@@ -36,3 +36,7 @@ set_tests_properties(hf_tokenizer_oracle PROPERTIES
   FIXTURES_REQUIRED tokenizer_npm
   TIMEOUT 600
   ENVIRONMENT "AS_NPM_DIR=${AS_NPM_DIR};AS_HF_ORACLE=${CMAKE_SOURCE_DIR}/tests/reference/hf_tokenizer_oracle.js;AS_WAR_AND_PEACE=/work/shared/data/war-and-peace.txt")
+
+# The committed src/text/nfc_tables.c is exactly what its generator writes.
+add_test(NAME tokenizer_nfc_tables_current
+         COMMAND sh -c "'${AS_PYTHON}' '${CMAKE_SOURCE_DIR}/tools/gen_nfc_tables.py' | cmp - '${CMAKE_SOURCE_DIR}/src/text/nfc_tables.c'")
