@@ -132,6 +132,10 @@ static size_t piece_end(int split, const char *s, size_t n, size_t pos) {
     case HF_SPLIT_GPT2: return tokenizer_piece_end(s, n, pos);
     case HF_SPLIT_LLAMA3: return tk_split_llama3_end(s, n, pos, 3);
     case HF_SPLIT_QWEN2: return tk_split_llama3_end(s, n, pos, 1);
+    case HF_SPLIT_META: /* before the next "▁" that follows another character */
+        for (size_t i = pos + 1; i + 3 <= n; i++)
+            if (!memcmp(s + i, "\xE2\x96\x81", 3) && !(i >= pos + 3 && !memcmp(s + i - 3, "\xE2\x96\x81", 3))) return i;
+        return n;
     default: return n;
     }
 }

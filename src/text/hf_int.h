@@ -8,7 +8,9 @@
 
 #include "tokenizer_int.h"
 
-enum { HF_SPLIT_NONE, HF_SPLIT_GPT2, HF_SPLIT_LLAMA3, HF_SPLIT_QWEN2 };
+/* HF_SPLIT_META: no pre-tokenizer, but no token has a "▁" after another character, so no merge
+ * can cross the start of a "▁" run: cutting a segment there gives the same ids (hf_load.c). */
+enum { HF_SPLIT_NONE, HF_SPLIT_GPT2, HF_SPLIT_LLAMA3, HF_SPLIT_QWEN2, HF_SPLIT_META };
 enum { HF_NORM_NFC, HF_NORM_PREPEND, HF_NORM_REPLACE };
 enum { HF_MAX_NORMS = 8 };
 

@@ -488,6 +488,21 @@ static json_doc *parse(const char *path, char sha[65], as_err *err) {
     return doc;
 }
 
+/* 1 when no vocabulary token has a "▁" right after a character other than "▁": then a merge
+ * never joins a symbol ending before a "▁" run with one starting it (a merged symbol is a
+ * token), and a SentencePiece-style segment -- one word, 3 MB for War and Peace -- can be
+ * merged word by word, through the piece cache, with the same ids. */
+static int no_inner_metaspace(const struct tk_hf *hf) {
+    for (size_t k = 0; k <= hf->vix_mask; k++) {
+        int32_t id = hf->vix[k];
+        if (id < 0) continue;
+        const uint8_t *p = hf->sym_pool + hf->sym_off[id];
+        for (size_t i = 1; i + 3 <= hf->sym_len[id]; i++)
+            if (!memcmp(p + i, "\xE2\x96\x81", 3) && !(i >= 3 && !memcmp(p + i - 3, "\xE2\x96\x81", 3))) return 0;
+    }
+    return 1;
+}
+
 static int load_all(loader *L, const json_value *root, const json_value *cfg, const char *cfg_path) {
     const json_value *norm = json_get(root, "normalizer"), *model = json_get(root, "model");
     if (norm && norm->type != JSON_NULL && add_norm(L, norm, "normalizer")) return -1;
@@ -496,6 +511,7 @@ static int load_all(loader *L, const json_value *root, const json_value *cfg, co
     const json_value *added = json_get(root, "added_tokens");
     if (added && added->type != JSON_ARRAY && added->type != JSON_NULL) return refuse(L, "added_tokens", "not a list", "a list");
     if (load_model(L, model, added && added->type == JSON_ARRAY ? added : NULL)) return -1;
+    if (!L->hf->byte_level && L->hf->split == HF_SPLIT_NONE && no_inner_metaspace(L->hf)) L->hf->split = HF_SPLIT_META;
     return load_bos(L, json_get(root, "post_processor"), cfg, cfg_path);
 }
 
