@@ -58,6 +58,8 @@
 #define AS_STOP_GRACE_MAX_S 604800.0 /* a week: beyond any time limit */
 
 typedef enum { AS_TEXT_PLAIN, AS_TEXT_TOKENS } as_text_format;
+/* text.add_bos: absent (the model tokenizer's own rule), true, false; the values of textsrc_bos */
+typedef enum { AS_BOS_MODEL = 0, AS_BOS_ON = 1, AS_BOS_OFF = 2 } as_bos;
 typedef enum { AS_VECTORS_VALUE, AS_VECTORS_RESID } as_vectors;
 typedef enum { AS_ROWS_VISIBLE, AS_ROWS_FULL_ROW } as_rows;
 /* metrics.logits: the logits the metrics see. raw = q.k (metrics.md section 1,
@@ -113,6 +115,7 @@ typedef struct {
      * strip_gutenberg and before tokenizing ("" = from the beginning). */
     char start_at[256];
     int64_t start_occurrence;
+    as_bos add_bos; /* text.add_bos (format "text"): the BOS first, by the model's rule unless set */
 
     /* window w starts at windows_offset + w * windows_stride tokens */
     int64_t windows_count, windows_offset, windows_stride;

@@ -19,6 +19,7 @@
 const char *const config_known_keys[] = {
     "model", "output",
     "text.path", "text.format", "text.strip_gutenberg", "text.start_at", "text.start_occurrence",
+    "text.add_bos",
     "windows.count", "windows.offset", "windows.stride",
     "grid.L", "grid.N", "grid.T", "grid.T.min", "grid.T.max", "grid.T.count",
     "grid.T.spacing", "grid.T.include", "grid.eps", "grid.normalizer", "grid.layers",
@@ -448,12 +449,13 @@ void config_free(as_config *cfg) {
 /* text.* and the metrics' readings (vectors, rows, logits, distance): the choices first, so
  * a wrong spelling is reported before any value that depends on it. */
 static int read_text_and_readings(ctx *c, as_config *cfg) {
-    int fmt, vec, row, lgt, dist;
+    int fmt, vec, row, lgt, dist, bos;
     const char *start_at;
     if (cfg_get_choice(c, "text.format", cfg_text_format_names, 0, &fmt) ||
         get_bool(c, "text.strip_gutenberg", 1, &cfg->strip_gutenberg) ||
         get_string(c, "text.start_at", "", &start_at) ||
         cfg_get_int64(c, "text.start_occurrence", 1, &cfg->start_occurrence) ||
+        get_bool(c, "text.add_bos", -1, &bos) ||
         cfg_get_choice(c, "metrics.vectors", cfg_vectors_names, 0, &vec) ||
         cfg_get_choice(c, "metrics.rows", cfg_rows_names, 0, &row) ||
         cfg_get_choice(c, "metrics.logits", cfg_logits_names, 0, &lgt) ||
@@ -464,6 +466,10 @@ static int read_text_and_readings(ctx *c, as_config *cfg) {
     cfg->vectors = (as_vectors)vec;
     cfg->rows = (as_rows)row;
     cfg->logits = (as_logits)lgt;
+    cfg->add_bos = bos < 0 ? AS_BOS_MODEL : bos ? AS_BOS_ON : AS_BOS_OFF;
+    if (bos >= 0 && cfg->text_format != AS_TEXT_PLAIN)
+        return cfg_fail_key(c, cfg_get(c, "text.add_bos"), "text.add_bos",
+                        "applies to format = \"text\" only (a token file is used as it is)");
     if (strlen(start_at) >= sizeof cfg->start_at)
         return cfg_fail_key(c, cfg_get(c, "text.start_at"), "text.start_at", "longer than %zu bytes",
                         sizeof cfg->start_at - 1);

@@ -188,7 +188,9 @@ char *cfg_canonical_text(const as_config *cfg) {
      * an existing output keeps the form its datasets have. */
     sb_printf(&b, ";\nruntime = {\n  blas_threads = %d;\n  commit_every = %d;\n%s};\n",
               cfg->blas_threads, cfg->commit_every, cfg->compress ? "" : "  compress = false;\n");
-    sb_printf(&b, "text = {\n  format = \"%s\";\n  path = ",
+    /* add_bos only when set, so that configs without the key keep their sha256 */
+    sb_printf(&b, "text = {\n%s  format = \"%s\";\n  path = ",
+              cfg->add_bos == AS_BOS_ON ? "  add_bos = true;\n" : cfg->add_bos == AS_BOS_OFF ? "  add_bos = false;\n" : "",
               config_text_format_name(cfg->text_format));
     sb_string(&b, cfg->text_path);
     if (cfg->start_at[0]) {
