@@ -131,6 +131,8 @@ typedef struct {
     const char *model_kind;             /* model_kind() of the model directory; NULL = not stored */
     const char *distance_name;          /* metrics.distance ("per_token" | "aggregate") */
     double ks_alpha;
+    int ks_random;                      /* metrics.ks_against = "random" (root attribute ks_against) */
+    long random_subsets;                /* metrics.random_subsets, 0 when dist_random is off */
     uint64_t seed;
     const char *mpi_library;            /* MPI_Get_library_version, from the caller */
     const char *openblas_config;        /* openblas_get_config(), from the caller */

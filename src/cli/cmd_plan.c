@@ -111,7 +111,7 @@ static int print_window0(const as_config *cfg, as_err *err) {
     textsrc_spec spec = {.path = cfg->text_path,
                          .format = cfg->text_format == AS_TEXT_TOKENS ? TEXTSRC_TOKENS : TEXTSRC_TEXT,
                          .strip_gutenberg = cfg->strip_gutenberg, .start_at = cfg->start_at,
-                         .start_occurrence = cfg->start_occurrence};
+                         .start_occurrence = cfg->start_occurrence, .add_bos = (textsrc_bos)cfg->add_bos};
     FILE *probe = fopen(cfg->text_path, "rb");
     if (!probe) {
         printf("window 0  (text not readable here: not shown)\n");
@@ -120,7 +120,7 @@ static int print_window0(const as_config *cfg, as_err *err) {
     fclose(probe);
     if (textsrc_load(&ts, &spec, cfg->model_dir, cfg->model.vocab_size, err)) return -1;
     int64_t start = config_window_start(cfg, 0);
-    printf("text has  %zu tokens (%s)", ts.n_tokens, ts.kind);
+    printf("text has  %zu tokens (%s%s)", ts.n_tokens, ts.kind, ts.add_bos ? ", BOS first" : "");
     if (cfg->start_at[0])
         printf("; starts at byte %zu of the file: occurrence %lld of text.start_at \"%s\"", ts.text_begin,
                (long long)cfg->start_occurrence, cfg->start_at);
@@ -205,7 +205,7 @@ static int check_inputs(const as_config *cfg, FILE *out, as_err *err) {
     textsrc_spec spec = {.path = cfg->text_path,
                          .format = cfg->text_format == AS_TEXT_TOKENS ? TEXTSRC_TOKENS : TEXTSRC_TEXT,
                          .strip_gutenberg = cfg->strip_gutenberg, .start_at = cfg->start_at,
-                         .start_occurrence = cfg->start_occurrence};
+                         .start_occurrence = cfg->start_occurrence, .add_bos = (textsrc_bos)cfg->add_bos};
     if (textsrc_load(&ts, &spec, cfg->model_dir, cfg->model.vocab_size, err)) return -1;
     int rc = textsrc_check_fit(&ts, cfg->windows_count, cfg->windows_offset, cfg->windows_stride,
                                config_max_L(cfg), err);

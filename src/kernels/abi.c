@@ -43,6 +43,8 @@ static int axes_of(met_axes *ax, const as_abi_options *o, as_err *err) {
         if (o->normalizer[i] < 0 || o->normalizer[i] >= MET_N_NORMALIZERS)
             return as_fail(err, "normalizer %d is not one of the %d known", o->normalizer[i],
                            MET_N_NORMALIZERS);
+    if (o->ks_random && !o->random_subsets)
+        return as_fail(err, "ks_against = \"random\" needs dist_random (random_subsets >= 2)");
     *ax = (met_axes){
         .N = o->N, .n_N = o->n_N, .T = o->T, .n_T = o->n_T, .eps = o->eps, .n_eps = o->n_eps,
         .norm = (const met_normalizer *)o->normalizer, .n_norm = o->n_norm,
@@ -51,23 +53,26 @@ static int axes_of(met_axes *ax, const as_abi_options *o, as_err *err) {
         .full_row = o->full_row != 0, .aggregate = o->aggregate != 0, .seed = o->seed,
         .window = o->window, .per_n_T = o->per_N_T,
         .skip = (o->grad_exact ? 0u : MET_SKIP_GRAD_EXACT) | (o->dist_expect ? 0u : MET_SKIP_DIST_EXPECT),
+        .random_subsets = o->random_subsets,
     };
     return 0;
 }
 
 /* Section 5 over every head of the block, heads in (layer, head) order as the sweep
- * samples them; skipped where the sweep skips it (per_N_T, dist_expect off). */
-static void ks_block(double *b, const cr_layout *y, const met_axes *ax, double alpha,
-                     double *x, double *e, double *p, double *scratch) {
+ * samples them, against dist_expect or (ks_random) dist_random; skipped where the sweep
+ * skips it (per_N_T, the expectation off). */
+static void ks_block(double *b, const cr_layout *y, const met_axes *ax, int ks_random,
+                     double alpha, double *x, double *e, double *p, double *scratch) {
     size_t heads = y->n_layer * y->n_head;
-    if (ax->skip & MET_SKIP_DIST_EXPECT) return;
+    const cr_var against = ks_random ? CR_DIST_RANDOM : CR_DIST_EXPECT;
+    if (ks_random ? !ax->random_subsets : (ax->skip & MET_SKIP_DIST_EXPECT) != 0) return;
     for (size_t t = 0; t < y->n_T; t++)
         for (size_t z = 0; z < y->n_norm; z++) {
             if (ax->per_n_T && !ax->per_n_T[t]) continue;
             for (size_t n = 0; n < y->n_N; n++) {
                 for (size_t i = 0; i < heads; i++) {
                     x[i] = b[cr_at_per_n(y, CR_DIST_TRUE, n, t, z, i / y->n_head, i % y->n_head)];
-                    e[i] = b[cr_at_per_n(y, CR_DIST_EXPECT, n, t, z, i / y->n_head, i % y->n_head)];
+                    e[i] = b[cr_at_per_n(y, against, n, t, z, i / y->n_head, i % y->n_head)];
                 }
                 ks_2samp_exact(&b[cr_at_ks(y, CR_KS_STAT, n, t, z)], &p[n], x, heads, e, heads, scratch);
                 b[cr_at_ks(y, CR_KS_PVALUE, n, t, z)] = p[n];
@@ -155,7 +160,7 @@ static int cell(double *out, const float *scores, const float *vectors, uint64_t
         }
     for (uint64_t c = 0; c < ncuts; c++) {
         double *b = out + c * y.total;
-        ks_block(b, &y, &ax, opt->ks_alpha, m.x, m.e, m.p, m.scratch);
+        ks_block(b, &y, &ax, opt->ks_random, opt->ks_alpha, m.x, m.e, m.p, m.scratch);
         b[y.offset[CR_RANK]] = -1;
     }
     buffers_free(&m);

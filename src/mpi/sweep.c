@@ -53,7 +53,8 @@ static int load_text(sweep_state *st, MPI_Comm comm, as_err *err) {
                                                                              : TEXTSRC_TEXT,
                              .strip_gutenberg = st->cfg.strip_gutenberg,
                              .start_at = st->cfg.start_at,
-                             .start_occurrence = st->cfg.start_occurrence};
+                             .start_occurrence = st->cfg.start_occurrence,
+                             .add_bos = (textsrc_bos)st->cfg.add_bos};
         ok = textsrc_load(&ts, &spec, st->cfg.model_dir, st->cfg.model.vocab_size, err) == 0;
         if (ok) {
             ok = textsrc_check_fit(&ts, st->cfg.windows_count, st->cfg.windows_offset,
@@ -62,6 +63,9 @@ static int load_text(sweep_state *st, MPI_Comm comm, as_err *err) {
             snprintf(st->text_sha, sizeof st->text_sha, "%s", ts.sha256);
             snprintf(st->vocab_sha, sizeof st->vocab_sha, "%s", ts.vocab_sha256);
             snprintf(st->merges_sha, sizeof st->merges_sha, "%s", ts.merges_sha256);
+            snprintf(st->vocab_name, sizeof st->vocab_name, "%s", ts.vocab_name);
+            snprintf(st->merges_name, sizeof st->merges_name, "%s", ts.merges_name);
+            snprintf(st->tok_files, sizeof st->tok_files, "%s", ts.tokenizer_files);
             st->tokens = ts.tokens, st->n_tokens = (int64_t)ts.n_tokens;
             ts.tokens = NULL;
             textsrc_free(&ts);

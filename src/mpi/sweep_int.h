@@ -55,6 +55,8 @@ typedef struct {
     size_t cells_done, cells_failed; /* committed, counted in cells (rank 0) */
     /* rank 0: sha256 of the inputs as read (the text's bytes, its tokenizer files) */
     char text_sha[65], vocab_sha[65], merges_sha[65];
+    char vocab_name[32], merges_name[32]; /* the tokenizer's two files: vocab.json merges.txt, or tokenizer.json tokenizer_config.json */
+    char tok_files[1024];                 /* textsrc's tokenizer_files: the provenance line */
     size_t units_done, units_failed; /* the same in units (windows) */
     double timing[TM_N];
 } sweep_state;

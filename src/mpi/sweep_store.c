@@ -110,8 +110,8 @@ static char *inputs_text(const sweep_state *st, char (*cfg_sha)[65]) {
                                "model %zu config.json sha256=%s\n", m, st->model_sha[m], m, cfg_sha[m]);
     at += (size_t)snprintf(out + at, cap - at, "text sha256=%s\n", st->text_sha);
     if (c->text_format != AS_TEXT_TOKENS)
-        snprintf(out + at, cap - at, "vocab.json sha256=%s\nmerges.txt sha256=%s\n", st->vocab_sha,
-                 st->merges_sha);
+        snprintf(out + at, cap - at, "%s sha256=%s\n%s%s%s%s", st->vocab_name, st->vocab_sha, st->merges_name,
+                 st->merges_sha[0] ? " sha256=" : "", st->merges_sha, st->merges_sha[0] ? "\n" : "");
     return out;
 }
 
@@ -199,13 +199,14 @@ static int check_inputs_unchanged(const sweep_state *st, const char *tok_files, 
     const char *t = d.prov.text_sha256;
     if (rc == 0 && t && t[0] && strcmp(t, st->text_sha))
         rc = input_changed(st->out_path, c->text_path, st->text_sha, t, err);
-    static const char *const names[] = {"vocab.json", "merges.txt"};
-    for (int k = 0; k < 2 && rc == 0; k++) {
+    static const char *const names[] = {"vocab.json", "merges.txt", "tokenizer.json", "tokenizer_config.json"};
+    for (int k = 0; k < 4 && rc == 0; k++) {
         char then[65], now[65];
         if (!recorded_sha(d.prov.tokenizer_files, names[k], then)) continue;
         if (!recorded_sha(tok_files, names[k], now)) {
-            rc = as_fail(err, "%s: the text was tokenized with %s/%s (sha256 %s) and is now "
-                         "pre-tokenized; choose a new output", st->out_path, c->model_dir, names[k], then);
+            rc = as_fail(err, "%s: the text was tokenized with %s/%s (sha256 %s) and is now %s; choose a new output",
+                         st->out_path, c->model_dir, names[k], then,
+                         c->text_format == AS_TEXT_TOKENS ? "pre-tokenized" : "tokenized with other files");
         } else if (strcmp(now, then)) {
             snprintf(path, sizeof path, "%s/%s", c->model_dir, names[k]);
             rc = input_changed(st->out_path, path, now, then, err);
@@ -338,9 +339,7 @@ int sweep_open_store(sweep_state *st, MPI_Comm comm, const sweep_opts *opts, as_
     if (c->text_format == AS_TEXT_TOKENS)
         snprintf(tok_files, sizeof tok_files, "(pre-tokenized text)");
     else
-        snprintf(tok_files, sizeof tok_files,
-                 "vocab.json merges.txt of the model directory; vocab.json sha256=%s; merges.txt sha256=%s",
-                 st->vocab_sha, st->merges_sha);
+        snprintf(tok_files, sizeof tok_files, "%s", st->tok_files);
     const char *text_sha = st->text_sha;
     char *inputs = inputs_text(st, cfg_sha);
     store_provenance prov = {
@@ -351,6 +350,7 @@ int sweep_open_store(sweep_state *st, MPI_Comm comm, const sweep_opts *opts, as_
         .rows = c->rows, .vectors_name = c->vectors == AS_VECTORS_RESID ? "resid" : "value",
         .rows_name = c->rows == AS_ROWS_FULL_ROW ? "full_row" : "visible",
         .logits_name = config_logits_name(c->logits), .model_kind = root_kind, .ks_alpha = c->ks_alpha, .seed = (uint64_t)c->seed,
+        .ks_random = c->ks_against == AS_KS_RANDOM, .random_subsets = c->dist_random ? c->random_subsets : 0,
         .distance_name = c->distance == AS_DISTANCE_AGGREGATE ? "aggregate" : "per_token",
         .mpi_library = mpi_lib, .openblas_config = openblas_get_config(), .hosts = hosts,
         .mpi_size = st->size, .slurm_job_id = getenv("SLURM_JOB_ID")};

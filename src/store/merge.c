@@ -240,8 +240,8 @@ static int check_same_inputs(const shard *sh, const shard *first, as_err *err) {
                            "merge only shards made from the same inputs", sh->path, x->model_path[i], u,
                            first->path, v);
     }
-    static const char *const names[] = {"vocab.json", "merges.txt"};
-    for (int k = 0; k < 2; k++)
+    static const char *const names[] = {"vocab.json", "merges.txt", "tokenizer.json", "tokenizer_config.json"};
+    for (int k = 0; k < 4; k++)
         if (recorded_sha(sh->desc.prov.tokenizer_files, names[k], a) &&
             recorded_sha(first->desc.prov.tokenizer_files, names[k], b) && strcmp(a, b))
             return as_fail(err, "%s: computed with another %s/%s (sha256 %s) than %s (sha256 %s); merge "

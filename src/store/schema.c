@@ -42,9 +42,12 @@ const st_metric_def st_metric_defs[N_METRICS] = {
     [CR_GRAD_EXACT] = {VT_F32, "mean over rows of the spectral norm of the softmax Jacobian with respect to the raw logits", "1"},
     [CR_GRAD_BOUND] = {VT_F32, "Corollary 3 gradient curve min(1/(4T), sqrt(2)); not an upper bound on grad_exact", "1"},
     [CR_GRAD_FD] = {VT_F32, "mean over rows of the weight change per unit logit perturbation along a random direction", "1"},
-    [CR_KS_STAT] = {VT_F64, "Kolmogorov-Smirnov statistic D between per-head mean dist_true and mean dist_expect", "1"},
-    [CR_KS_PVALUE] = {VT_F64, "exact two-sided Kolmogorov-Smirnov p-value of dist_true against dist_expect across heads", "1"},
+    [CR_KS_STAT] = {VT_F64, "Kolmogorov-Smirnov statistic D between per-head mean dist_true and mean dist_expect (dist_random where the root attribute ks_against is \"random\")", "1"},
+    [CR_KS_PVALUE] = {VT_F64, "exact two-sided Kolmogorov-Smirnov p-value of dist_true against dist_expect (dist_random where the root attribute ks_against is \"random\") across heads", "1"},
     [CR_CRIT_N] = {VT_I32, "critical top-N: smallest N whose Kolmogorov-Smirnov p-value exceeds ks_alpha (missing where none up to the largest N does: see crit_N_censored)", "1"},
+    [CR_DIST_RANDOM] = {VT_F32, "mean over rows of the expected top-N distance E||Z|| for a uniformly random choice of N keys (exact or Monte Carlo; metrics.dist_random)", "1"},
+    [CR_DIST_RANDOM_SE] = {VT_F32, "Monte-Carlo standard error of dist_random's mean over rows (0 where every row is exact)", "1"},
+    [CR_DIST_RANDOM_UPPER] = {VT_F32, "mean over rows of sqrt(E||Z||^2) for a uniformly random choice of N keys: the second-moment upper bound of dist_random", "1"},
     [CR_CRIT_N_CENSORED] = {VT_I32, "1 where no N of the grid passed the Kolmogorov-Smirnov test (crit_N is then missing: the critical N is at least the largest N tested), 0 where crit_N was found", "1"},
 };
 
@@ -57,6 +60,8 @@ static const struct {
     {CR_DIST_TRUE, "mean over rows of the distance between the summed unselected weighted vectors and the top-N context vector (aggregate reading)"},
     {CR_DIST_BOUND, "mean over rows of the aggregate reading's upper bound U d1 + |U - A| m on that distance (derived in docs/metrics.md section 4.5, not the paper's Theorem 1)"},
     {CR_DIST_EXPECT, "mean over rows of |n - 2N| / n times the norm of the full context vector: the aggregate distance's expectation term for a uniformly random choice of N keys"},
+    {CR_DIST_RANDOM, "mean over rows of the expected aggregate distance E||S - 2 s|| for a uniformly random choice of N keys (exact or Monte Carlo; metrics.dist_random)"},
+    {CR_DIST_RANDOM_UPPER, "mean over rows of sqrt(E||S - 2 s||^2) for a uniformly random choice of N keys: the second-moment upper bound of the aggregate dist_random"},
 };
 
 static int is_aggregate(const store *s) {
@@ -363,6 +368,9 @@ int st_write_root_attrs(store *s, hid_t file) {
                    p->distance_name && p->distance_name[0] ? p->distance_name : "per_token");
     if (p->model_kind && p->model_kind[0]) rc |= st_attr_str(file, "model_kind", p->model_kind);
     rc |= attr_f64(file, "ks_alpha", p->ks_alpha);
+    /* docs/metrics.md section 4.6: which expectation ks_* and crit_N compare with */
+    rc |= st_attr_str(file, "ks_against", p->ks_random ? "random" : "expect");
+    rc |= st_attr_write(file, "random_subsets", H5T_STD_I64LE, H5T_NATIVE_LONG, 1, &p->random_subsets);
     rc |= st_attr_write(file, "seed", H5T_STD_U64LE, H5T_NATIVE_UINT64, 1, &p->seed);
     rc |= st_attr_str(file, "dist_bound_note",
                    is_aggregate(s)

@@ -25,7 +25,9 @@ cell_spec cell_spec_of_model(const as_config *cfg, size_t m) {
                        .sigmoid_bias = cfg->sigmoid_bias,
                        .seed = cfg->seed, .ks_alpha = cfg->ks_alpha, .threads = cfg->blas_threads,
                        .skip = (cfg->grad_exact ? 0u : MET_SKIP_GRAD_EXACT) |
-                               (cfg->dist_expect ? 0u : MET_SKIP_DIST_EXPECT)};
+                               (cfg->dist_expect ? 0u : MET_SKIP_DIST_EXPECT),
+                       .random_subsets = cfg->dist_random ? (uint32_t)cfg->random_subsets : 0,
+                       .ks_random = cfg->ks_against == AS_KS_RANDOM};
 }
 
 /* Whether the grid's (layer index il, head index ih) exists in the worker's model: the
@@ -50,7 +52,7 @@ int cell_worker_init(cell_worker *w, const gpt2_model *model, const cell_spec *s
         .sigmoid_bias = spec->sigmoid_bias,
         .full_row = spec->rows == AS_ROWS_FULL_ROW, .seed = (uint64_t)spec->seed,
         .aggregate = spec->distance == AS_DISTANCE_AGGREGATE,
-        .per_n_T = a->per_N_at, .skip = spec->skip,
+        .per_n_T = a->per_N_at, .skip = spec->skip, .random_subsets = spec->random_subsets,
     };
 
     size_t max_L = a->n_L ? (size_t)a->L[a->n_L - 1] : 0; /* L is sorted ascending */
@@ -188,12 +190,13 @@ static int on_layer(const gpt2_layer_view *view, void *user, as_err *err) {
 }
 
 /* docs/metrics.md section 5: per (N, T, normalizer) a KS test between the heads'
- * mean dist_true and mean dist_expect; crit_N is the smallest N whose p-value
- * exceeds ks_alpha, -1 when none does. */
+ * mean dist_true and mean dist_expect (metrics.ks_against = "random": dist_random);
+ * crit_N is the smallest N whose p-value exceeds ks_alpha, -1 when none does. */
 static void cross_head_tests(cell_worker *w, double *b) {
     const cr_layout *y = &w->layout;
-    /* metrics.dist_expect = false: one of the two samples is missing (all stay NaN) */
-    if (w->spec.skip & MET_SKIP_DIST_EXPECT) return;
+    const cr_var against = w->spec.ks_random ? CR_DIST_RANDOM : CR_DIST_EXPECT;
+    /* the expectation switched off: one of the two samples is missing (all stay NaN) */
+    if (w->spec.ks_random ? !w->spec.random_subsets : (w->spec.skip & MET_SKIP_DIST_EXPECT) != 0) return;
     /* the model's own heads only (a masked head is not a sample), in grid order */
     size_t heads = 0;
     for (size_t i = 0; i < y->n_layer * y->n_head; i++) heads += head_present(w, i / y->n_head, i % y->n_head);
@@ -205,7 +208,7 @@ static void cross_head_tests(cell_worker *w, double *b) {
                 for (size_t i = 0; i < y->n_layer * y->n_head; i++) {
                     if (!head_present(w, i / y->n_head, i % y->n_head)) continue;
                     w->ks_x[k] = b[cr_at_per_n(y, CR_DIST_TRUE, n, t, z, i / y->n_head, i % y->n_head)];
-                    w->ks_y[k++] = b[cr_at_per_n(y, CR_DIST_EXPECT, n, t, z, i / y->n_head, i % y->n_head)];
+                    w->ks_y[k++] = b[cr_at_per_n(y, against, n, t, z, i / y->n_head, i % y->n_head)];
                 }
                 double *stat = &b[cr_at_ks(y, CR_KS_STAT, n, t, z)];
                 ks_2samp_exact(stat, &w->ks_p[n], w->ks_x, heads, w->ks_y, heads, w->ks_scratch);
