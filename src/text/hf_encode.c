@@ -213,7 +213,7 @@ int tk_hf_encode(tokenizer *t, const char *text, size_t len, int32_t *out, size_
     if (hf->n_ids > out_cap)
         return as_fail(err, "tokenizer_encode: output buffer of %zu ids too small for %zu (tokenizer_encode_alloc sizes it)",
                        out_cap, hf->n_ids);
-    memcpy(out, hf->ids, hf->n_ids * sizeof *out);
+    if (hf->n_ids) memcpy(out, hf->ids, hf->n_ids * sizeof *out); /* empty text: ids may be NULL */
     *n_out = hf->n_ids;
     return 0;
 }
@@ -223,7 +223,7 @@ int tk_hf_encode_alloc(tokenizer *t, const char *text, size_t len, int32_t **ids
     struct tk_hf *hf = t->hf;
     *ids = malloc((hf->n_ids ? hf->n_ids : 1) * sizeof **ids);
     if (!*ids) return as_fail(err, "tokenizer_encode: out of memory for %zu tokens", hf->n_ids);
-    memcpy(*ids, hf->ids, hf->n_ids * sizeof **ids);
+    if (hf->n_ids) memcpy(*ids, hf->ids, hf->n_ids * sizeof **ids); /* empty text: ids may be NULL */
     *n_out = hf->n_ids;
     return 0;
 }
