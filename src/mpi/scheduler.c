@@ -224,7 +224,10 @@ int sched_should_stop(void) {
     int signo = as_signals_caught();
     if (signo && active_alone) alone_stop_begins(active_alone, signo); /* says so, once */
     if (signo && active_alone && as_signals_abandon_at() >= 0) note_abandon(active_alone, as_signals_abandon_at());
-    if (!stop && signo)
+    /* A worker's grace is the master's to end (its STOP arrives through the poll
+     * above): a worker timing its own copy from its own catch of the signal ran
+     * out a few ms before the master and gave its cell up unannounced. */
+    if (!stop && signo && !active_worker)
         stop = !active_opts || stop_left(active_opts, signo, as_signals_caught_at(), as_signals_abandon_at(),
                                          as_monotonic_s()) <= 0;
     return stop;
