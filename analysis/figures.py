@@ -315,7 +315,9 @@ def fig_critical_N(ds, opt, out_dir, fmt):
 def fig_distance_ratio(ds, opt, out_dir, fmt):
     """Per L, the ratio dist_true / dist_expect of every (window, layer, head) at each N:
     median and quartiles over them, against N / L. KS can only pass (critical N) where the
-    two per-head samples overlap, i.e. near ratio 1 (docs/critical-n.md)."""
+    two per-head samples overlap, i.e. near ratio 1 (docs/critical-n.md). Where the file has
+    dist_random (metrics.dist_random), the median of dist_true / dist_random too, dashed
+    (median_random): the ratio to the expected distance, not the paper's expectation term."""
     if per_n_missing(ds, opt, "distance_ratio"):
         return None
     if ds.sizes["N"] < 2:
@@ -330,7 +332,14 @@ def fig_distance_ratio(ds, opt, out_dir, fmt):
         warnings.simplefilter("ignore", RuntimeWarning)   # all-NaN (N >= L): stays NaN
         q25, median, q75 = (np.nanpercentile(r, q, axis=2) for q in (25, 50, 75))
     x = N[None, :] / L[:, None]
-    result = {"L": L, "N": N, "x": x, "median": median, "q25": q25, "q75": q75, "T": opt.T}
+    result = {"L": L, "N": N, "x": x, "median": median, "q25": q25, "q75": q75, "T": opt.T,
+              "median_random": None}
+    if "dist_random" in ds.data_vars and np.isfinite(_values(cell["dist_random"])).any():
+        rr = (cell["dist_true"] / cell["dist_random"]).transpose("L", "N", "window", "layer", "head")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            result["median_random"] = np.nanpercentile(
+                _values(rr).reshape(ds.sizes["L"], ds.sizes["N"], -1), 50, axis=2)
     fig, ax = plt.subplots(figsize=(6.4, 4.4))
     for i, Lv in enumerate(L):
         ok = np.isfinite(median[i])
@@ -338,6 +347,11 @@ def fig_distance_ratio(ds, opt, out_dir, fmt):
             continue
         ax.plot(x[i, ok], median[i, ok], "-o", ms=3, color=f"C{i % 10}", label=f"L = {int(Lv)}")
         ax.fill_between(x[i, ok], q25[i, ok], q75[i, ok], color=f"C{i % 10}", alpha=0.15, lw=0)
+        mr = result["median_random"]
+        if mr is not None and np.isfinite(mr[i]).any():
+            okr = np.isfinite(mr[i])
+            ax.plot(x[i, okr], mr[i, okr], "--", lw=1.0, color=f"C{i % 10}",
+                    label="dist_true / dist_random (E||Z||)" if i == 0 else None)
     ax.axhline(1.0, color="k", lw=0.9, ls="--", label="dist_true = dist_expect")
     ax.axvline(PAPER_CRIT_N_PER_L, color="0.5", lw=0.9, ls=":", label="paper: N = 0.06 L")
     ax.set_xscale("log")

@@ -110,6 +110,14 @@ for n in names:
     print(n)' "$1" || fl_die "$1: cannot read the shard list"
 }
 
+# check_part FILE PART GOT WANT_TEXT WANT: PART's checksum GOT ("KIND HEX") must be WANT, else
+# the download is removed and the fetch stops naming both
+check_part() {
+  [ "$3" = "$5" ] && return 0
+  rm -f "$2"
+  fl_die "$1: $3 does not match $4; removed the download (run again to retry)"
+}
+
 # fetch_one DIR REV FILE: install DIR/FILE verified (or skip/verify what is there).
 fetch_one() {
   local d=$1 r=$2 f=$3 final="$1/$3" part="$1/$3.part" sums="$1/.fetch.sums"
@@ -157,19 +165,11 @@ fetch_one() {
   fi
   record="unverified:-"
   if [ -n "$sha256" ]; then
-    got=$(fl_sha256 "$part")
-    if [ "$got" != "$sha256" ]; then
-      rm -f "$part"
-      fl_die "$f: sha256 $got does not match the expected $sha256; removed the download (run again to retry)"
-    fi
+    check_part "$f" "$part" "sha256 $(fl_sha256 "$part")" "the expected $sha256" "sha256 $sha256"
     record="sha256:$sha256"
   fi
   if [ -n "$FL_GITSHA1" ]; then
-    got=$(fl_gitsha1 "$part")
-    if [ "$got" != "$FL_GITSHA1" ]; then
-      rm -f "$part"
-      fl_die "$f: git blob id $got does not match the hub's $FL_GITSHA1; removed the download (run again to retry)"
-    fi
+    check_part "$f" "$part" "git blob id $(fl_gitsha1 "$part")" "the hub's $FL_GITSHA1" "git blob id $FL_GITSHA1"
     [ -n "$sha256" ] || record="gitsha1:$FL_GITSHA1"
   fi
   mv -f "$part" "$final" || fl_die "$final: cannot move the verified download into place"

@@ -58,6 +58,8 @@
 #define AS_STOP_GRACE_MAX_S 604800.0 /* a week: beyond any time limit */
 
 typedef enum { AS_TEXT_PLAIN, AS_TEXT_TOKENS } as_text_format;
+/* text.add_bos: absent (the model tokenizer's own rule), true, false; the values of textsrc_bos */
+typedef enum { AS_BOS_MODEL = 0, AS_BOS_ON = 1, AS_BOS_OFF = 2 } as_bos;
 typedef enum { AS_VECTORS_VALUE, AS_VECTORS_RESID } as_vectors;
 typedef enum { AS_ROWS_VISIBLE, AS_ROWS_FULL_ROW } as_rows;
 /* metrics.logits: the logits the metrics see. raw = q.k (metrics.md section 1,
@@ -65,6 +67,8 @@ typedef enum { AS_ROWS_VISIBLE, AS_ROWS_FULL_ROW } as_rows;
  * (GPT-2's own attention is T = 1). */
 typedef enum { AS_LOGITS_RAW, AS_LOGITS_SCALED } as_logits;
 typedef enum { AS_DISTANCE_PER_TOKEN, AS_DISTANCE_AGGREGATE } as_distance;
+/* metrics.ks_against: the expectation the KS test and crit_N compare dist_true with */
+typedef enum { AS_KS_EXPECT, AS_KS_RANDOM } as_ks_against;
 
 /* The grid axes as plain arrays, all sorted ascending except normalizer
  * (softmax first, then the user's order). Owned by the as_config. */
@@ -111,6 +115,7 @@ typedef struct {
      * strip_gutenberg and before tokenizing ("" = from the beginning). */
     char start_at[256];
     int64_t start_occurrence;
+    as_bos add_bos; /* text.add_bos (format "text"): the BOS first, by the model's rule unless set */
 
     /* window w starts at windows_offset + w * windows_stride tokens */
     int64_t windows_count, windows_offset, windows_stride;
@@ -124,6 +129,9 @@ typedef struct {
     int grad_exact;       /* metrics.grad_exact (default 1): 0 skips it (stored as missing) */
     int dist_expect;      /* metrics.dist_expect (default 1): 0 skips it and the KS test */
     double ks_alpha;
+    int dist_random;              /* metrics.dist_random (default 0): E||Z|| of random N-subsets */
+    int random_subsets;           /* metrics.random_subsets (default 32): K draws per row, >= 2 */
+    as_ks_against ks_against;     /* metrics.ks_against: "expect" (default, the paper's) | "random" */
     double ssmax_scale;           /* resolved: never 0 */
     double entmax_alpha;          /* metrics.entmax_alpha: entmax15's alpha, in (1, 2], 1.5 default */
     int sigmoid_bias_set;         /* metrics.sigmoid_bias given: sigmoid's b; else b = -ln n */
@@ -182,6 +190,7 @@ const char *config_text_format_name(as_text_format f); /* text.format: "text" | 
 const char *config_vectors_name(as_vectors v);         /* metrics.vectors: "value" | "resid" */
 const char *config_rows_name(as_rows r);               /* metrics.rows: "visible" | "full_row" */
 const char *config_logits_name(as_logits l);           /* metrics.logits: "raw" | "scaled" */
+const char *config_ks_against_name(as_ks_against k); /* metrics.ks_against: "expect" | "random" */
 const char *config_distance_name(as_distance d);       /* metrics.distance: "per_token" | "aggregate" */
 
 /* "a:b" or "a:b:step" (integers, a <= b, step >= 1; b is included when the

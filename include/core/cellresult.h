@@ -17,6 +17,7 @@
  *   crit_N      [n_T][n_norm]
  *   crit_N_censored [n_T][n_norm]  not filled by the cell: the store derives it from crit_N
  *                                  when it packs the block (cellwire.h)
+ *   per_N vars  dist_random dist_random_se dist_random_upper (metrics.dist_random; NaN when off)
  * followed by the bookkeeping scalars wall_time (seconds) and rank. */
 #ifndef ATTNSWEEP_CELLRESULT_H
 #define ATTNSWEEP_CELLRESULT_H
@@ -30,6 +31,7 @@ typedef enum {
     CR_GRAD_FD,
     CR_KS_STAT, CR_KS_PVALUE,
     CR_CRIT_N, CR_CRIT_N_CENSORED,
+    CR_DIST_RANDOM, CR_DIST_RANDOM_SE, CR_DIST_RANDOM_UPPER,
     CR_WALL_TIME, CR_RANK,
     CR_NVARS
 } cr_var;

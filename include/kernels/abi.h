@@ -27,7 +27,7 @@
 
 #include <stdint.h>
 
-#define AS_ABI_VERSION 1u
+#define AS_ABI_VERSION 2u /* 2: random_subsets, ks_random */
 
 #if defined(__GNUC__)
 #define AS_ABI_EXPORT __attribute__((visibility("default")))
@@ -59,6 +59,8 @@ typedef struct {
     uint64_t seed;
     int64_t window;
     double ks_alpha;
+    uint32_t random_subsets;   /* metrics.dist_random: K >= 2 subsets per row; 0: off */
+    int32_t ks_random;         /* metrics.ks_against = "random" (needs random_subsets) */
 } as_abi_options;
 
 AS_ABI_EXPORT uint32_t as_abi_version(void);

@@ -119,6 +119,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "cellresult.h"
 #include "errors.h"
 
 /* The normalizers (docs/metrics.md section 10; section 10.1 for the five after ssmax). The
@@ -181,6 +182,9 @@ typedef struct {
      * at every T. The per-N values of a computed T do not depend on which other T are. */
     const uint8_t *per_n_T;
     unsigned skip; /* MET_SKIP_* bits: families switched off (their outputs are NaN) */
+    /* metrics.dist_random: K >= 2 subsets per row (metrics.random_subsets), 0: off (the
+     * random block is NaN). Subsets depend only on (seed, window, layer, head, t, N). */
+    uint32_t random_subsets;
 } met_axes;
 /* metrics.grad_exact = false, metrics.dist_expect = false: the work is not done */
 enum { MET_SKIP_GRAD_EXACT = 1u, MET_SKIP_DIST_EXPECT = 2u };
@@ -191,12 +195,22 @@ enum { MET_SKIP_GRAD_EXACT = 1u, MET_SKIP_DIST_EXPECT = 2u };
  *                                        (= cellresult order)
  *   per_T  [MET_NPERT][n_T][n_norm]        entropy entropy_norm grad_exact grad_bound
  *   grad_fd [n_T][n_eps][n_norm]
- * Means over the rows of section 9; a mean over zero rows is NaN (rows_used = 0). */
+ *   random [MET_NRAND][n_N][n_T][n_norm]   dist_random dist_random_se dist_random_upper
+ *                                        (section 4.6; NaN unless random_subsets > 0)
+ * Means over the rows of section 9; a mean over zero rows is NaN (rows_used = 0).
+ * dist_random_se is the standard error of dist_random's mean from the Monte-Carlo draws
+ * (sqrt of the summed per-row variances over the row count; 0 where every row is exact). */
 enum { MET_DIST_TRUE, MET_DIST_BOUND, MET_DIST_EXPECT, MET_SEP_RATIO, MET_SEP_LOWER,
        MET_SEP_UPPER, MET_SEP_MARGINAL, MET_ROWS_USED, MET_NPERN };
 enum { MET_ENTROPY, MET_ENTROPY_NORM, MET_GRAD_EXACT, MET_GRAD_BOUND, MET_NPERT };
+enum { MET_DIST_RANDOM, MET_DIST_RANDOM_SE, MET_DIST_RANDOM_UPPER, MET_NRAND };
 
 size_t met_out_count(const met_axes *ax); /* doubles per cut */
+
+/* Copies one head's means (this header's order, ncuts x met_out_count) into cell result
+ * blocks (cellresult.h layout y) at layer index il, head index ih: blocks[c] for cut c. */
+void met_scatter_head(double *const *blocks, const cr_layout *y, const met_axes *ax,
+                      const double *head_out, size_t ncuts, size_t il, size_t ih);
 static inline size_t met_at_per_n(const met_axes *ax, int var, size_t iN, size_t iT, size_t iZ) {
     return (((size_t)var * ax->n_N + iN) * ax->n_T + iT) * ax->n_norm + iZ;
 }
@@ -205,6 +219,10 @@ static inline size_t met_at_per_t(const met_axes *ax, int var, size_t iT, size_t
 }
 static inline size_t met_at_grad_fd(const met_axes *ax, size_t iT, size_t iE, size_t iZ) {
     return (MET_NPERN * ax->n_N + MET_NPERT) * ax->n_T * ax->n_norm + (iT * ax->n_eps + iE) * ax->n_norm + iZ;
+}
+static inline size_t met_at_random(const met_axes *ax, int var, size_t iN, size_t iT, size_t iZ) {
+    return (MET_NPERN * ax->n_N + MET_NPERT + ax->n_eps) * ax->n_T * ax->n_norm +
+           (((size_t)var * ax->n_N + iN) * ax->n_T + iT) * ax->n_norm + iZ;
 }
 
 /* Bytes of workspace met_head needs for contexts up to L_max with vectors of dim entries.
@@ -255,6 +273,20 @@ double met_change_norm_ext(const double *a, size_t p, const double *l, const dou
  * visible one. idx, tmp: scratch [nv] (uint32), key: scratch [nv]. */
 void met_sa_order(uint32_t *order, uint32_t *idx, uint32_t *tmp, uint32_t *scratch, double *key,
                   const double *l, size_t nv, size_t K, double T);
+
+/* Section 4.6 (metrics_random.c), one row of n keys at n_T temperatures: weights a_T
+ * [n_T][lda], Gram matrix G [n][ldG], |x_j|^2 x_sq [n]. met_random_prep fills e_T [n_T][lda]
+ * (e = a G) and S_sq_T [n_T] (|S|^2); met_dist_random then writes out [n_T][3] = the row's
+ * E||Z|| over uniformly random N-subsets (1 <= N < n; exact or from K >= 2 draws keyed by key),
+ * the variance of that estimate (0 where exact) and sqrt(E||Z||^2). Scratch: dscr
+ * [met_random_scratch_doubles(n, n_T, K)], iscr [2 n]. */
+size_t met_random_scratch_doubles(size_t n, size_t n_T, size_t K);
+void met_random_prep(double *e_T, double *S_sq_T, const double *a_T, size_t lda, size_t n_T,
+                     const double *G, size_t ldG, size_t n);
+void met_dist_random(double *out, double *dscr, uint32_t *iscr, const double *a_T, size_t lda,
+                     size_t n_T, const double *G, size_t ldG, const double *x_sq,
+                     const double *e_T, const double *S_sq_T, size_t n, size_t N, int aggregate,
+                     size_t K, uint64_t key);
 
 /* Section 7: largest eigenvalue of diag(a) - a a^T (a >= 0, n entries; spectral norm of the
  * softmax Jacobian times T). Secular equation, 1e-13 relative in practice. */

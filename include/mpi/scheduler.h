@@ -34,8 +34,10 @@
  *   the master stop dispatching, commit what it holds, tell every worker to
  *   start no new cell, wait for the cells being computed (at most grace_usr1_s
  *   after SIGUSR1 -- the stop SLURM's warning triggers, so it should let a
- *   normal cell finish -- and grace_term_s after SIGTERM/SIGINT, which mpirun
- *   follows with SIGKILL within about 2 s), commit them, tell every worker to stop,
+ *   normal cell finish -- or a first SIGINT (Ctrl-C), and grace_term_s after SIGTERM,
+ *   which mpirun follows with SIGKILL within about 2 s; a SIGTERM or a second SIGINT
+ *   during a graceful stop cuts it to grace_term_s from then), commit them, tell every
+ *   worker to stop,
  *   and return SCHED_INTERRUPTED on every rank (the caller exits with
  *   AS_EXIT_RESUMABLE). Cells not finished by then are "abandoned": never
  *   committed, so the store still sees them as pending. A compute that runs
@@ -145,6 +147,7 @@ typedef struct {
     int signo; /* nonzero once stopping */
     const char *unit; /* NULL means "cells" */
     double grace_left_s; /* while stopping: how much longer the stop waits at most */
+    int abandoning; /* a second signal cut the grace short (no "press Ctrl-C again" hint) */
     size_t done_before; /* finished by earlier runs (not in total, done or the rate) */
 } sched_progress;
 

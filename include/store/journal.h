@@ -97,14 +97,21 @@
  *                 (version 2): a compacted cell whose values a rebuild could not
  *                 recover is pending again (empty payload).
  *   JR_SEG_BEGIN  a run segment began: window = segment number, rank = MPI
- *                 size, t_start; payload = "hosts\0slurm_job_id", optionally
+ *                 size, t_start; status, attempt, L = the sweep's number of models,
+ *                 windows and L values in it (0 0 0 from writers before them: /provenance
+ *                 tells a segment's extension by comparing with the previous one); payload = "hosts\0slurm_job_id", optionally
  *                 followed by "\0note" (what the segment's open found wrong, e.g.
  *                 journal damage; readers of version 1 that predate the note stop
  *                 at the second NUL and ignore it), and then by "\0inputs" (the
  *                 inputs' identity the segment ran with, as in JR_CONFIG; the note is
  *                 then present, maybe empty; readers that predate it ignore it).
  *   JR_SEG_END    that segment ended: window = segment number, t_end,
- *                 attempt = cells committed in the segment.
+ *                 attempt = cells committed in the segment, status = how it ended (1
+ *                 completed, 2 stopped by a signal, 3 an error; 0 from writers before it),
+ *                 L = the signal's number (status 2). No JR_SEG_END: crashed or killed.
+ *                 The counts and the ending sit in fields older writers left 0 and older
+ *                 readers ignore, so the journal version did not change (as for the inputs
+ *                 of JR_CONFIG).
  * Times are seconds since the Unix epoch. */
 #ifndef ATTNSWEEP_JOURNAL_H
 #define ATTNSWEEP_JOURNAL_H

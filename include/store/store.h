@@ -127,6 +127,8 @@ typedef struct {
     const char *model_kind;             /* model_kind() of the model directory; NULL = not stored */
     const char *distance_name;          /* metrics.distance ("per_token" | "aggregate") */
     double ks_alpha;
+    int ks_random;                      /* metrics.ks_against = "random" (root attribute ks_against) */
+    long random_subsets;                /* metrics.random_subsets, 0 when dist_random is off */
     uint64_t seed;
     const char *mpi_library;            /* MPI_Get_library_version, from the caller */
     const char *openblas_config;        /* openblas_get_config(), from the caller */
@@ -269,8 +271,15 @@ int store_commit_deflated(store *s, const store_cell *cells, const unsigned char
  * state: "running", "finished", "interrupted", "failed". */
 int store_write_status(store *s, size_t in_flight, const char *state, as_err *err);
 
+/* The signal that stopped this segment (SIGUSR1, SIGINT, SIGTERM), for /provenance's
+ * `ended` ("stopped by signal SIGINT"; SIGUSR1 in a SLURM job: "time limit"). Call before
+ * store_close(s, "interrupted", ...). */
+void store_set_stop_signal(store *s, int signo);
+
 /* Ends the segment, writes attempts, flushes, writes the status file with the
- * given state, closes the files and removes the lock. Always frees s. */
+ * given state, closes the files and removes the lock. Its end record and /provenance say how
+ * it ended: "finished" completed, "interrupted" stopped (store_set_stop_signal), "failed" an
+ * error. Always frees s. */
 int store_close(store *s, const char *state, as_err *err);
 
 /* Call once at the start of a command that writes results files, before MPI_Init: HDF5

@@ -67,6 +67,8 @@ typedef struct {
     double ks_alpha;
     int threads;           /* metric threads per rank (runtime.blas_threads) */
     unsigned skip;         /* MET_SKIP_* (metrics.grad_exact, metrics.dist_expect = false) */
+    uint32_t random_subsets; /* metrics.dist_random: K subsets per row, 0 when off */
+    int ks_random;         /* metrics.ks_against = "random": KS and crit_N against dist_random */
 } cell_spec;
 
 cell_spec cell_spec_of(const as_config *cfg);

@@ -120,6 +120,8 @@ typedef struct {
     size_t units_done, units_failed; /* the same in units (windows) */
     /* rank 0: sha256 of the inputs as read (the text's bytes, its tokenizer files) */
     char text_sha[65], vocab_sha[65], merges_sha[65];
+    char vocab_name[32], merges_name[32]; /* the tokenizer's two files: vocab.json merges.txt, or tokenizer.json tokenizer_config.json */
+    char tok_files[1024];                 /* textsrc's tokenizer_files: the provenance line */
     double timing[TM_N];
 } run;
 
@@ -175,8 +177,9 @@ int run_commit_units(run *r, const int64_t *units, double *const *blocks, const 
 void run_unit_dispatched(run *r, int64_t unit, int worker);
 
 /* Step 6 (rank 0): closes the output "failed" (srun < 0), "interrupted" (srun == 1) or
- * "finished"; returns the run_outcome (failed_units > 0: RUN_CELLS_FAILED), or -1. */
-int run_close(run *r, int srun, size_t failed_units, run_summary *sum, as_err *err);
+ * "finished", recording the signal that stopped it (0: none) for /provenance; returns the
+ * run_outcome (failed_units > 0: RUN_CELLS_FAILED), or -1. */
+int run_close(run *r, int srun, size_t failed_units, int signo, run_summary *sum, as_err *err);
 
 /* The cell worker's time split into the rank's totals (once per worker). */
 void run_add_worker_timings(run *r);

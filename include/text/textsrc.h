@@ -2,7 +2,8 @@
  *
  * A source is either
  *  - "text": a UTF-8 text file, encoded once per run with the model
- *    directory's GPT-2 tokenizer (tokenizer.h); anything else (a PDF, an
+ *    directory's tokenizer (tokenizer.h: GPT-2's files or a tokenizer.json),
+ *    the BOS first when add_bos says so; anything else (a PDF, an
  *    archive, NUL bytes, invalid UTF-8) is refused first, saying how to
  *    convert it (textsrc_check_is_text). With strip_gutenberg, only
  *    the lines strictly between the line containing "*** START OF" and the
@@ -41,6 +42,8 @@
 typedef enum { TEXTSRC_TEXT = 0, TEXTSRC_TOKENS = 1 } textsrc_format;
 typedef enum { TEXTSRC_DTYPE_AUTO = 0, TEXTSRC_U16 = 1, TEXTSRC_U32 = 2 } textsrc_dtype;
 
+typedef enum { TEXTSRC_BOS_MODEL = 0, TEXTSRC_BOS_ON = 1, TEXTSRC_BOS_OFF = 2 } textsrc_bos;
+
 typedef struct {
     const char *path;
     textsrc_format format;
@@ -48,6 +51,7 @@ typedef struct {
     textsrc_dtype dtype;   /* tokens only; needed for raw files, checked against headers */
     const char *start_at;  /* text only; NULL or "" = from the beginning */
     int64_t start_occurrence; /* 1-based; 0 is taken as 1 */
+    textsrc_bos add_bos;   /* text only (text.add_bos); zero: the model tokenizer's own rule */
 } textsrc_spec;
 
 typedef struct {
@@ -57,7 +61,10 @@ typedef struct {
     char kind[48];         /* "text", "text (Gutenberg stripped)", "npy <u2", "llm.c uint16", "raw uint32", ... */
     size_t text_bytes;     /* text sources: bytes encoded (after stripping) */
     char sha256[65];       /* hex sha256 of the file's bytes as read (the ones loaded) */
-    char vocab_sha256[65], merges_sha256[65]; /* text sources: the tokenizer files' */
+    char vocab_sha256[65], merges_sha256[65]; /* text sources: the tokenizer files' (tokenizer.h) */
+    char vocab_name[32], merges_name[32]; /* their names: vocab.json merges.txt, or tokenizer.json tokenizer_config.json */
+    char tokenizer_files[1024]; /* text sources: tokenizer_describe(), for the results file */
+    int add_bos;           /* text sources: whether the tokens start with the BOS */
     size_t text_begin;     /* text sources: byte offset in the file of the first byte encoded */
 } textsrc;
 

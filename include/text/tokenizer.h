@@ -1,6 +1,18 @@
-/* tokenizer.h -- GPT-2's byte-level BPE tokenizer, byte-exact.
+/* tokenizer.h -- GPT-2's byte-level BPE tokenizer and Hugging Face tokenizer.json BPE, byte-exact.
  *
- * Files: a model directory holds vocab.json + merges.txt (Hugging Face names)
+ * Which one: tokenizer_load(DIR) takes GPT-2's files when DIR has them (below), else
+ * DIR/tokenizer.json (+ DIR/tokenizer_config.json when present): byte-level BPE with the
+ * GPT-2 / GPT-NeoX, Llama 3 or Qwen2 pre-tokenizer, and SentencePiece-style BPE with byte
+ * fallback and "▁" for spaces (Llama 2, Mistral, TinyLlama). Its ids equal Hugging Face
+ * tokenizers' encode(text) -- added and special tokens in the text are recognised, unlike
+ * the GPT-2 path's; invalid UTF-8 counts as U+FFFD. What is supported, refused, and how it
+ * is verified: docs/tokenizers.md.
+ *
+ * BOS: tokenizer_set_add_bos(t, -1) is the model's own rule (tokenizer_config.json's
+ * add_bos_token, else the post_processor template; GPT-2: none); 1 or 0 force it (text.add_bos).
+ * With it on, every encode call starts with the BOS id.
+ *
+ * GPT-2 files: a model directory holds vocab.json + merges.txt (Hugging Face names)
  * or encoder.json + vocab.bpe (OpenAI's names for the same files); either
  * pair is accepted. vocab.json maps byte-level strings to ids; merges.txt
  * lists merges by rank ("#version" first line optional).
@@ -48,18 +60,34 @@ void tokenizer_free(tokenizer *t);
 size_t tokenizer_vocab_size(const tokenizer *t);
 /* Id of "<|endoftext|>", or -1 when the vocabulary has none. */
 int32_t tokenizer_eot_id(const tokenizer *t);
-/* The two files it was loaded from (for provenance). */
+/* The two files it was loaded from (for provenance): vocab.json and merges.txt, or
+ * tokenizer.json and tokenizer_config.json ("" when there is none). */
 const char *tokenizer_vocab_path(const tokenizer *t);
 const char *tokenizer_merges_path(const tokenizer *t);
-/* sha256 (hex) of the vocab.json and merges.txt bytes this tokenizer was built from. */
+/* sha256 (hex) of those two files' bytes as parsed ("" for a missing tokenizer_config.json). */
 const char *tokenizer_vocab_sha256(const tokenizer *t);
 const char *tokenizer_merges_sha256(const tokenizer *t);
 
-/* Encodes text[0..len) into out[0..*n_out). A text of len bytes never has
- * more than len tokens, so out_cap >= len always suffices. Fails only when
- * out_cap is too small or memory runs out. */
+/* Encodes text[0..len) into out[0..*n_out). With GPT-2's files a text of len bytes never has
+ * more than len tokens (+1 with the BOS); a tokenizer.json's can have more (U+FFFD for an
+ * invalid byte, a prepended "▁"): tokenizer_encode_alloc sizes the output itself. Fails only
+ * when out_cap is too small or memory runs out. */
 int tokenizer_encode(tokenizer *t, const char *text, size_t len, int32_t *out, size_t out_cap,
                      size_t *n_out, as_err *err);
+/* The same into a malloc'd *ids (free it); *ids is NULL on failure. */
+int tokenizer_encode_alloc(tokenizer *t, const char *text, size_t len, int32_t **ids, size_t *n_out, as_err *err);
+
+/* add: 1, 0, or -1 for the model's default. Fails (one line) when add = 1 and there is no BOS. */
+int tokenizer_set_add_bos(tokenizer *t, int add, as_err *err);
+int tokenizer_add_bos(const tokenizer *t);         /* on now */
+int tokenizer_add_bos_default(const tokenizer *t); /* the model's rule */
+/* The BOS id (GPT-2: "<|endoftext|>"), or -1 when the tokenizer names none. */
+int32_t tokenizer_bos_id(const tokenizer *t);
+/* "gpt2", "tokenizer.json byte-level BPE" or "tokenizer.json BPE". */
+const char *tokenizer_kind(const tokenizer *t);
+/* One line for the results file's tokenizer_files: the files, their sha256 ("NAME sha256=HEX")
+ * and the BOS rule in force. -1 when it does not fit in cap (1024 always does). */
+int tokenizer_describe(const tokenizer *t, char *out, size_t cap);
 
 /* The bytes of one token (NULL when id is not in the vocabulary). */
 const char *tokenizer_token_bytes(const tokenizer *t, int32_t id, size_t *len);

@@ -10,7 +10,7 @@ is refused the same way (the options struct would be misread).
 import ctypes
 import os
 
-ABI_VERSION = 1
+ABI_VERSION = 2
 LIBNAME = "libattnsweep_kernels.so"
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _lib = None
@@ -31,6 +31,7 @@ class Options(ctypes.Structure):
         ("scaled_d_head", ctypes.c_int32), ("grad_exact", ctypes.c_int32),
         ("dist_expect", ctypes.c_int32),
         ("seed", ctypes.c_uint64), ("window", ctypes.c_int64), ("ks_alpha", ctypes.c_double),
+        ("random_subsets", ctypes.c_uint32), ("ks_random", ctypes.c_int32),
     ]
 
 

@@ -106,7 +106,8 @@ def _stored(name, x):
 def metrics(scores, vectors, *, N, T, eps=(1e-3, 1e-1, 10.0), normalizer="softmax", L=None,
             layer=None, head=None, rows="visible", distance="per_token", logits="raw",
             d_head=None, ssmax_scale=0.0, entmax_alpha=1.5, sigmoid_bias=None, seed=1, window=0,
-            ks_alpha=0.01, per_N_T=None, grad_exact=True, dist_expect=True, stored=False):
+            ks_alpha=0.01, per_N_T=None, grad_exact=True, dist_expect=True, dist_random=False,
+            random_subsets=32, ks_against="expect", stored=False):
     """The metrics of one cell for the given heads.
 
     scores  [layer,] [head,] L, L: raw logits q_t . k_j, no 1/sqrt(d_head) (j > t never read)
@@ -117,7 +118,8 @@ def metrics(scores, vectors, *, N, T, eps=(1e-3, 1e-1, 10.0), normalizer="softma
     layer, head: the model's layer and head numbers of the inputs (default 0, 1, ...): they
             key grad_fd's random directions with seed and window (docs/metrics.md section 7)
     rows, distance, logits, ssmax_scale, entmax_alpha, sigmoid_bias, seed, ks_alpha, per_N_T,
-    grad_exact, dist_expect: the config's metrics.* keys (configs/example.cfg). ssmax_scale
+    grad_exact, dist_expect, dist_random, random_subsets, ks_against: the config's metrics.*
+            keys (configs/example.cfg). ssmax_scale
             0 means 1/ln 1024; the sweep resolves 0 to 1/ln n_positions of the model, so pass
             that for a model whose n_positions is not 1024. logits = "scaled" needs d_head when
             the vectors are shared per layer.
@@ -141,6 +143,10 @@ def metrics(scores, vectors, *, N, T, eps=(1e-3, 1e-1, 10.0), normalizer="softma
     if rows not in ROWS or distance not in DISTANCE or logits not in LOGITS:
         raise ValueError(f"rows {rows!r} (visible|full_row), distance {distance!r} "
                          f"(per_token|aggregate), logits {logits!r} (raw|scaled): one is unknown")
+    if ks_against not in ("expect", "random") or (ks_against == "random" and not dist_random):
+        raise ValueError(f"ks_against {ks_against!r}: 'expect', or 'random' with dist_random=True")
+    if dist_random and int(random_subsets) < 2:
+        raise ValueError(f"random_subsets {random_subsets}: at least 2 (a standard error needs two)")
     if logits == "scaled" and d_head is None and head_stride == 0:
         raise ValueError("logits='scaled' with vectors shared per layer: give d_head")
     opt, keep = _options(lib, N, T, eps, norm, per_N_T, dict(
@@ -149,7 +155,9 @@ def metrics(scores, vectors, *, N, T, eps=(1e-3, 1e-1, 10.0), normalizer="softma
         sigmoid_bias=float(sigmoid_bias or 0.0), full_row=ROWS[rows], aggregate=DISTANCE[distance],
         scaled_d_head=(int(d_head or dim) if logits == "scaled" else 0),
         grad_exact=int(bool(grad_exact)), dist_expect=int(bool(dist_expect)),
-        seed=int(seed), window=int(window), ks_alpha=float(ks_alpha)))
+        seed=int(seed), window=int(window), ks_alpha=float(ks_alpha),
+        random_subsets=int(random_subsets) if dist_random else 0,
+        ks_random=int(ks_against == "random")))
     nv = lib.as_abi_nvars()
     offset = (ctypes.c_uint64 * nv)()
     total = lib.as_abi_layout(offset, N.size, T.size, eps.size, len(norm), n_layer, n_head)
@@ -239,7 +247,8 @@ def options_of(path, model=0):
     text = text.decode() if isinstance(text, bytes) else str(text)
     group = text.split("\nmetrics = {", 1)[1].split("\n};", 1)[0] if "\nmetrics = {" in text else ""
     keys = ("rows", "distance", "logits", "ssmax_scale", "entmax_alpha", "sigmoid_bias", "seed",
-            "ks_alpha", "per_N_T", "grad_exact", "dist_expect")
+            "ks_alpha", "per_N_T", "grad_exact", "dist_expect", "dist_random", "random_subsets",
+            "ks_against")
     for line in group.splitlines():
         if "=" in line:
             k, v = line.split("=", 1)

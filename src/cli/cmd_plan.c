@@ -118,7 +118,7 @@ static int print_window0(const as_config *cfg, as_err *err) {
     fclose(probe);
     if (textsrc_load(&ts, &spec, cfg->model_dir, cfg->model.vocab_size, err)) return -1;
     int64_t start = config_window_start(cfg, 0);
-    printf("text has  %zu tokens (%s)", ts.n_tokens, ts.kind);
+    printf("text has  %zu tokens (%s%s)", ts.n_tokens, ts.kind, ts.add_bos ? ", BOS first" : "");
     if (cfg->start_at[0])
         printf("; starts at byte %zu of the file: occurrence %lld of text.start_at \"%s\"", ts.text_begin,
                (long long)cfg->start_occurrence, cfg->start_at);

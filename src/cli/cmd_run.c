@@ -26,6 +26,9 @@ static const char run_about[] =
 static const char run_exit[] =
     "Exit: 0 every cell done; 1 error (or some cells failed: run again to retry them);\n"
     "2 bad usage; 3 stopped by SIGTERM/SIGINT/SIGUSR1 after saving: run again to resume.\n"
+    "SIGUSR1 or a first Ctrl-C let the running cells finish (runtime.stop_grace); a\n"
+    "second Ctrl-C or SIGTERM abandons them (pending). Under mpirun, Ctrl-C is mpirun's\n"
+    "(it kills the ranks): send mpirun SIGUSR1 instead (docs/usage.md, \"Stopping a run\").\n"
     "\n"
     "Environment (for measurements; results do not depend on them):\n"
     "  ATTNSWEEP_TIMINGS=1          one line per rank at the end: where the time went\n"

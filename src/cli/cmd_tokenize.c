@@ -1,4 +1,5 @@
-/* cmd_tokenize.c -- attnsweep tokenize: GPT-2 BPE text -> ids, and --decode ids -> text. */
+/* cmd_tokenize.c -- attnsweep tokenize: text -> ids with the model's tokenizer (GPT-2's files or
+ * a tokenizer.json), and --decode ids -> text. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,19 +12,24 @@
 #include "tokenizer.h"
 
 static const char tokenize_about[] =
-    "Encodes FILE (stdin when absent) with GPT-2's byte-level BPE and prints the\n"
-    "token ids, space-separated, on one line. With --decode, reads whitespace-\n"
-    "separated ids and writes the text they stand for.\n";
+    "Encodes FILE (stdin when absent) with the model directory's tokenizer (GPT-2's\n"
+    "vocab.json + merges.txt, else its tokenizer.json) and prints the token ids,\n"
+    "space-separated, on one line. With --decode, reads whitespace-separated ids\n"
+    "and writes the text they stand for.\n";
 static const char tokenize_notes[] =
-    "\"<|endoftext|>\" in the text is encoded as plain characters, never as id 50256.\n"
-    "Invalid UTF-8 is accepted: such bytes are encoded byte-level, and decode gives\n"
-    "them back unchanged.\n";
+    "GPT-2's files: \"<|endoftext|>\" in the text is encoded as plain characters,\n"
+    "never as id 50256; invalid UTF-8 is encoded byte-level and decodes unchanged.\n"
+    "tokenizer.json: the ids Hugging Face's tokenizers give, special tokens in the\n"
+    "text included; invalid UTF-8 is read as U+FFFD. The BOS is the model's rule\n"
+    "(text.add_bos's default; docs/tokenizers.md) unless --bos or --no-bos.\n";
 
-static int encode_span(tokenizer *t, const char *s, size_t n, int32_t *ids, FILE *out, as_err *err) {
+static int encode_span(tokenizer *t, const char *s, size_t n, FILE *out, as_err *err) {
     size_t k;
-    if (tokenizer_encode(t, s, n, ids, n, &k, err)) return -1;
+    int32_t *ids;
+    if (tokenizer_encode_alloc(t, s, n, &ids, &k, err)) return -1;
     for (size_t i = 0; i < k; i++) fprintf(out, i ? " %d" : "%d", (int)ids[i]);
     fputc('\n', out);
+    free(ids);
     return 0;
 }
 
@@ -63,15 +69,18 @@ static int decode_span(const tokenizer *t, const char *s, size_t n, size_t line_
 
 int cmd_tokenize(int argc, char **argv) {
     const char *model = NULL, *file = NULL;
-    int lines = 0, decode = 0;
+    int lines = 0, decode = 0, bos = 0, no_bos = 0;
     arg_list pos = {0};
     const arg_opt opts[] = {
         OPT_STRING_REQUIRED("model", "DIR", &model,
-                            "directory with vocab.json + merges.txt (or encoder.json + vocab.bpe)"),
+                            "directory with vocab.json + merges.txt (or encoder.json + vocab.bpe),\n"
+                            "or with tokenizer.json (+ tokenizer_config.json)"),
         OPT_FLAG("lines", &lines,
                  "one output line per input line (each line encoded without its\n"
                  "newline; with --decode, each line of ids becomes one text line)"),
         OPT_FLAG("decode", &decode, "ids in, text out"),
+        OPT_FLAG("bos", &bos, "start each encoded text with the BOS token"),
+        OPT_FLAG("no-bos", &no_bos, "never add a BOS token"),
         OPT_END()};
     arg_spec spec = {.prog = "attnsweep tokenize", .positional = "FILE", .max_pos = 1, .pos = &pos,
                      .description = tokenize_about, .epilogue = tokenize_notes, .opts = opts};
@@ -81,6 +90,11 @@ int cmd_tokenize(int argc, char **argv) {
     args_free(&spec);
     as_err err = {{0}};
     tokenizer *t = tokenizer_load(model, &err);
+    if (t && (bos || no_bos) && (bos && no_bos ? as_fail(&err, "--bos and --no-bos contradict each other") :
+                                  tokenizer_set_add_bos(t, bos ? 1 : 0, &err))) {
+        tokenizer_free(t);
+        t = NULL;
+    }
     if (!t) { fprintf(stderr, "attnsweep tokenize: %s\n", err.msg); return AS_EXIT_ERROR; }
     size_t n = 0;
     char *text = NULL;
@@ -92,11 +106,9 @@ int cmd_tokenize(int argc, char **argv) {
         tokenizer_free(t);
         return AS_EXIT_ERROR;
     }
-    int32_t *ids = decode ? NULL : malloc((n ? n : 1) * sizeof *ids);
     int rc = 0;
-    if (!decode && !ids) rc = as_fail(&err, "out of memory for %zu ids", n);
-    else if (!lines) {
-        rc = decode ? decode_span(t, text, n, 0, stdout, &err) : encode_span(t, text, n, ids, stdout, &err);
+    if (!lines) {
+        rc = decode ? decode_span(t, text, n, 0, stdout, &err) : encode_span(t, text, n, stdout, &err);
     } else {
         size_t line_no = 0;
         for (size_t i = 0; i < n && rc == 0;) {
@@ -107,12 +119,11 @@ int cmd_tokenize(int argc, char **argv) {
                 rc = decode_span(t, text + i, e - i, line_no, stdout, &err);
                 if (!rc) fputc('\n', stdout);
             } else {
-                rc = encode_span(t, text + i, e - i, ids, stdout, &err);
+                rc = encode_span(t, text + i, e - i, stdout, &err);
             }
             i = e + 1;
         }
     }
-    free(ids);
     free(text);
     tokenizer_free(t);
     if (fflush(stdout) || ferror(stdout)) {

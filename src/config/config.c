@@ -19,6 +19,7 @@
 const char *const config_known_keys[] = {
     "model", "output",
     "text.path", "text.format", "text.strip_gutenberg", "text.start_at", "text.start_occurrence",
+    "text.add_bos",
     "windows.count", "windows.offset", "windows.stride",
     "grid.L", "grid.N", "grid.T", "grid.T.min", "grid.T.max", "grid.T.count",
     "grid.T.spacing", "grid.T.include", "grid.eps", "grid.normalizer", "grid.layers",
@@ -27,6 +28,7 @@ const char *const config_known_keys[] = {
     "metrics.ks_alpha",
     "metrics.ssmax_scale", "metrics.seed", "metrics.per_N_T", "metrics.grad_exact",
     "metrics.dist_expect", "metrics.entmax_alpha", "metrics.sigmoid_bias",
+    "metrics.dist_random", "metrics.random_subsets", "metrics.ks_against",
     "runtime.blas_threads", "runtime.commit_every", "runtime.compress", "runtime.stop_grace",
     NULL,
 };
@@ -447,12 +449,13 @@ void config_free(as_config *cfg) {
 /* text.* and the metrics' readings (vectors, rows, logits, distance): the choices first, so
  * a wrong spelling is reported before any value that depends on it. */
 static int read_text_and_readings(ctx *c, as_config *cfg) {
-    int fmt, vec, row, lgt, dist;
+    int fmt, vec, row, lgt, dist, bos;
     const char *start_at;
     if (cfg_get_choice(c, "text.format", cfg_text_format_names, 0, &fmt) ||
         get_bool(c, "text.strip_gutenberg", 1, &cfg->strip_gutenberg) ||
         get_string(c, "text.start_at", "", &start_at) ||
         cfg_get_int64(c, "text.start_occurrence", 1, &cfg->start_occurrence) ||
+        get_bool(c, "text.add_bos", -1, &bos) ||
         cfg_get_choice(c, "metrics.vectors", cfg_vectors_names, 0, &vec) ||
         cfg_get_choice(c, "metrics.rows", cfg_rows_names, 0, &row) ||
         cfg_get_choice(c, "metrics.logits", cfg_logits_names, 0, &lgt) ||
@@ -463,6 +466,10 @@ static int read_text_and_readings(ctx *c, as_config *cfg) {
     cfg->vectors = (as_vectors)vec;
     cfg->rows = (as_rows)row;
     cfg->logits = (as_logits)lgt;
+    cfg->add_bos = bos < 0 ? AS_BOS_MODEL : bos ? AS_BOS_ON : AS_BOS_OFF;
+    if (bos >= 0 && cfg->text_format != AS_TEXT_PLAIN)
+        return cfg_fail_key(c, cfg_get(c, "text.add_bos"), "text.add_bos",
+                        "applies to format = \"text\" only (a token file is used as it is)");
     if (strlen(start_at) >= sizeof cfg->start_at)
         return cfg_fail_key(c, cfg_get(c, "text.start_at"), "text.start_at", "longer than %zu bytes",
                         sizeof cfg->start_at - 1);
@@ -563,6 +570,27 @@ static int read_windows(ctx *c, as_config *cfg) {
     return 0;
 }
 
+/* metrics.dist_random, random_subsets and ks_against: docs/metrics.md section 4.6 */
+static int read_random(ctx *c, as_config *cfg) {
+    int64_t K;
+    int ks;
+    if (get_bool(c, "metrics.dist_random", 0, &cfg->dist_random) ||
+        cfg_get_int64(c, "metrics.random_subsets", 32, &K) ||
+        cfg_get_choice(c, "metrics.ks_against", cfg_ks_against_names, 0, &ks))
+        return -1;
+    if (K < 2 || K > 1000000)
+        return cfg_fail_key(c, cfg_get(c, "metrics.random_subsets"), "metrics.random_subsets",
+                            "must be in 2..1000000 (a standard error needs two draws)");
+    if (!cfg->dist_random && cfg_get(c, "metrics.random_subsets"))
+        return cfg_fail_key(c, cfg_get(c, "metrics.random_subsets"), "metrics.random_subsets",
+                            "applies with metrics.dist_random = true only");
+    cfg->random_subsets = (int)K, cfg->ks_against = (as_ks_against)ks;
+    if (cfg->ks_against == AS_KS_RANDOM && !cfg->dist_random)
+        return cfg_fail_key(c, cfg_get(c, "metrics.ks_against"), "metrics.ks_against",
+                            "\"random\" needs metrics.dist_random = true");
+    return 0;
+}
+
 /* metrics.* numbers and switches (the readings are read with the text keys). */
 static int read_metrics(ctx *c, as_config *cfg) {
     if (cfg_get_double(c, "metrics.ks_alpha", 0.01, &cfg->ks_alpha) ||
@@ -596,7 +624,7 @@ static int read_metrics(ctx *c, as_config *cfg) {
     if (get_bool(c, "metrics.grad_exact", 1, &cfg->grad_exact) ||
         get_bool(c, "metrics.dist_expect", 1, &cfg->dist_expect) || cfg_read_per_N_T(c, &cfg->axes))
         return -1;
-    return 0;
+    return read_random(c, cfg);
 }
 
 static int read_runtime(ctx *c, as_config *cfg) {

@@ -93,6 +93,7 @@ char *cfg_canonical_text(const as_config *cfg);
 /* The name tables behind config_*_name (config.h), in enum order, NULL-terminated: the
  * choices cfg_get_choice offers. */
 extern const char *const cfg_text_format_names[], *const cfg_vectors_names[],
-    *const cfg_rows_names[], *const cfg_logits_names[], *const cfg_distance_names[];
+    *const cfg_rows_names[], *const cfg_logits_names[], *const cfg_distance_names[],
+    *const cfg_ks_against_names[];
 
 #endif

@@ -7,7 +7,8 @@
  * Each directory is read and checked here, before any weight is touched: config.json
  * (model_config_read) and its optional integer "training_step"; the name of a model is
  * its directory's basename and must be unique (the `model` coordinate); every model must
- * read text with the same tokenizer (vocab.json and merges.txt identical by sha256, or
+ * read text with the same tokenizer (vocab.json, merges.txt, tokenizer.json and
+ * tokenizer_config.json identical by sha256, or
  * absent from every directory), because the text is tokenized once for all of them
  * (with text.format = "tokens" nothing is tokenized and the files are not compared). */
 #include "config_int.h"
@@ -74,7 +75,7 @@ int cfg_read_models(ctx *c, as_config *cfg) {
     } else {
         snprintf(base_dir, sizeof base_dir, "%s", cfg->dir);
     }
-    char vocab0[65] = "", merges0[65] = "";
+    char digest0[4][65] = {"", "", "", ""};
     const config_setting_t *fmt = cfg_get(c, "text.format");
     int pre_tokenized = fmt && config_setting_type(fmt) == CONFIG_TYPE_STRING &&
                         !strcmp(config_setting_get_string(fmt), "tokens");
@@ -102,17 +103,15 @@ int cfg_read_models(ctx *c, as_config *cfg) {
         /* one model: nothing to compare its tokenizer with; pre-tokenized text: no
          * tokenizer is used (the ids must fit each model's vocabulary, checked per pass) */
         if (n == 1 || pre_tokenized) continue;
-        char vocab[65], merges[65];
-        if (file_digest(vocab, ms->dir, "vocab.json", c->err) ||
-            file_digest(merges, ms->dir, "merges.txt", c->err))
-            return cfg_fail_key(c, s, "model", "%s", c->err->msg);
-        if (m == 0) {
-            memcpy(vocab0, vocab, sizeof vocab0), memcpy(merges0, merges, sizeof merges0);
-        } else if (strcmp(vocab, vocab0) || strcmp(merges, merges0)) {
-            return cfg_fail_key(c, s, "model", "%s and %s have different tokenizers (%s differs); the "
-                                "models of one sweep read the same tokens, so give them the same "
-                                "vocab.json and merges.txt", cfg->models[0].dir, ms->dir,
-                                strcmp(vocab, vocab0) ? "vocab.json" : "merges.txt");
+        static const char *const files[] = {"vocab.json", "merges.txt", "tokenizer.json", "tokenizer_config.json"};
+        for (int f = 0; f < 4; f++) {
+            char hex[65];
+            if (file_digest(hex, ms->dir, files[f], c->err)) return cfg_fail_key(c, s, "model", "%s", c->err->msg);
+            if (m == 0) memcpy(digest0[f], hex, sizeof hex);
+            else if (strcmp(hex, digest0[f]))
+                return cfg_fail_key(c, s, "model", "%s and %s have different tokenizers (%s differs); the "
+                                    "models of one sweep read the same tokens, so give them the same "
+                                    "tokenizer files", cfg->models[0].dir, ms->dir, files[f]);
         }
     }
     snprintf(cfg->model_dir, sizeof cfg->model_dir, "%s", cfg->models[0].dir);

@@ -14,6 +14,7 @@ const char *const cfg_rows_names[] = {[AS_ROWS_VISIBLE] = "visible", [AS_ROWS_FU
 const char *const cfg_logits_names[] = {[AS_LOGITS_RAW] = "raw", [AS_LOGITS_SCALED] = "scaled", NULL};
 const char *const cfg_distance_names[] = {[AS_DISTANCE_PER_TOKEN] = "per_token",
                                           [AS_DISTANCE_AGGREGATE] = "aggregate", NULL};
+const char *const cfg_ks_against_names[] = {[AS_KS_EXPECT] = "expect", [AS_KS_RANDOM] = "random", NULL};
 
 /* names[v] when v is one of the enum's values (the entries before the NULL), else "?" */
 static const char *name_of(const char *const *names, int v) {
@@ -26,6 +27,7 @@ const char *config_text_format_name(as_text_format f) { return name_of(cfg_text_
 const char *config_vectors_name(as_vectors v) { return name_of(cfg_vectors_names, (int)v); }
 const char *config_rows_name(as_rows r) { return name_of(cfg_rows_names, (int)r); }
 const char *config_logits_name(as_logits l) { return name_of(cfg_logits_names, (int)l); }
+const char *config_ks_against_name(as_ks_against k) { return name_of(cfg_ks_against_names, (int)k); }
 const char *config_distance_name(as_distance d) { return name_of(cfg_distance_names, (int)d); }
 
 /* ---------------------------------------------------------- canonical -- */
@@ -127,6 +129,7 @@ char *cfg_canonical_text(const as_config *cfg) {
     sb_printf(&b, "];\n};\nmetrics = {\n  ");
     /* (added later too: only when not the default, see below) */
     if (!cfg->dist_expect) sb_printf(&b, "dist_expect = false;\n  ");
+    if (cfg->dist_random) sb_printf(&b, "dist_random = true;\n  ");
     if (cfg->distance != AS_DISTANCE_PER_TOKEN)
         sb_printf(&b, "distance = \"%s\";\n  ", config_distance_name(cfg->distance));
     if (cfg->entmax_alpha != 1.5) {
@@ -135,6 +138,8 @@ char *cfg_canonical_text(const as_config *cfg) {
         sb_printf(&b, ";\n  ");
     }
     if (!cfg->grad_exact) sb_printf(&b, "grad_exact = false;\n  ");
+    if (cfg->ks_against != AS_KS_EXPECT)
+        sb_printf(&b, "ks_against = \"%s\";\n  ", config_ks_against_name(cfg->ks_against));
     sb_printf(&b, "ks_alpha = ");
     sb_double(&b, cfg->ks_alpha);
     /* Keys added after results files existed appear only when they differ from
@@ -150,6 +155,7 @@ char *cfg_canonical_text(const as_config *cfg) {
         if (v) sb_f64_list(&b, v, k);
         free(v);
     }
+    if (cfg->dist_random) sb_printf(&b, ";\n  random_subsets = %d", cfg->random_subsets);
     sb_printf(&b, ";\n  rows = \"%s\";\n  seed = ", config_rows_name(cfg->rows));
     sb_int64(&b, cfg->seed);
     if (cfg->sigmoid_bias_set) {
@@ -182,7 +188,9 @@ char *cfg_canonical_text(const as_config *cfg) {
      * an existing output keeps the form its datasets have. */
     sb_printf(&b, ";\nruntime = {\n  blas_threads = %d;\n  commit_every = %d;\n%s};\n",
               cfg->blas_threads, cfg->commit_every, cfg->compress ? "" : "  compress = false;\n");
-    sb_printf(&b, "text = {\n  format = \"%s\";\n  path = ",
+    /* add_bos only when set, so that configs without the key keep their sha256 */
+    sb_printf(&b, "text = {\n%s  format = \"%s\";\n  path = ",
+              cfg->add_bos == AS_BOS_ON ? "  add_bos = true;\n" : cfg->add_bos == AS_BOS_OFF ? "  add_bos = false;\n" : "",
               config_text_format_name(cfg->text_format));
     sb_string(&b, cfg->text_path);
     if (cfg->start_at[0]) {

@@ -22,6 +22,9 @@ static const struct {
     [CR_KS_PVALUE] = {"ks_pvalue", CR_SHAPE_KS},
     [CR_CRIT_N] = {"crit_N", CR_SHAPE_CRIT},
     [CR_CRIT_N_CENSORED] = {"crit_N_censored", CR_SHAPE_CRIT},
+    [CR_DIST_RANDOM] = {"dist_random", CR_SHAPE_PER_N},
+    [CR_DIST_RANDOM_SE] = {"dist_random_se", CR_SHAPE_PER_N},
+    [CR_DIST_RANDOM_UPPER] = {"dist_random_upper", CR_SHAPE_PER_N},
     [CR_WALL_TIME] = {"wall_time", CR_SHAPE_SCALAR},
     [CR_RANK] = {"rank", CR_SHAPE_SCALAR},
 };

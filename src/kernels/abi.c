@@ -43,6 +43,8 @@ static int axes_of(met_axes *ax, const as_abi_options *o, as_err *err) {
         if (o->normalizer[i] < 0 || o->normalizer[i] >= MET_N_NORMALIZERS)
             return as_fail(err, "normalizer %d is not one of the %d known", o->normalizer[i],
                            MET_N_NORMALIZERS);
+    if (o->ks_random && !o->random_subsets)
+        return as_fail(err, "ks_against = \"random\" needs dist_random (random_subsets >= 2)");
     *ax = (met_axes){
         .N = o->N, .n_N = o->n_N, .T = o->T, .n_T = o->n_T, .eps = o->eps, .n_eps = o->n_eps,
         .norm = (const met_normalizer *)o->normalizer, .n_norm = o->n_norm,
@@ -51,47 +53,26 @@ static int axes_of(met_axes *ax, const as_abi_options *o, as_err *err) {
         .full_row = o->full_row != 0, .aggregate = o->aggregate != 0, .seed = o->seed,
         .window = o->window, .per_n_T = o->per_N_T,
         .skip = (o->grad_exact ? 0u : MET_SKIP_GRAD_EXACT) | (o->dist_expect ? 0u : MET_SKIP_DIST_EXPECT),
+        .random_subsets = o->random_subsets,
     };
     return 0;
 }
 
-/* One head's per-cut means (metrics.h order) into each cut's block at (il, ih). */
-static void put_head(double *out, size_t block, const cr_layout *y, const double *head_out,
-                     const met_axes *ax, size_t ncuts, size_t il, size_t ih) {
-    size_t per_cut = met_out_count(ax);
-    for (size_t c = 0; c < ncuts; c++) {
-        const double *o = head_out + c * per_cut;
-        double *b = out + c * block;
-        for (int v = 0; v < MET_NPERN; v++)
-            for (size_t n = 0; n < ax->n_N; n++)
-                for (size_t t = 0; t < ax->n_T; t++)
-                    for (size_t z = 0; z < ax->n_norm; z++)
-                        b[cr_at_per_n(y, (cr_var)(CR_DIST_TRUE + v), n, t, z, il, ih)] =
-                            o[met_at_per_n(ax, v, n, t, z)];
-        for (int v = 0; v < MET_NPERT; v++)
-            for (size_t t = 0; t < ax->n_T; t++)
-                for (size_t z = 0; z < ax->n_norm; z++)
-                    b[cr_at_per_t(y, (cr_var)(CR_ENTROPY + v), t, z, il, ih)] = o[met_at_per_t(ax, v, t, z)];
-        for (size_t t = 0; t < ax->n_T; t++)
-            for (size_t e = 0; e < ax->n_eps; e++)
-                for (size_t z = 0; z < ax->n_norm; z++)
-                    b[cr_at_grad_fd(y, t, e, z, il, ih)] = o[met_at_grad_fd(ax, t, e, z)];
-    }
-}
-
 /* Section 5 over every head of the block, heads in (layer, head) order as the sweep
- * samples them; skipped where the sweep skips it (per_N_T, dist_expect off). */
-static void ks_block(double *b, const cr_layout *y, const met_axes *ax, double alpha,
-                     double *x, double *e, double *p, double *scratch) {
+ * samples them, against dist_expect or (ks_random) dist_random; skipped where the sweep
+ * skips it (per_N_T, the expectation off). */
+static void ks_block(double *b, const cr_layout *y, const met_axes *ax, int ks_random,
+                     double alpha, double *x, double *e, double *p, double *scratch) {
     size_t heads = y->n_layer * y->n_head;
-    if (ax->skip & MET_SKIP_DIST_EXPECT) return;
+    const cr_var against = ks_random ? CR_DIST_RANDOM : CR_DIST_EXPECT;
+    if (ks_random ? !ax->random_subsets : (ax->skip & MET_SKIP_DIST_EXPECT) != 0) return;
     for (size_t t = 0; t < y->n_T; t++)
         for (size_t z = 0; z < y->n_norm; z++) {
             if (ax->per_n_T && !ax->per_n_T[t]) continue;
             for (size_t n = 0; n < y->n_N; n++) {
                 for (size_t i = 0; i < heads; i++) {
                     x[i] = b[cr_at_per_n(y, CR_DIST_TRUE, n, t, z, i / y->n_head, i % y->n_head)];
-                    e[i] = b[cr_at_per_n(y, CR_DIST_EXPECT, n, t, z, i / y->n_head, i % y->n_head)];
+                    e[i] = b[cr_at_per_n(y, against, n, t, z, i / y->n_head, i % y->n_head)];
                 }
                 ks_2samp_exact(&b[cr_at_ks(y, CR_KS_STAT, n, t, z)], &p[n], x, heads, e, heads, scratch);
                 b[cr_at_ks(y, CR_KS_PVALUE, n, t, z)] = p[n];
@@ -106,11 +87,12 @@ typedef struct {
     double *head_out, *x, *e, *p, *scratch;
     float *scaled;
     size_t *cuts;
+    double **blocks; /* [ncuts]: cut c's block in the caller's out */
 } abi_buffers;
 
 static void buffers_free(abi_buffers *m) {
     free(m->ws), free(m->head_out), free(m->x), free(m->e), free(m->p), free(m->scratch);
-    free(m->scaled), free(m->cuts);
+    free(m->scaled), free(m->cuts), free(m->blocks);
 }
 
 static int buffers_alloc(abi_buffers *m, const met_axes *ax, size_t L, size_t dim, size_t heads,
@@ -125,7 +107,9 @@ static int buffers_alloc(abi_buffers *m, const met_axes *ax, size_t L, size_t di
     m->scratch = malloc(ks_scratch_doubles(heads, heads) * sizeof(double));
     m->scaled = scaled ? malloc(L * L * sizeof(float)) : NULL;
     m->cuts = malloc(ncuts * sizeof(size_t));
-    if (m->ws && m->head_out && m->x && m->e && m->p && m->scratch && m->cuts && (m->scaled || !scaled))
+    m->blocks = malloc(ncuts * sizeof(double *));
+    if (m->ws && m->head_out && m->x && m->e && m->p && m->scratch && m->cuts && m->blocks &&
+        (m->scaled || !scaled))
         return 0;
     buffers_free(m);
     return as_fail(err, "out of memory: metrics workspace of %zu bytes for L = %zu", m->ws_bytes, L);
@@ -155,7 +139,7 @@ static int cell(double *out, const float *scores, const float *vectors, uint64_t
     cr_layout_init(&y, ax.n_N, ax.n_T, ax.n_eps, ax.n_norm, n_layer, n_head);
     abi_buffers m;
     if (buffers_alloc(&m, &ax, L, dim, n_layer * n_head, ncuts, opt->scaled_d_head > 0, err)) return -1;
-    for (uint64_t c = 0; c < ncuts; c++) m.cuts[c] = cuts[c];
+    for (uint64_t c = 0; c < ncuts; c++) m.cuts[c] = cuts[c], m.blocks[c] = out + c * y.total;
     for (size_t i = 0; i < ncuts * y.total; i++) out[i] = NAN;
     const float sqrt_d = (float)sqrt((double)opt->scaled_d_head); /* as src/sweep/cell.c forms it */
     for (size_t il = 0; il < n_layer; il++)
@@ -172,11 +156,11 @@ static int cell(double *out, const float *scores, const float *vectors, uint64_t
                 buffers_free(&m);
                 return as_wrap(err, "layer %lld head %lld", (long long)layer_id[il], (long long)head_id[ih]);
             }
-            put_head(out, y.total, &y, m.head_out, &ax, ncuts, il, ih);
+            met_scatter_head(m.blocks, &y, &ax, m.head_out, ncuts, il, ih);
         }
     for (uint64_t c = 0; c < ncuts; c++) {
         double *b = out + c * y.total;
-        ks_block(b, &y, &ax, opt->ks_alpha, m.x, m.e, m.p, m.scratch);
+        ks_block(b, &y, &ax, opt->ks_random, opt->ks_alpha, m.x, m.e, m.p, m.scratch);
         b[y.offset[CR_RANK]] = -1;
     }
     buffers_free(&m);

@@ -573,13 +573,23 @@ static size_t separability(double *xi_sum, double *upper_sum, size_t *marginal, 
     double *sarg = sel_gather + 4 * K;
     double d2h = 0.5 * delta * delta, nsl[LANES] = {0}, nml[LANES] = {0}, xil[LANES] = {0};
     double tie = MET_MARGINAL * sy_sq;
+    /* section 6.1's B = A - a_i and Q - a_i^2 cancel where a_i holds most of A (the dominant
+     * key: B of 1e-7 A came out 2e-9 off): for the one selected key above A / 2 they are
+     * the sums over the others (positive terms, no cancellation); elsewhere A - a_i loses at
+     * most 2 ulp of A / B <= 2 */
+    size_t qs = N;
+    double Bs = 0, Qs = 0;
+    for (size_t q = 0; q < N && qs == N; q++)
+        if (sa[q] > 0.5 * A) qs = q;
+    for (size_t q = 0; q < N && qs < N; q++)
+        if (q != qs) Bs += sa[q], Qs += sa[q] * sa[q];
 #define MET_SEP_TERM(lane, q)                                                       \
     do {                                                                            \
         double ai = sa[q];                                                          \
         double g = ai * ai * syy[q] - 2 * ai * sxi[q] * sarg[q];                    \
         nsl[lane] += g < g_min ? 1.0 : 0.0;                                         \
         nml[lane] += fabs(g - g_min) <= tie ? 1.0 : 0.0;                            \
-        double B = A - ai, Qi = Q - ai * ai;                                        \
+        double B = (q) == qs ? Bs : A - ai, Qi = (q) == qs ? Qs : Q - ai * ai;      \
         double xi2 = B * B - d2h * (B * B - Qi);                                    \
         double xi = sqrt(xi2 > 0 ? xi2 : 0);                                        \
         xil[lane] += xi;                                                            \
@@ -1110,6 +1120,7 @@ void met_process_row(met_ws *w, size_t t, size_t n, double delta) {
             sa_row_per_n(w, t, n, K, delta, iZ);
         else if (w->n_W)
             row_per_n(w, n, t + 1, K, delta, iZ, 0);
+        met_random_row(w, t, n, iZ);
     }
 }
 
@@ -1159,6 +1170,38 @@ void met_process_rows(met_ws *w, size_t t0, size_t nrows) {
         select_slot(w, b);
         w->d1_valid = 0;
         row_per_n(w, t + 1, t + 1, K[b], w->delta_run[t], 0, 1);
+        met_random_row(w, t, t + 1, 0);
     }
     select_slot(w, 0);
+}
+
+/* metrics.h: the head's means into the cell blocks, every cut. */
+void met_scatter_head(double *const *blocks, const cr_layout *y, const met_axes *ax,
+                      const double *head_out, size_t ncuts, size_t il, size_t ih) {
+    size_t per_cut = met_out_count(ax);
+    for (size_t c = 0; c < ncuts; c++) {
+        const double *o = head_out + c * per_cut;
+        double *b = blocks[c];
+        for (int v = 0; v < MET_NPERN; v++)
+            for (size_t n = 0; n < ax->n_N; n++)
+                for (size_t t = 0; t < ax->n_T; t++)
+                    for (size_t z = 0; z < ax->n_norm; z++)
+                        b[cr_at_per_n(y, (cr_var)(CR_DIST_TRUE + v), n, t, z, il, ih)] =
+                            o[met_at_per_n(ax, v, n, t, z)];
+        for (int v = 0; v < MET_NPERT; v++)
+            for (size_t t = 0; t < ax->n_T; t++)
+                for (size_t z = 0; z < ax->n_norm; z++)
+                    b[cr_at_per_t(y, (cr_var)(CR_ENTROPY + v), t, z, il, ih)] =
+                        o[met_at_per_t(ax, v, t, z)];
+        for (size_t t = 0; t < ax->n_T; t++)
+            for (size_t e = 0; e < ax->n_eps; e++)
+                for (size_t z = 0; z < ax->n_norm; z++)
+                    b[cr_at_grad_fd(y, t, e, z, il, ih)] = o[met_at_grad_fd(ax, t, e, z)];
+        for (int v = 0; v < MET_NRAND; v++)
+            for (size_t n = 0; n < ax->n_N; n++)
+                for (size_t t = 0; t < ax->n_T; t++)
+                    for (size_t z = 0; z < ax->n_norm; z++)
+                        b[cr_at_per_n(y, (cr_var)(CR_DIST_RANDOM + v), n, t, z, il, ih)] =
+                            o[met_at_random(ax, v, n, t, z)];
+    }
 }

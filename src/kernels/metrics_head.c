@@ -168,7 +168,7 @@ static size_t axes_unique_n(const met_axes *ax, uint32_t *uN, uint32_t *uOf) {
 }
 
 size_t met_out_count(const met_axes *ax) {
-    return (MET_NPERN * ax->n_N + MET_NPERT + ax->n_eps) * ax->n_T * ax->n_norm;
+    return ((MET_NPERN + MET_NRAND) * ax->n_N + MET_NPERT + ax->n_eps) * ax->n_T * ax->n_norm;
 }
 
 static size_t carve(met_ws *w, char *base, size_t L, size_t dim, const met_axes *ax) {
@@ -239,9 +239,15 @@ static size_t carve(met_ws *w, char *base, size_t L, size_t dim, const met_axes 
     TAKE(w->sa_order, L, uint32_t);
     TAKE(w->sa_idx, L, uint32_t);
     TAKE(w->sa_tmp, L, uint32_t);
-    TAKE(w->sa_acc, (MET_NPERN * n_N + MET_NPERT + (ax->n_eps ? ax->n_eps : 1)), double);
+    TAKE(w->sa_acc, ((MET_NPERN + MET_NRAND) * n_N + MET_NPERT + (ax->n_eps ? ax->n_eps : 1)), double);
     TAKE(w->d1_N_alt, n_N, double);
     TAKE(w->m_N_alt, n_N, double);
+    size_t Kr = ax->random_subsets;
+    TAKE(w->rnd_e, Kr ? n_T * L : 0, double);
+    TAKE(w->rnd_S_sq, Kr ? n_T : 0, double);
+    TAKE(w->rnd_d, Kr ? met_random_scratch_doubles(L, n_T, Kr) : 0, double);
+    TAKE(w->rnd_out, Kr ? 3 * n_T : 0, double);
+    TAKE(w->rnd_i, Kr ? 2 * L : 0, uint32_t);
 #undef TAKE
     w->order0 = w->order, w->sparse_T0 = w->sparse_T, w->nz_idx_T0 = w->nz_idx_T;
     w->nnz_T0 = w->nnz_T, w->a_T0 = w->a_T, w->S_T0 = w->S_T, w->e_T0 = w->e_T;
@@ -288,6 +294,39 @@ static void finish_cut(double *out, met_ws *w) {
                 out[at] = cnt > 0 ? w->acc[at] / cnt : NAN;
             }
         }
+    /* section 4.6: the standard error of a mean of independent row estimates */
+    for (size_t iN = 0; iN < ax->n_N; iN++)
+        for (size_t iT = 0; iT < ax->n_T; iT++)
+            for (size_t iZ = 0; iZ < ax->n_norm; iZ++) {
+                double cnt = w->cntN[iN];
+                int on = ax->random_subsets && (!ax->per_n_T || ax->per_n_T[iT]) && cnt > 0;
+                for (int v = 0; v < MET_NRAND; v++) {
+                    size_t at = met_at_random(ax, v, iN, iT, iZ);
+                    double x = w->acc[at];
+                    out[at] = !on ? NAN : v == MET_DIST_RANDOM_SE ? sqrt(x) / cnt : x / cnt;
+                }
+            }
+}
+
+/* Section 4.6: dist_random of row t at normalizer iZ for every walked T and grid N < n. The
+ * subsets are keyed by (seed, window, layer, head, t, N): the same draw for every T and
+ * normalizer, whatever the grid, rank or schedule. */
+void met_random_row(met_ws *w, size_t t, size_t n, size_t iZ) {
+    const met_axes *ax = w->ax;
+    if (!ax->random_subsets || w->n_W == 0) return;
+    const size_t L = w->L, n_W = w->n_W;
+    met_random_prep(w->rnd_e, w->rnd_S_sq, w->a_T, L, n_W, w->G, L, n);
+    for (size_t u = 0; u < w->nU && w->uN[u] < n; u++) {
+        size_t N = w->uN[u];
+        uint64_t key = met_direction_key(ax->seed ^ 0x72616e646f6d4e53ull, ax->window, ax->layer,
+                                         ax->head, (int64_t)t, (int64_t)N);
+        met_dist_random(w->rnd_out, w->rnd_d, w->rnd_i, w->a_T, L, n_W, w->G, L, w->x_sq,
+                        w->rnd_e, w->rnd_S_sq, n, N, ax->aggregate, ax->random_subsets, key);
+        for (size_t g = w->uStart[u]; g < w->uStart[u + 1]; g++)
+            for (size_t s = 0; s < n_W; s++)
+                for (int v = 0; v < MET_NRAND; v++)
+                    w->acc[met_at_random(ax, v, w->uIdx[g], w->wT[s], iZ)] += w->rnd_out[3 * s + v];
+    }
 }
 
 static void reset_acc(met_ws *w) {
@@ -296,9 +335,9 @@ static void reset_acc(met_ws *w) {
     w->cntT = 0;
 }
 
-int met_head(double *out, void *workspace, size_t workspace_bytes, const float *scores,
-             size_t ld_scores, const float *vectors, size_t L, size_t dim, const size_t *cuts,
-             size_t ncuts, const met_axes *ax, as_err *err) {
+/* met_head's refusals of a job it cannot run (metrics.h): one line naming the value */
+static int check_job(size_t ld_scores, size_t L, size_t dim, const size_t *cuts, size_t ncuts,
+                     const met_axes *ax, as_err *err) {
     if (L == 0 || dim == 0 || ld_scores < L)
         return as_fail(err, "metrics: bad head shape L=%zu dim=%zu ld=%zu", L, dim, ld_scores);
     if (L > UINT32_MAX - 1) return as_fail(err, "metrics: L=%zu too large", L);
@@ -306,6 +345,8 @@ int met_head(double *out, void *workspace, size_t workspace_bytes, const float *
         return as_fail(err, "metrics: empty N, T or normalizer axis");
     if (ax->skip & ~(unsigned)(MET_SKIP_GRAD_EXACT | MET_SKIP_DIST_EXPECT))
         return as_fail(err, "metrics: unknown skip bits 0x%x", ax->skip);
+    if (ax->random_subsets == 1)
+        return as_fail(err, "metrics: random_subsets=1: a standard error needs at least 2 (0: off)");
     for (size_t i = 0; i < ax->n_N; i++)
         if (ax->N[i] < 1) return as_fail(err, "metrics: N[%zu]=%d must be >= 1", i, (int)ax->N[i]);
     for (size_t i = 0; i < ax->n_T; i++)
@@ -325,6 +366,154 @@ int met_head(double *out, void *workspace, size_t workspace_bytes, const float *
         if (cuts[c] < 1 || cuts[c] > L || (c && cuts[c] < cuts[c - 1]))
             return as_fail(err, "metrics: cut %zu = %zu must be ascending in [1, %zu]", c,
                            cuts[c], L);
+    return 0;
+}
+
+/* The head's vectors in double, transposed floats, the Gram matrix and the norms (section 4.4)
+ * over the rows t < Lmax that any cut uses. */
+static void head_vectors(met_ws *w, const float *vectors, size_t Lmax) {
+    const size_t L = w->L, dim = w->dim;
+    const met_axes *ax = w->ax;
+    /* Gram matrix in double over the rows any cut uses (dsyrk's lower triangle, mirrored
+     * below); columns Lmax .. L of those rows are zeroed because c_update reads whole
+     * 16-column blocks past the row's n. Rows past Lmax are never read (every index in
+     * order[] is below the row's n <= Lmax) and are left as they are: zeroing all of G
+     * (8 MB at L = 1024) was a tenth of the fixed cost per head. */
+    for (size_t i = 0; i < Lmax && Lmax < L; i++)
+        memset(w->G + i * L + Lmax, 0, (L - Lmax) * sizeof *w->G);
+    w->finite = 1;
+    for (size_t i = 0; i < Lmax * dim; i++) {
+        w->X[i] = (double)vectors[i];
+        if (!isfinite(w->X[i])) w->finite = 0;
+    }
+    /* zero past Lmax too: the kernels read whole 16-column blocks */
+    memset(w->x_sq, 0, L * sizeof *w->x_sq);
+    /* XTf [dim][L]: the vectors transposed, zero past Lmax (c_update reads whole 16-column blocks) */
+    w->Xf = vectors;
+    memset(w->XTf, 0, dim * L * sizeof *w->XTf);
+    /* in blocks of 16 vectors: each k then writes one whole 64-byte line of XTf (the
+     * stride of L floats, 4 KB at L = 1024, maps every k to the same cache set, so a
+     * vector-at-a-time walk evicted each line after one store) */
+    for (size_t i0 = 0; i0 < Lmax; i0 += 16) {
+        size_t i1 = i0 + 16 < Lmax ? i0 + 16 : Lmax;
+        for (size_t k = 0; k < dim; k++)
+            for (size_t i = i0; i < i1; i++) w->XTf[k * L + i] = vectors[i * dim + k];
+    }
+    for (size_t i = 0; i < (L > dim ? L : dim); i++) w->iota[i] = (uint32_t)i;
+    if (ax->n_eps) met_direction_counters(w->dir_ctr, Lmax + 2);
+    cblas_dsyrk(CblasRowMajor, CblasLower, CblasNoTrans, (int)Lmax, (int)dim, 1.0, w->X, (int)dim,
+                0.0, w->G, (int)L);
+    /* the upper triangle from the lower in 8 x 8 tiles (a column walk over the whole
+     * matrix missed the cache at every element; 32 x 32 tiles read 32 rows whose stride,
+     * 8 KB at L = 1024, puts them all in one cache set: more lines than its ways) */
+    for (size_t i0 = 0; i0 < Lmax; i0 += 8)
+        for (size_t j0 = i0; j0 < Lmax; j0 += 8)
+            for (size_t i = i0; i < i0 + 8 && i < Lmax; i++)
+                for (size_t j = j0 > i + 1 ? j0 : i + 1; j < j0 + 8 && j < Lmax; j++)
+                    w->G[i * L + j] = w->G[j * L + i];
+    for (size_t i = 0; i < Lmax; i++) {
+        /* |x_i|^2 summed from X itself, not G_ii: dsyrk may round the diagonal of two
+         * identical rows differently, and y_i = x_i / |x_i| of exact duplicates must be equal
+         * (delta = 0, r = 0 for twins) */
+        double sq = 0;
+        for (size_t k = 0; k < dim; k++) sq += w->X[i * dim + k] * w->X[i * dim + k];
+        w->x_sq[i] = sq;
+        w->x_norm[i] = sqrt(w->x_sq[i]);
+        w->x_inv[i] = w->x_norm[i] > 0 ? 1.0 / w->x_norm[i] : 0.0;
+        w->y_sq[i] = w->x_norm[i] > 0 ? 1.0 : 0.0;
+        /* prefix maximum (NaN skipped: never > anything), so that a row of n entries finds
+         * max_j |x_j|^2 in x_sq_pmax[n - 1] instead of a serial O(n) max chain */
+        double pm = i ? w->x_sq_pmax[i - 1] : 0;
+        w->x_sq_pmax[i] = w->x_sq[i] > pm ? w->x_sq[i] : pm;
+    }
+}
+
+/* delta (section 6): running minimum over t of |y_i - y_t|, i < t */
+static void delta_runs(met_ws *w, size_t Lmax) {
+    const size_t L = w->L, dim = w->dim;
+    double run = INFINITY;
+    for (size_t t = 0; t < Lmax; t++) {
+        const double *Gt = w->G + t * L;
+        /* a branch-free pass first (min is exact in any order: the lanes change nothing);
+         * only a row with a cancelled square (near-duplicates) takes the explicit loop */
+        double ml[LANES], gl[LANES];
+        for (int q = 0; q < LANES; q++) ml[q] = INFINITY, gl[q] = INFINITY;
+        const double yt = w->y_sq[t], xt = w->x_inv[t];
+        size_t i = 0;
+#define MET_DELTA_TERM(lane, i)                                                     \
+    do {                                                                            \
+        double d2 = w->y_sq[i] + yt - 2 * w->x_inv[i] * xt * Gt[i];                   \
+        double gd = d2 - MET_CANCEL * (w->y_sq[i] + yt);                             \
+        gl[lane] = gd < gl[lane] ? gd : gl[lane];                                   \
+        d2 = d2 > 0 ? d2 : 0;                                                       \
+        ml[lane] = d2 < ml[lane] ? d2 : ml[lane];                                   \
+    } while (0)
+        for (; i + LANES <= t; i += LANES)
+            for (int q = 0; q < LANES; q++) MET_DELTA_TERM(q, i + q);
+        for (; i < t; i++) MET_DELTA_TERM(0, i);
+#undef MET_DELTA_TERM
+        double guard = INFINITY, mt = INFINITY;
+        for (int q = 0; q < LANES; q++) {
+            guard = gl[q] < guard ? gl[q] : guard;
+            mt = ml[q] < mt ? ml[q] : mt;
+        }
+        if (guard < 0 || guard != guard) { /* some square cancelled (or NaN): explicitly */
+            mt = INFINITY;
+            for (i = 0; i < t; i++) {
+                double d2 = w->y_sq[i] + yt - 2 * w->x_inv[i] * xt * Gt[i];
+                if (d2 < MET_CANCEL * (w->y_sq[i] + yt)) { /* near-duplicates: directly */
+                    for (size_t k = 0; k < dim; k++)
+                        w->s_vec[k] = y_of(w->X + t * dim, k, w->x_norm[t]);
+                    d2 = sq_diff_y(w->X + i * dim, w->x_norm[i], 1.0, w->s_vec, dim);
+                }
+                d2 = d2 > 0 ? d2 : 0;
+                if (d2 < mt) mt = d2;
+            }
+        }
+        if (mt < run) run = mt;
+        w->delta_run[t] = sqrt(run);
+    }
+
+}
+
+/* The rows of every cut (section 9): visible rows once for all cuts, full_row rows per cut. */
+static void head_rows(met_ws *w, double *out, const size_t *cuts, size_t ncuts) {
+    const met_axes *ax = w->ax;
+    const size_t Lmax = cuts[ncuts - 1];
+    size_t nout = w->nout;
+    if (!ax->full_row) {
+        reset_acc(w);
+        size_t c = 0;
+        size_t B = w->finite ? w->rows_per_block : 1; /* a block adds 0 * x terms: finite x */
+        for (size_t t = 0; t < Lmax;) {
+            /* a block ends at the next cut: the cut's means take exactly its rows */
+            size_t end = t + B < Lmax ? t + B : Lmax;
+            if (c < ncuts && cuts[c] < end) end = cuts[c];
+            if (end - t > 1)
+                met_process_rows(w, t, end - t);
+            else
+                met_process_row(w, t, t + 1, w->delta_run[t]);
+            t = end;
+            while (c < ncuts && cuts[c] == t) finish_cut(out + nout * c++, w);
+        }
+    } else {
+        for (size_t c = 0; c < ncuts; c++) {
+            if (c && cuts[c] == cuts[c - 1]) {
+                memcpy(out + nout * c, out + nout * (c - 1), nout * sizeof *out);
+                continue;
+            }
+            reset_acc(w);
+            size_t Lc = cuts[c];
+            for (size_t t = 0; t < Lc; t++) met_process_row(w, t, Lc, w->delta_run[Lc - 1]);
+            finish_cut(out + nout * c, w);
+        }
+    }
+}
+
+int met_head(double *out, void *workspace, size_t workspace_bytes, const float *scores,
+             size_t ld_scores, const float *vectors, size_t L, size_t dim, const size_t *cuts,
+             size_t ncuts, const met_axes *ax, as_err *err) {
+    if (check_job(ld_scores, L, dim, cuts, ncuts, ax, err)) return -1;
     size_t need = met_workspace_bytes(L, dim, ax);
     if (workspace_bytes < need)
         return as_fail(err, "metrics: workspace of %zu bytes, need %zu for L=%zu dim=%zu",
@@ -357,129 +546,8 @@ int met_head(double *out, void *workspace, size_t workspace_bytes, const float *
     }
     size_t Lmax = cuts[ncuts - 1];
 
-    /* Gram matrix in double over the rows any cut uses (dsyrk's lower triangle, mirrored
-     * below); columns Lmax .. L of those rows are zeroed because c_update reads whole
-     * 16-column blocks past the row's n. Rows past Lmax are never read (every index in
-     * order[] is below the row's n <= Lmax) and are left as they are: zeroing all of G
-     * (8 MB at L = 1024) was a tenth of the fixed cost per head. */
-    for (size_t i = 0; i < Lmax && Lmax < L; i++)
-        memset(w.G + i * L + Lmax, 0, (L - Lmax) * sizeof *w.G);
-    w.finite = 1;
-    for (size_t i = 0; i < Lmax * dim; i++) {
-        w.X[i] = (double)vectors[i];
-        if (!isfinite(w.X[i])) w.finite = 0;
-    }
-    /* zero past Lmax too: the kernels read whole 16-column blocks */
-    memset(w.x_sq, 0, L * sizeof *w.x_sq);
-    /* XTf [dim][L]: the vectors transposed, zero past Lmax (c_update reads whole 16-column blocks) */
-    w.Xf = vectors;
-    memset(w.XTf, 0, dim * L * sizeof *w.XTf);
-    /* in blocks of 16 vectors: each k then writes one whole 64-byte line of XTf (the
-     * stride of L floats, 4 KB at L = 1024, maps every k to the same cache set, so a
-     * vector-at-a-time walk evicted each line after one store) */
-    for (size_t i0 = 0; i0 < Lmax; i0 += 16) {
-        size_t i1 = i0 + 16 < Lmax ? i0 + 16 : Lmax;
-        for (size_t k = 0; k < dim; k++)
-            for (size_t i = i0; i < i1; i++) w.XTf[k * L + i] = vectors[i * dim + k];
-    }
-    for (size_t i = 0; i < (L > dim ? L : dim); i++) w.iota[i] = (uint32_t)i;
-    if (ax->n_eps) met_direction_counters(w.dir_ctr, Lmax + 2);
-    cblas_dsyrk(CblasRowMajor, CblasLower, CblasNoTrans, (int)Lmax, (int)dim, 1.0, w.X, (int)dim,
-                0.0, w.G, (int)L);
-    /* the upper triangle from the lower in 8 x 8 tiles (a column walk over the whole
-     * matrix missed the cache at every element; 32 x 32 tiles read 32 rows whose stride,
-     * 8 KB at L = 1024, puts them all in one cache set: more lines than its ways) */
-    for (size_t i0 = 0; i0 < Lmax; i0 += 8)
-        for (size_t j0 = i0; j0 < Lmax; j0 += 8)
-            for (size_t i = i0; i < i0 + 8 && i < Lmax; i++)
-                for (size_t j = j0 > i + 1 ? j0 : i + 1; j < j0 + 8 && j < Lmax; j++)
-                    w.G[i * L + j] = w.G[j * L + i];
-    for (size_t i = 0; i < Lmax; i++) {
-        /* |x_i|^2 summed from X itself, not G_ii: dsyrk may round the diagonal of two
-         * identical rows differently, and y_i = x_i / |x_i| of exact duplicates must be equal
-         * (delta = 0, r = 0 for twins) */
-        double sq = 0;
-        for (size_t k = 0; k < dim; k++) sq += w.X[i * dim + k] * w.X[i * dim + k];
-        w.x_sq[i] = sq;
-        w.x_norm[i] = sqrt(w.x_sq[i]);
-        w.x_inv[i] = w.x_norm[i] > 0 ? 1.0 / w.x_norm[i] : 0.0;
-        w.y_sq[i] = w.x_norm[i] > 0 ? 1.0 : 0.0;
-        /* prefix maximum (NaN skipped: never > anything), so that a row of n entries finds
-         * max_j |x_j|^2 in x_sq_pmax[n - 1] instead of a serial O(n) max chain */
-        double pm = i ? w.x_sq_pmax[i - 1] : 0;
-        w.x_sq_pmax[i] = w.x_sq[i] > pm ? w.x_sq[i] : pm;
-    }
-    /* delta (section 6): running minimum over t of |y_i - y_t|, i < t */
-    double run = INFINITY;
-    for (size_t t = 0; t < Lmax; t++) {
-        const double *Gt = w.G + t * L;
-        /* a branch-free pass first (min is exact in any order: the lanes change nothing);
-         * only a row with a cancelled square (near-duplicates) takes the explicit loop */
-        double ml[LANES], gl[LANES];
-        for (int q = 0; q < LANES; q++) ml[q] = INFINITY, gl[q] = INFINITY;
-        const double yt = w.y_sq[t], xt = w.x_inv[t];
-        size_t i = 0;
-#define MET_DELTA_TERM(lane, i)                                                     \
-    do {                                                                            \
-        double d2 = w.y_sq[i] + yt - 2 * w.x_inv[i] * xt * Gt[i];                   \
-        double gd = d2 - MET_CANCEL * (w.y_sq[i] + yt);                             \
-        gl[lane] = gd < gl[lane] ? gd : gl[lane];                                   \
-        d2 = d2 > 0 ? d2 : 0;                                                       \
-        ml[lane] = d2 < ml[lane] ? d2 : ml[lane];                                   \
-    } while (0)
-        for (; i + LANES <= t; i += LANES)
-            for (int q = 0; q < LANES; q++) MET_DELTA_TERM(q, i + q);
-        for (; i < t; i++) MET_DELTA_TERM(0, i);
-#undef MET_DELTA_TERM
-        double guard = INFINITY, mt = INFINITY;
-        for (int q = 0; q < LANES; q++) {
-            guard = gl[q] < guard ? gl[q] : guard;
-            mt = ml[q] < mt ? ml[q] : mt;
-        }
-        if (guard < 0 || guard != guard) { /* some square cancelled (or NaN): explicitly */
-            mt = INFINITY;
-            for (i = 0; i < t; i++) {
-                double d2 = w.y_sq[i] + yt - 2 * w.x_inv[i] * xt * Gt[i];
-                if (d2 < MET_CANCEL * (w.y_sq[i] + yt)) { /* near-duplicates: directly */
-                    for (size_t k = 0; k < dim; k++)
-                        w.s_vec[k] = y_of(w.X + t * dim, k, w.x_norm[t]);
-                    d2 = sq_diff_y(w.X + i * dim, w.x_norm[i], 1.0, w.s_vec, dim);
-                }
-                d2 = d2 > 0 ? d2 : 0;
-                if (d2 < mt) mt = d2;
-            }
-        }
-        if (mt < run) run = mt;
-        w.delta_run[t] = sqrt(run);
-    }
-
-    size_t nout = w.nout;
-    if (!ax->full_row) {
-        reset_acc(&w);
-        size_t c = 0;
-        size_t B = w.finite ? w.rows_per_block : 1; /* a block adds 0 * x terms: finite x */
-        for (size_t t = 0; t < Lmax;) {
-            /* a block ends at the next cut: the cut's means take exactly its rows */
-            size_t end = t + B < Lmax ? t + B : Lmax;
-            if (c < ncuts && cuts[c] < end) end = cuts[c];
-            if (end - t > 1)
-                met_process_rows(&w, t, end - t);
-            else
-                met_process_row(&w, t, t + 1, w.delta_run[t]);
-            t = end;
-            while (c < ncuts && cuts[c] == t) finish_cut(out + nout * c++, &w);
-        }
-    } else {
-        for (size_t c = 0; c < ncuts; c++) {
-            if (c && cuts[c] == cuts[c - 1]) {
-                memcpy(out + nout * c, out + nout * (c - 1), nout * sizeof *out);
-                continue;
-            }
-            reset_acc(&w);
-            size_t Lc = cuts[c];
-            for (size_t t = 0; t < Lc; t++) met_process_row(&w, t, Lc, w.delta_run[Lc - 1]);
-            finish_cut(out + nout * c, &w);
-        }
-    }
+    head_vectors(&w, vectors, Lmax);
+    delta_runs(&w, Lmax);
+    head_rows(&w, out, cuts, ncuts);
     return 0;
 }

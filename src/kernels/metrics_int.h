@@ -256,6 +256,10 @@ typedef struct {
     uint32_t *sa_order, *sa_idx, *sa_tmp; /* [L] */
     double *sa_acc;     /* [met_out_count of one T and one normalizer] */
     double *d1_N_alt, *m_N_alt; /* [nU] */
+    /* section 4.6, dist_random (ax->random_subsets > 0): e = a G and |S|^2 of the walked T,
+     * the kernel's scratch and its output of one N */
+    double *rnd_e, *rnd_S_sq, *rnd_d, *rnd_out;
+    uint32_t *rnd_i;
 } met_ws;
 
 #define NVAL 7 /* per-N values: dist_true dist_bound dist_expect sep_ratio sep_lower sep_upper
@@ -286,5 +290,7 @@ static inline size_t met_rows_per_block(const met_axes *ax) {
  * the visible rows t0 .. t0 + nrows - 1 (nrows <= rows_per_block, finite vectors) as a block */
 void met_process_row(met_ws *w, size_t t, size_t n, double delta);
 void met_process_rows(met_ws *w, size_t t0, size_t nrows);
+/* metrics_head.c: dist_random of row t (n keys) at normalizer iZ, every walked T and grid N */
+void met_random_row(met_ws *w, size_t t, size_t n, size_t iZ);
 
 #endif

@@ -252,7 +252,7 @@ int sweep_run(MPI_Comm comm, const run_opts *opts, run_summary *sum, as_err *err
     /* Step 6. Rank 0's outcome, its close included, is every rank's: the workers wait for
      * it in the broadcast whatever happened (a close that fails -- a disk full in the
      * journal's compaction -- must not leave them there for ever). */
-    if (rank == 0) rc = run_close(r, srun, stats.failed, sum, e);
+    if (rank == 0) rc = run_close(r, srun, stats.failed, stats.signo, sum, e);
     MPI_Bcast(&rc, 1, MPI_INT, 0, comm);
     if (rc >= 0) r->timing[TM_RUN] = as_wall_s() - t0, print_timings(&l, &stats);
 out:

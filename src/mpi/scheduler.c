@@ -7,6 +7,8 @@
  *     RESULT_OK    payload = the block; the master answers with the next CELL
  *     RESULT_FAIL  payload = the error message (text)
  *     SIGNAL       this worker caught a signal; the master starts stopping
+ *     ABANDON      this worker caught a signal that abandons the running cells
+ *                  (SIGTERM, a second SIGINT): the master cuts the grace short
  *     IDLE         after HALT: nothing runs here any more; cells still queued
  *                  here were never started
  *   master -> worker, tag DOWN, two int64 {kind, value}
@@ -44,7 +46,7 @@
 #include "writer.h"
 
 enum { TAG_UP = 1, TAG_DOWN = 2 };
-enum { UP_READY = 1, UP_RESULT_OK, UP_RESULT_FAIL, UP_SIGNAL, UP_IDLE };
+enum { UP_READY = 1, UP_RESULT_OK, UP_RESULT_FAIL, UP_SIGNAL, UP_IDLE, UP_ABANDON };
 enum { DOWN_CELL = 1, DOWN_HALT, DOWN_STOP };
 enum { PREFETCH_MAX = 8 };
 #define SLEEP_MIN_NS 20000L
@@ -135,9 +137,22 @@ static int resolve_opts(const sched_opts *o, int rank, int size, resolved_opts *
     return 0;
 }
 
+/* The grace a stop begun by signo gives the running cells (signals.h: graceful or not). */
 static double grace_for(const resolved_opts *o, int signo) {
-    return signo == SIGUSR1 ? o->grace_usr1_s : o->grace_term_s;
+    return as_signals_graceful(signo) ? o->grace_usr1_s : o->grace_term_s;
 }
+
+/* Seconds a stop begun at t0 by signo still waits at `now`: its own grace, cut short to the
+ * short grace after an abandoning signal (abandon_t0 >= 0). Negative: over. */
+static double stop_left(const resolved_opts *o, int signo, double t0, double abandon_t0, double now) {
+    double left = t0 + grace_for(o, signo) - now;
+    if (abandon_t0 >= 0 && abandon_t0 + o->grace_term_s - now < left) left = abandon_t0 + o->grace_term_s - now;
+    return left;
+}
+
+/* The hint a Ctrl-C stop adds to its lines (none once abandoning, or for other signals). */
+#define AGAIN_HINT "press Ctrl-C again to abandon the running cells"
+static int wants_hint(int signo, int abandoning) { return signo == SIGINT && !abandoning; }
 
 /* ---- progress ---- */
 
@@ -184,9 +199,10 @@ void sched_progress_print(FILE *out, const sched_progress *p) {
         /* Stopping: no ETA, but what the stop still waits for and for how long at most. */
         char left[32];
         format_grace(left, sizeof left, p->grace_left_s > 0 ? p->grace_left_s : 0);
-        fprintf(out, "sweep: %s (%zu failed, %zu running), elapsed %s, stopping: waiting up to "
+        fprintf(out, "sweep: %s (%zu failed, %zu running), elapsed %s, stopping: %swaiting up to "
                 "%s more for the %zu running %s\n",
-                count, p->failed, p->in_flight, elapsed, left, p->in_flight, u);
+                count, p->failed, p->in_flight, elapsed, wants_hint(p->signo, p->abandoning) ? AGAIN_HINT "; " : "", left,
+                p->in_flight, u);
     }
     fflush(out);
 }
@@ -200,16 +216,20 @@ static master_state *active_alone;  /* set while rank 0 computes alone */
 static const resolved_opts *active_opts;
 static int worker_poll_master(worker_state *w);
 static void alone_stop_begins(master_state *m, int signo);
+static void note_abandon(master_state *m, double t);
 
 int sched_should_stop(void) {
     int stop = 0;
     if (active_worker) stop = worker_poll_master(active_worker);
     int signo = as_signals_caught();
     if (signo && active_alone) alone_stop_begins(active_alone, signo); /* says so, once */
-    if (!stop && signo) {
-        double grace = active_opts ? grace_for(active_opts, signo) : 0.0;
-        stop = as_monotonic_s() - as_signals_caught_at() >= grace;
-    }
+    if (signo && active_alone && as_signals_abandon_at() >= 0) note_abandon(active_alone, as_signals_abandon_at());
+    /* A worker's grace is the master's to end (its STOP arrives through the poll
+     * above): a worker timing its own copy from its own catch of the signal ran
+     * out a few ms before the master and gave its cell up unannounced. */
+    if (!stop && signo && !active_worker)
+        stop = !active_opts || stop_left(active_opts, signo, as_signals_caught_at(), as_signals_abandon_at(),
+                                         as_monotonic_s()) <= 0;
     return stop;
 }
 
@@ -288,7 +308,7 @@ static int worker_loop(MPI_Comm comm, const sched_opts *o, const resolved_opts *
     active_opts = r;
     send_small(comm, UP_READY, -1, 0);
 
-    int told_signal = 0, sent_idle = 0, next_buf = 0;
+    int told_signal = 0, told_abandon = 0, sent_idle = 0, next_buf = 0;
     backoff b;
     backoff_reset(&b);
     while (!worker_poll_master(&w)) {
@@ -296,6 +316,10 @@ static int worker_loop(MPI_Comm comm, const sched_opts *o, const resolved_opts *
         if (signo && !told_signal) {
             send_small(comm, UP_SIGNAL, -1, signo);
             told_signal = 1;
+        }
+        if (signo && !told_abandon && as_signals_abandon_at() >= 0) {
+            send_small(comm, UP_ABANDON, -1, signo);
+            told_abandon = 1;
         }
         if (w.halted || signo) {
             if (!sent_idle) {
@@ -411,6 +435,7 @@ struct master_state {
     double recent_compute_s; /* moving average of cell compute times; -1 before the first */
     int stopping, signo;
     double stop_t0, t_start, next_progress;
+    double abandon_t0; /* when a signal cut the grace short (SIGTERM, a second SIGINT); -1 */
     size_t in_flight;
     sched_stats st;
 };
@@ -438,7 +463,8 @@ static void master_report(master_state *m, int final) {
                         .in_flight = m->in_flight, .workers = m->nworkers > 0 ? m->nworkers : 1,
                         .elapsed_s = now - m->t_start, .final = final,
                         .signo = m->signo, .unit = m->r->unit,
-                        .grace_left_s = m->signo ? grace_for(m->r, m->signo) - (now - m->stop_t0) : 0,
+                        .grace_left_s = m->signo ? stop_left(m->r, m->signo, m->stop_t0, m->abandon_t0, now) : 0,
+                        .abandoning = m->abandon_t0 >= 0,
                         .done_before = m->r->done_before};
     sched_progress_print(m->r->progress, &p);
 }
@@ -454,10 +480,23 @@ static void announce_stop(master_state *m, size_t running, size_t queued) {
     else
         fprintf(m->r->progress,
                 "sweep: %s: stopping: no new %s; waiting up to %s (stop grace) for the %zu running %s "
-                "to finish, then abandoning the rest (they stay pending)\n",
-                strsignal(m->signo), u, grace, running, u);
+                "to finish, then abandoning the rest (they stay pending)%s\n",
+                strsignal(m->signo), u, grace, running, u,
+                wants_hint(m->signo, m->abandon_t0 >= 0) ? "; " AGAIN_HINT : "");
     if (queued)
         fprintf(m->r->progress, "sweep: %zu queued %s not started (they stay pending)\n", queued, u);
+    fflush(m->r->progress);
+}
+
+/* A signal that abandons the running cells, noticed once (the grace it cuts short says so;
+ * a stop begun by SIGTERM has the short grace already). */
+static void note_abandon(master_state *m, double t) {
+    if (!m->stopping || m->abandon_t0 >= 0 || !as_signals_graceful(m->signo)) return;
+    m->abandon_t0 = t;
+    char grace[32];
+    format_grace(grace, sizeof grace, m->r->grace_term_s);
+    fprintf(m->r->progress, "sweep: stop signal again: abandoning the %zu running %s within %s (they stay "
+            "pending)\n", m->in_flight, m->r->unit, grace);
     fflush(m->r->progress);
 }
 
@@ -558,6 +597,9 @@ static int handle_up(master_state *m, const MPI_Status *status, as_err *err) {
         return 0;
     case UP_SIGNAL:
         return m->stopping ? 0 : begin_stop(m, h.signo ? h.signo : SIGTERM, err);
+    case UP_ABANDON:
+        note_abandon(m, as_monotonic_s());
+        return 0;
     case UP_IDLE:
         stop_worker(m, rank, m->stopping ? SCHED_INTERRUPTED : SCHED_COMPLETE);
         return 0;
@@ -639,7 +681,7 @@ static int master_alone(master_state *m, as_err *err) {
         m->in_flight = 0;
         if (rc != 0 && sched_should_stop()) { /* gave up because of the signal: stays pending */
             char grace[32];
-            format_grace(grace, sizeof grace, grace_for(m->r, m->signo));
+            format_grace(grace, sizeof grace, m->abandon_t0 >= 0 ? m->r->grace_term_s : grace_for(m->r, m->signo));
             fprintf(m->r->progress, "sweep: stop grace of %s over: abandoning 1 running %s (pending "
                     "again)\n", grace, m->r->unit);
             fflush(m->r->progress);
@@ -701,9 +743,11 @@ static int master_loop(master_state *m, as_err *err) {
             failed = 1;
             break;
         }
-        if (m->stopping && !all_stopped(m) && as_monotonic_s() - m->stop_t0 > grace_for(m->r, m->signo)) {
+        if (m->stopping && as_signals_abandon_at() >= 0) note_abandon(m, as_signals_abandon_at());
+        if (m->stopping && !all_stopped(m) &&
+            stop_left(m->r, m->signo, m->stop_t0, m->abandon_t0, as_monotonic_s()) < 0) {
             char grace[32];
-            format_grace(grace, sizeof grace, grace_for(m->r, m->signo));
+            format_grace(grace, sizeof grace, m->abandon_t0 >= 0 ? m->r->grace_term_s : grace_for(m->r, m->signo));
             fprintf(m->r->progress, "sweep: stop grace of %s over: abandoning %zu running %s (pending "
                     "again)\n", grace, m->in_flight, m->r->unit);
             fflush(m->r->progress);
@@ -764,6 +808,7 @@ static int master_init(master_state *m, MPI_Comm comm, int size, const int64_t *
     m->st.threaded_commit = threaded;
     m->recv_req = MPI_REQUEST_NULL;
     m->recent_compute_s = -1.0;
+    m->abandon_t0 = -1.0;
     m->t_start = as_monotonic_s();
     m->next_progress = m->t_start + (r->progress_every_s > 0 ? r->progress_every_s : 0);
     return 0;

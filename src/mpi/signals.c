@@ -17,14 +17,21 @@ static int installed;
  * async-signal-safe, a lock-free atomic store too): a stop grace counts from the signal's
  * arrival, not from whenever a busy rank first looks at the flag. -1: none caught. */
 static _Atomic long long caught_ns = -1;
+/* The same for the signal that abandons the running cells: SIGTERM (first or later), or a
+ * SIGINT once a stop is under way (the second Ctrl-C). -1: none. */
+static _Atomic long long abandon_ns = -1;
 
 static void on_stop_signal(int signo) {
-    /* Keep the first one: it names why the run stopped. */
-    if (caught_signal) return;
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    long long none = -1;
-    atomic_compare_exchange_strong(&caught_ns, &none, (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec);
+    long long now = (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec, none = -1;
+    if (signo == SIGTERM || (signo == SIGINT && caught_signal)) {
+        atomic_compare_exchange_strong(&abandon_ns, &none, now);
+        none = -1;
+    }
+    /* Keep the first one: it names why the run stopped. */
+    if (caught_signal) return;
+    atomic_compare_exchange_strong(&caught_ns, &none, now);
     caught_signal = signo;
 }
 
@@ -61,7 +68,15 @@ double as_signals_caught_at(void) {
     return ns < 0 ? as_monotonic_s() : 1e-9 * (double)ns; /* the flag is set after the time */
 }
 
+double as_signals_abandon_at(void) {
+    long long ns = atomic_load(&abandon_ns);
+    return ns < 0 ? -1.0 : 1e-9 * (double)ns;
+}
+
+int as_signals_graceful(int signo) { return signo == SIGUSR1 || signo == SIGINT; }
+
 void as_signals_clear(void) {
     caught_signal = 0;
     atomic_store(&caught_ns, -1);
+    atomic_store(&abandon_ns, -1);
 }

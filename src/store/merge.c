@@ -55,6 +55,9 @@ typedef struct {
     int32_t mpi_size, cells_done;
     char *payload;          /* "hosts\0job" as journaled */
     size_t payload_len;
+    uint32_t n_model, n_window; /* the begin record's axes and the end record's ending, */
+    int32_t n_L, end_signo;     /* carried as they are (journal.h, JR_SEG_BEGIN / END) */
+    uint32_t ended;
 } merged_segment;
 
 /* The merged state of one (model, window, L) cell. */
@@ -237,8 +240,8 @@ static int check_same_inputs(const shard *sh, const shard *first, as_err *err) {
                            "merge only shards made from the same inputs", sh->path, x->model_path[i], u,
                            first->path, v);
     }
-    static const char *const names[] = {"vocab.json", "merges.txt"};
-    for (int k = 0; k < 2; k++)
+    static const char *const names[] = {"vocab.json", "merges.txt", "tokenizer.json", "tokenizer_config.json"};
+    for (int k = 0; k < 4; k++)
         if (recorded_sha(sh->desc.prov.tokenizer_files, names[k], a) &&
             recorded_sha(first->desc.prov.tokenizer_files, names[k], b) && strcmp(a, b))
             return as_fail(err, "%s: computed with another %s/%s (sha256 %s) than %s (sha256 %s); merge "
@@ -313,6 +316,7 @@ static int add_segment(merge_state *m, size_t s, const journal_record *r, journa
     merged_segment *g = &m->segs[m->n_segs];
     memset(g, 0, sizeof *g);
     g->shard = s, g->start = r->t_start, g->end = NAN, g->mpi_size = r->rank;
+    g->n_model = r->status, g->n_window = r->attempt, g->n_L = r->L;
     g->payload = malloc(r->payload_len + 1);
     if (!g->payload) return as_fail(err, "%s: out of memory", m->shards[s].journal_path);
     g->payload_len = (size_t)r->payload_len;
@@ -367,7 +371,8 @@ static int read_shard(merge_state *m, size_t s, int32_t *attempts, uint8_t *in_f
             size_t k = seg0 + (size_t)r.window;
             if (r.window < 0 || k >= m->n_segs)
                 rc = as_fail(err, "%s: segment %d ends before it begins", sh->journal_path, r.window);
-            else m->segs[k].end = r.t_end, m->segs[k].cells_done = (int32_t)r.attempt;
+            else m->segs[k].end = r.t_end, m->segs[k].cells_done = (int32_t)r.attempt,
+                 m->segs[k].ended = r.status, m->segs[k].end_signo = r.L;
         } else if (r.type == JR_DISPATCH || r.type == JR_COMMIT) {
             int li = -1;
             for (size_t l = 0; l < m->n_L && li < 0; l++)
@@ -482,11 +487,12 @@ static int write_journal(merge_state *m, const char *tmp, as_err *err) {
     for (size_t k = 0; k < m->n_segs && !rc; k++) {
         const merged_segment *g = &m->segs[k];
         journal_record r = {.type = JR_SEG_BEGIN, .window = (int32_t)k, .rank = g->mpi_size,
-                            .t_start = g->start, .payload_len = g->payload_len};
+                            .t_start = g->start, .payload_len = g->payload_len,
+                            .status = g->n_model, .attempt = g->n_window, .L = g->n_L};
         rc = journal_append(out, &r, g->payload, err);
         if (!rc && !isnan(g->end)) {
             journal_record e = {.type = JR_SEG_END, .window = (int32_t)k, .t_end = g->end,
-                                .attempt = (uint32_t)g->cells_done};
+                                .attempt = (uint32_t)g->cells_done, .status = g->ended, .L = g->end_signo};
             rc = journal_append(out, &e, NULL, err);
         }
     }

@@ -87,9 +87,12 @@ static int replay_segment(store *s, const journal_record *r, size_t damaged, as_
         free(text);
         sg->start = r->t_start;
         sg->mpi_size = r->rank;
+        sg->n_model = (int32_t)r->status, sg->n_window = (int32_t)r->attempt, sg->n_L = r->L;
     } else {
         sg->end = r->t_end;
         sg->cells_done = (int32_t)r->attempt;
+        sg->ended = r->status <= ST_END_ERROR ? (int32_t)r->status : ST_END_UNKNOWN;
+        sg->end_signo = r->L;
     }
     return 0;
 }

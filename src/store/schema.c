@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,9 +42,12 @@ const st_metric_def st_metric_defs[N_METRICS] = {
     [CR_GRAD_EXACT] = {"mean over rows of the spectral norm of the softmax Jacobian with respect to the raw logits", "1"},
     [CR_GRAD_BOUND] = {"Corollary 3 gradient curve min(1/(4T), sqrt(2)); not an upper bound on grad_exact", "1"},
     [CR_GRAD_FD] = {"mean over rows of the weight change per unit logit perturbation along a random direction", "1"},
-    [CR_KS_STAT] = {"Kolmogorov-Smirnov statistic D between per-head mean dist_true and mean dist_expect", "1"},
-    [CR_KS_PVALUE] = {"exact two-sided Kolmogorov-Smirnov p-value of dist_true against dist_expect across heads", "1"},
+    [CR_KS_STAT] = {"Kolmogorov-Smirnov statistic D between per-head mean dist_true and mean dist_expect (dist_random where the root attribute ks_against is \"random\")", "1"},
+    [CR_KS_PVALUE] = {"exact two-sided Kolmogorov-Smirnov p-value of dist_true against dist_expect (dist_random where the root attribute ks_against is \"random\") across heads", "1"},
     [CR_CRIT_N] = {"critical top-N: smallest N whose Kolmogorov-Smirnov p-value exceeds ks_alpha (missing where none up to the largest N does: see crit_N_censored)", "1"},
+    [CR_DIST_RANDOM] = {"mean over rows of the expected top-N distance E||Z|| for a uniformly random choice of N keys (exact or Monte Carlo; metrics.dist_random)", "1"},
+    [CR_DIST_RANDOM_SE] = {"Monte-Carlo standard error of dist_random's mean over rows (0 where every row is exact)", "1"},
+    [CR_DIST_RANDOM_UPPER] = {"mean over rows of sqrt(E||Z||^2) for a uniformly random choice of N keys: the second-moment upper bound of dist_random", "1"},
     [CR_CRIT_N_CENSORED] = {"1 where no N of the grid passed the Kolmogorov-Smirnov test (crit_N is then missing: the critical N is at least the largest N tested), 0 where crit_N was found", "1"},
 };
 
@@ -56,6 +60,8 @@ static const struct {
     {CR_DIST_TRUE, "mean over rows of the distance between the summed unselected weighted vectors and the top-N context vector (aggregate reading)"},
     {CR_DIST_BOUND, "mean over rows of the aggregate reading's upper bound U d1 + |U - A| m on that distance (derived in docs/metrics.md section 4.5, not the paper's Theorem 1)"},
     {CR_DIST_EXPECT, "mean over rows of |n - 2N| / n times the norm of the full context vector: the aggregate distance's expectation term for a uniformly random choice of N keys"},
+    {CR_DIST_RANDOM, "mean over rows of the expected aggregate distance E||S - 2 s|| for a uniformly random choice of N keys (exact or Monte Carlo; metrics.dist_random)"},
+    {CR_DIST_RANDOM_UPPER, "mean over rows of sqrt(E||S - 2 s||^2) for a uniformly random choice of N keys: the second-moment upper bound of the aggregate dist_random"},
 };
 
 static int is_aggregate(const store *s) {
@@ -315,6 +321,9 @@ int st_write_root_attrs(store *s, hid_t file) {
                    p->distance_name && p->distance_name[0] ? p->distance_name : "per_token");
     if (p->model_kind && p->model_kind[0]) rc |= st_attr_str(file, "model_kind", p->model_kind);
     rc |= attr_f64(file, "ks_alpha", p->ks_alpha);
+    /* docs/metrics.md section 4.6: which expectation ks_* and crit_N compare with */
+    rc |= st_attr_str(file, "ks_against", p->ks_random ? "random" : "expect");
+    rc |= st_attr_write(file, "random_subsets", H5T_STD_I64LE, H5T_NATIVE_LONG, 1, &p->random_subsets);
     rc |= st_attr_write(file, "seed", H5T_STD_U64LE, H5T_NATIVE_UINT64, 1, &p->seed);
     rc |= st_attr_str(file, "dist_bound_note",
                    is_aggregate(s)
@@ -371,6 +380,62 @@ static int write_history(const store *s, hid_t file) {
     return rc;
 }
 
+/* A stop signal's name ("SIGINT"); the ones a sweep stops for, else its number. */
+static void signal_name(char *out, size_t n, int signo) {
+    static const struct { int no; const char *name; } names[] = {
+        {SIGINT, "SIGINT"}, {SIGTERM, "SIGTERM"}, {SIGUSR1, "SIGUSR1"}, {SIGHUP, "SIGHUP"}};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (names[i].no == signo) {
+            snprintf(out, n, "%s", names[i].name);
+            return;
+        }
+    snprintf(out, n, "signal %d", signo);
+}
+
+void st_segment_ended(const store *s, size_t k, char *out, size_t n) {
+    const segment *sg = &s->segs[k];
+    char sig[32];
+    if (isnan(sg->end)) {
+        /* no end record: the last segment may still be running; an earlier one was killed */
+        snprintf(out, n, k + 1 < s->n_segs ? "crashed (no end record)" : "no end record (running, or crashed)");
+        return;
+    }
+    switch (sg->ended) {
+    case ST_END_COMPLETED: snprintf(out, n, "completed"); break;
+    case ST_END_ERROR: snprintf(out, n, "error (the run's stderr says which)"); break;
+    case ST_END_STOPPED:
+        signal_name(sig, sizeof sig, sg->end_signo);
+        /* SLURM's warning before a job's time limit is SIGUSR1 (jobs/attnsweep.sbatch) */
+        if (sg->end_signo == SIGUSR1 && sg->job && sg->job[0]) snprintf(out, n, "time limit (SIGUSR1 in SLURM job %s)", sg->job);
+        else if (sg->end_signo) snprintf(out, n, "stopped by signal %s", sig);
+        else snprintf(out, n, "stopped by a signal");
+        break;
+    default: snprintf(out, n, "ended (how was not recorded: an older attnsweep)");
+    }
+}
+
+void st_segment_extended(const store *s, size_t k, char *out, size_t n) {
+    const segment *sg = &s->segs[k], *pv = k ? &s->segs[k - 1] : NULL;
+    if (!pv) {
+        snprintf(out, n, "first segment");
+        return;
+    }
+    if (!sg->n_model || !pv->n_model) {
+        snprintf(out, n, "not recorded (an older attnsweep)");
+        return;
+    }
+    /* axes only grow (models, windows, L values may be added, never removed) */
+    const char *what[3] = {"models", "windows", "L values"};
+    int32_t was[3] = {pv->n_model, pv->n_window, pv->n_L}, now[3] = {sg->n_model, sg->n_window, sg->n_L};
+    int at = snprintf(out, n, "no");
+    for (int i = 0, any = 0; i < 3 && at >= 0 && (size_t)at < n; i++) {
+        if (now[i] == was[i]) continue;
+        at = any ? at : 0;
+        at += snprintf(out + at, n - (size_t)at, "%s%s %d -> %d", any ? ", " : "yes: ", what[i], was[i], now[i]);
+        any = 1;
+    }
+}
+
 /* (Re)writes /provenance from the in-memory segment list, and the history it tells. */
 int st_write_segments(store *s, hid_t file) {
     hid_t g;
@@ -393,6 +458,10 @@ int st_write_segments(store *s, hid_t file) {
                  "nothing", NULL, 2},
         {"inputs", "sha256 of every input file the segment read, one 'KEY sha256=HEX' line each "
                    "(empty: not recorded)", NULL, 2},
+        {"ended", "how the segment ended: completed, stopped by signal NAME, time limit, error, "
+                  "crashed (no end record)", NULL, 2},
+        {"extended", "whether the segment extended the sweep against the previous one (models, "
+                     "windows, L values added)", NULL, 2},
     };
     const size_t ncols = sizeof cols / sizeof cols[0];
     size_t n = s->n_segs;
@@ -413,9 +482,10 @@ int st_write_segments(store *s, hid_t file) {
         hid_t ds;
         hsize_t dim = n, maxdim = H5S_UNLIMITED, chunk = 16;
         int is_note = !strcmp(cols[c].name, "note"), is_inputs = !strcmp(cols[c].name, "inputs");
+        int is_words = c >= 9; /* ended, extended: added to files of older writers too */
         int create = fresh;
         if ((is_note && !want_note) || (is_inputs && !want_inputs)) continue;
-        if ((is_note || is_inputs) && !fresh)
+        if ((is_note || is_inputs || is_words) && !fresh)
             H5E_BEGIN_TRY { create = H5Lexists(g, cols[c].name, H5P_DEFAULT) <= 0; } H5E_END_TRY;
         if (create) {
             hid_t sp = H5Screate_simple(1, &dim, &maxdim);
@@ -443,8 +513,10 @@ int st_write_segments(store *s, hid_t file) {
             if (ds < 0 || H5Dset_extent(ds, &dim) < 0) { rc = -1; if (ds >= 0) H5Dclose(ds); break; }
         }
         if (n) {
+            enum { WORDS = 160 };
             void *buf = malloc(n * 8);
-            if (!buf) { rc = -1; H5Dclose(ds); break; }
+            char *words = is_words ? malloc(n * WORDS) : NULL;
+            if (!buf || (is_words && !words)) { rc = -1; free(buf); H5Dclose(ds); break; }
             for (size_t i = 0; i < n; i++) {
                 const segment *sg = &s->segs[i];
                 switch (c) {
@@ -457,10 +529,14 @@ int st_write_segments(store *s, hid_t file) {
                 case 6: ((int32_t *)buf)[i] = sg->cells_done; break;
                 case 7: ((const char **)buf)[i] = sg->note ? sg->note : ""; break;
                 case 8: ((const char **)buf)[i] = sg->inputs ? sg->inputs : ""; break;
+                case 9: st_segment_ended(s, i, words + i * WORDS, WORDS); break;
+                case 10: st_segment_extended(s, i, words + i * WORDS, WORDS); break;
                 }
+                if (is_words) ((const char **)buf)[i] = words + i * WORDS;
             }
             if (H5Dwrite(ds, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) rc = -1;
             free(buf);
+            free(words);
         }
         if (c == 0) seg_scale = ds;
         else H5Dclose(ds);

@@ -308,6 +308,8 @@ static int add_segment(store *s, as_err *err) {
     sg->note = st_dupstr(s->damage_note);
     sg->inputs = st_dupstr(s->prov.inputs);
     sg->mpi_size = s->prov.mpi_size, sg->cells_done = 0;
+    sg->n_model = (int32_t)s->ax.n_model, sg->n_window = (int32_t)s->ax.n_window, sg->n_L = (int32_t)s->ax.n_L;
+    sg->ended = ST_END_UNKNOWN, sg->end_signo = 0;
     s->seg_index = s->n_segs++;
     return 0;
 }
@@ -327,8 +329,10 @@ static int append_segment_begin(store *s, as_err *err) {
     memcpy(payload + a + 1, s->prov.slurm_job_id, b + 1);
     if (c || d) memcpy(payload + a + b + 2, note, c + 1);
     if (d) memcpy(payload + a + b + c + 3, inputs, d + 1);
+    const segment *sg = &s->segs[s->seg_index];
     journal_record r = {.type = JR_SEG_BEGIN, .window = (int32_t)s->seg_index,
-                        .rank = s->prov.mpi_size, .t_start = s->t_open, .payload_len = len};
+                        .rank = s->prov.mpi_size, .t_start = s->t_open, .payload_len = len,
+                        .status = (uint32_t)sg->n_model, .attempt = (uint32_t)sg->n_window, .L = sg->n_L};
     int rc = journal_append(s->jr, &r, payload, err);
     free(payload);
     return rc;
@@ -653,14 +657,23 @@ int store_mark_dispatched(store *s, size_t m, size_t w, size_t l, int rank, doub
     return 0;
 }
 
+void store_set_stop_signal(store *s, int signo) {
+    if (s) s->stop_signo = signo;
+}
+
 int store_close(store *s, const char *state, as_err *err) {
     if (!s) return 0;
     int rc = 0;
     segment *sg = &s->segs[s->seg_index];
     sg->end = st_now();
     sg->cells_done = s->committed_this_segment;
+    const char *how = state ? state : "finished";
+    sg->ended = !strcmp(how, "finished") ? ST_END_COMPLETED : !strcmp(how, "interrupted") ? ST_END_STOPPED
+                : ST_END_ERROR;
+    sg->end_signo = sg->ended == ST_END_STOPPED ? s->stop_signo : 0;
     journal_record r = {.type = JR_SEG_END, .window = (int32_t)s->seg_index, .t_end = sg->end,
-                        .attempt = (uint32_t)s->committed_this_segment};
+                        .attempt = (uint32_t)s->committed_this_segment, .status = (uint32_t)sg->ended,
+                        .L = sg->end_signo};
     if (journal_append(s->jr, &r, NULL, err) || journal_sync(s->jr, err)) rc = -1;
     int h5rc = -1;
     if (s->file >= 0) {

@@ -46,7 +46,19 @@ typedef struct {
     char *note; /* what this segment's open found wrong (journal damage), else "" */
     char *inputs; /* the inputs' identity this segment ran with (store_provenance), else "" */
     int32_t mpi_size, cells_done;
+    /* the sweep's axes in this segment: models, windows, L values (0: not recorded, an older
+     * writer), against which the next segment's extension is told */
+    int32_t n_model, n_window, n_L;
+    int32_t ended, end_signo; /* how it ended (ST_END_*; its end record, journal.h), signal */
 } segment;
+
+/* How a segment ended (JR_SEG_END status). 0: not recorded (an older writer) -- or no end
+ * record at all when `end` is NaN (running, or crashed). */
+enum { ST_END_UNKNOWN = 0, ST_END_COMPLETED = 1, ST_END_STOPPED = 2, ST_END_ERROR = 3 };
+
+/* /provenance's words for segment k: how it ended, whether it extended the sweep. */
+void st_segment_ended(const store *s, size_t k, char *out, size_t n);
+void st_segment_extended(const store *s, size_t k, char *out, size_t n);
 
 struct store {
     char path[4096], journal_path[4200], lock_path[4200], status_path[4200];
@@ -95,6 +107,7 @@ struct store {
     segment *segs;
     size_t n_segs, seg_index; /* this run's segment */
     int32_t committed_this_segment;
+    int stop_signo; /* store_set_stop_signal: the signal this segment stops for, or 0 */
     double t_open;
 
     char *stored_config_text, *stored_config_sha;

@@ -65,7 +65,9 @@ cell_spec cell_spec_of_model(const as_config *cfg, size_t m) {
                        .sigmoid_bias = cfg->sigmoid_bias,
                        .seed = cfg->seed, .ks_alpha = cfg->ks_alpha, .threads = cfg->blas_threads,
                        .skip = (cfg->grad_exact ? 0u : MET_SKIP_GRAD_EXACT) |
-                               (cfg->dist_expect ? 0u : MET_SKIP_DIST_EXPECT)};
+                               (cfg->dist_expect ? 0u : MET_SKIP_DIST_EXPECT),
+                       .random_subsets = cfg->dist_random ? (uint32_t)cfg->random_subsets : 0,
+                       .ks_random = cfg->ks_against == AS_KS_RANDOM};
 }
 
 /* Whether the grid's (layer index il, head index ih) exists in the worker's model: the
@@ -92,7 +94,7 @@ static int worker_plan(cell_worker *w, const gpt2_model *model, const cell_spec 
         .sigmoid_bias = spec->sigmoid_bias,
         .full_row = spec->rows == AS_ROWS_FULL_ROW, .seed = (uint64_t)spec->seed,
         .aggregate = spec->distance == AS_DISTANCE_AGGREGATE,
-        .per_n_T = a->per_N_at, .skip = spec->skip,
+        .per_n_T = a->per_N_at, .skip = spec->skip, .random_subsets = spec->random_subsets,
     };
 
     size_t max_L = a->n_L ? (size_t)a->L[a->n_L - 1] : 0; /* L is sorted ascending */
@@ -172,32 +174,6 @@ static void worker_release(cell_worker *w) {
     memset(w, 0, sizeof *w);
 }
 
-/* Copies one head's means (metrics.h order) into the cell blocks at
- * (layer index il, head index ih), for every cut. */
-static void scatter_head(cell_worker *w, const double *head_out, size_t il, size_t ih) {
-    const met_axes *ax = &w->axes;
-    const cr_layout *y = &w->layout;
-    size_t per_cut = met_out_count(ax);
-    for (size_t c = 0; c < w->ncuts; c++) {
-        const double *o = head_out + c * per_cut;
-        double *b = w->blocks[c];
-        for (int v = 0; v < MET_NPERN; v++)
-            for (size_t n = 0; n < ax->n_N; n++)
-                for (size_t t = 0; t < ax->n_T; t++)
-                    for (size_t z = 0; z < ax->n_norm; z++)
-                        b[cr_at_per_n(y, (cr_var)(CR_DIST_TRUE + v), n, t, z, il, ih)] =
-                            o[met_at_per_n(ax, v, n, t, z)];
-        for (int v = 0; v < MET_NPERT; v++)
-            for (size_t t = 0; t < ax->n_T; t++)
-                for (size_t z = 0; z < ax->n_norm; z++)
-                    b[cr_at_per_t(y, (cr_var)(CR_ENTROPY + v), t, z, il, ih)] =
-                        o[met_at_per_t(ax, v, t, z)];
-        for (size_t t = 0; t < ax->n_T; t++)
-            for (size_t e = 0; e < ax->n_eps; e++)
-                for (size_t z = 0; z < ax->n_norm; z++)
-                    b[cr_at_grad_fd(y, t, e, z, il, ih)] = o[met_at_grad_fd(ax, t, e, z)];
-    }
-}
 
 /* One lane's heads of the current layer. Writes only its own heads' places
  * in the blocks, so lanes run side by side. */
@@ -234,7 +210,7 @@ static int lane_heads(cell_lane *ln) {
             ln->cpu_s += as_thread_cpu_s() - c0;
             return as_wrap(&ln->err, "head %zu", h);
         }
-        scatter_head(w, ln->head_out, ln->il, ih);
+        met_scatter_head(w->blocks, &w->layout, &w->axes, ln->head_out, w->ncuts, ln->il, ih);
     }
     ln->cpu_s += as_thread_cpu_s() - c0;
     return 0;
@@ -279,12 +255,13 @@ static int on_layer(const gpt2_layer_view *view, void *user, as_err *err) {
 }
 
 /* docs/metrics.md section 5: per (N, T, normalizer) a KS test between the heads'
- * mean dist_true and mean dist_expect; crit_N is the smallest N whose p-value
- * exceeds ks_alpha, -1 when none does. */
+ * mean dist_true and mean dist_expect (metrics.ks_against = "random": dist_random);
+ * crit_N is the smallest N whose p-value exceeds ks_alpha, -1 when none does. */
 static void cross_head_tests(cell_worker *w, double *b) {
     const cr_layout *y = &w->layout;
-    /* metrics.dist_expect = false: one of the two samples is missing (all stay NaN) */
-    if (w->spec.skip & MET_SKIP_DIST_EXPECT) return;
+    const cr_var against = w->spec.ks_random ? CR_DIST_RANDOM : CR_DIST_EXPECT;
+    /* the expectation switched off: one of the two samples is missing (all stay NaN) */
+    if (w->spec.ks_random ? !w->spec.random_subsets : (w->spec.skip & MET_SKIP_DIST_EXPECT) != 0) return;
     /* the model's own heads only (a masked head is not a sample), in grid order */
     size_t heads = 0;
     for (size_t i = 0; i < y->n_layer * y->n_head; i++) heads += head_present(w, i / y->n_head, i % y->n_head);
@@ -296,7 +273,7 @@ static void cross_head_tests(cell_worker *w, double *b) {
                 for (size_t i = 0; i < y->n_layer * y->n_head; i++) {
                     if (!head_present(w, i / y->n_head, i % y->n_head)) continue;
                     w->ks_x[k] = b[cr_at_per_n(y, CR_DIST_TRUE, n, t, z, i / y->n_head, i % y->n_head)];
-                    w->ks_y[k++] = b[cr_at_per_n(y, CR_DIST_EXPECT, n, t, z, i / y->n_head, i % y->n_head)];
+                    w->ks_y[k++] = b[cr_at_per_n(y, against, n, t, z, i / y->n_head, i % y->n_head)];
                 }
                 double *stat = &b[cr_at_ks(y, CR_KS_STAT, n, t, z)];
                 ks_2samp_exact(stat, &w->ks_p[n], w->ks_x, heads, w->ks_y, heads, w->ks_scratch);

@@ -98,7 +98,8 @@ textsrc_spec run_text_spec(const as_config *c) {
                           .format = c->text_format == AS_TEXT_TOKENS ? TEXTSRC_TOKENS : TEXTSRC_TEXT,
                           .strip_gutenberg = c->strip_gutenberg,
                           .start_at = c->start_at,
-                          .start_occurrence = c->start_occurrence};
+                          .start_occurrence = c->start_occurrence,
+                          .add_bos = (textsrc_bos)c->add_bos};
 }
 
 int run_load_text(run *r, as_err *err) {
@@ -112,6 +113,9 @@ int run_load_text(run *r, as_err *err) {
     snprintf(r->text_sha, sizeof r->text_sha, "%s", ts.sha256);
     snprintf(r->vocab_sha, sizeof r->vocab_sha, "%s", ts.vocab_sha256);
     snprintf(r->merges_sha, sizeof r->merges_sha, "%s", ts.merges_sha256);
+    snprintf(r->vocab_name, sizeof r->vocab_name, "%s", ts.vocab_name);
+    snprintf(r->merges_name, sizeof r->merges_name, "%s", ts.merges_name);
+    snprintf(r->tok_files, sizeof r->tok_files, "%s", ts.tokenizer_files);
     r->tokens = ts.tokens, r->n_tokens = (int64_t)ts.n_tokens;
     ts.tokens = NULL;
     textsrc_free(&ts);
@@ -385,13 +389,14 @@ void run_unit_dispatched(run *r, int64_t unit, int worker) {
 
 /* --- step 6: the close, the timings ------------------------------------------------ */
 
-int run_close(run *r, int srun, size_t failed_units, run_summary *sum, as_err *err) {
+int run_close(run *r, int srun, size_t failed_units, int signo, run_summary *sum, as_err *err) {
     sum->done = r->cells_done;
     sum->failed = r->cells_failed;
     sum->windows_this_run = r->units_done;
     sum->windows_failed = r->units_failed;
     const char *state = srun < 0 ? "failed" : srun == RUN_INTERRUPTED ? "interrupted" : "finished";
     as_err close_err;
+    if (r->out) store_set_stop_signal(r->out, signo); /* /provenance: "stopped by signal NAME" */
     if (r->out && store_close(r->out, state, srun < 0 ? &close_err : err) && srun >= 0) srun = -1;
     r->out = NULL;
     return srun < 0 ? -1 : srun == RUN_INTERRUPTED ? RUN_INTERRUPTED

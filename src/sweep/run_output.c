@@ -78,8 +78,8 @@ static char *inputs_text(const run *st, char (*cfg_sha)[65]) {
                                "model %zu config.json sha256=%s\n", m, st->model_sha[m], m, cfg_sha[m]);
     at += (size_t)snprintf(out + at, cap - at, "text sha256=%s\n", st->text_sha);
     if (c->text_format != AS_TEXT_TOKENS)
-        snprintf(out + at, cap - at, "vocab.json sha256=%s\nmerges.txt sha256=%s\n", st->vocab_sha,
-                 st->merges_sha);
+        snprintf(out + at, cap - at, "%s sha256=%s\n%s%s%s%s", st->vocab_name, st->vocab_sha, st->merges_name,
+                 st->merges_sha[0] ? " sha256=" : "", st->merges_sha, st->merges_sha[0] ? "\n" : "");
     return out;
 }
 
@@ -167,13 +167,14 @@ static int check_inputs_unchanged(const run *st, const char *tok_files, char (*c
     const char *t = d.prov.text_sha256;
     if (rc == 0 && t && t[0] && strcmp(t, st->text_sha))
         rc = input_changed(st->out_path, c->text_path, st->text_sha, t, err);
-    static const char *const names[] = {"vocab.json", "merges.txt"};
-    for (int k = 0; k < 2 && rc == 0; k++) {
+    static const char *const names[] = {"vocab.json", "merges.txt", "tokenizer.json", "tokenizer_config.json"};
+    for (int k = 0; k < 4 && rc == 0; k++) {
         char then[65], now[65];
         if (!recorded_sha(d.prov.tokenizer_files, names[k], then)) continue;
         if (!recorded_sha(tok_files, names[k], now)) {
-            rc = as_fail(err, "%s: the text was tokenized with %s/%s (sha256 %s) and is now "
-                         "pre-tokenized; choose a new output", st->out_path, c->model_dir, names[k], then);
+            rc = as_fail(err, "%s: the text was tokenized with %s/%s (sha256 %s) and is now %s; choose a new output",
+                         st->out_path, c->model_dir, names[k], then,
+                         c->text_format == AS_TEXT_TOKENS ? "pre-tokenized" : "tokenized with other files");
         } else if (strcmp(now, then)) {
             snprintf(path, sizeof path, "%s/%s", c->model_dir, names[k]);
             rc = input_changed(st->out_path, path, now, then, err);
@@ -340,9 +341,7 @@ int run_open_output(run *st, const run_env *env, as_err *err) {
     if (c->text_format == AS_TEXT_TOKENS)
         snprintf(tok_files, sizeof tok_files, "(pre-tokenized text)");
     else
-        snprintf(tok_files, sizeof tok_files,
-                 "vocab.json merges.txt of the model directory; vocab.json sha256=%s; merges.txt sha256=%s",
-                 st->vocab_sha, st->merges_sha);
+        snprintf(tok_files, sizeof tok_files, "%s", st->tok_files);
     char *inputs = inputs_text(st, x.cfg_sha);
     store_provenance prov = {
         .model_config_sha256 = x.cfg_sha[0], .inputs = inputs,
@@ -352,7 +351,9 @@ int run_open_output(run *st, const run_env *env, as_err *err) {
         .rows = c->rows, .vectors_name = config_vectors_name(c->vectors),
         .rows_name = config_rows_name(c->rows),
         .logits_name = config_logits_name(c->logits), .model_kind = root_kind, .ks_alpha = c->ks_alpha,
-        .seed = (uint64_t)c->seed, .distance_name = config_distance_name(c->distance),
+        .seed = (uint64_t)c->seed,
+        .ks_random = c->ks_against == AS_KS_RANDOM, .random_subsets = c->dist_random ? c->random_subsets : 0,
+        .distance_name = config_distance_name(c->distance),
         .mpi_library = env->mpi_library, .openblas_config = openblas_get_config(), .hosts = env->hosts,
         .mpi_size = env->size, .slurm_job_id = getenv("SLURM_JOB_ID")};
     int rc = inputs ? open_checked(st, &ax, &prov, tok_files, x.cfg_sha, err) : as_fail(err, "out of memory");

@@ -128,3 +128,66 @@ size_t tokenizer_piece_end(const char *text, size_t len, size_t pos) {
     if (q == len || units < 2) return q;
     return last;
 }
+
+/* ------------------------------------------- Llama 3 and Qwen2 Split regexes */
+
+/* (?i:'s|'t|'re|'ve|'m|'ll|'d): length of the contraction at pos, or 0. Case-insensitive
+ * as Oniguruma folds case: U+017F (long s) folds to s. */
+static size_t contraction_ci(const uint8_t *s, size_t len, size_t pos) {
+    if (s[pos] != '\'' || pos + 1 >= len) return 0;
+    uint8_t c1 = s[pos + 1] | 0x20;
+    if (c1 == 's' || c1 == 't' || c1 == 'm' || c1 == 'd') return 2;
+    if (s[pos + 1] == 0xC5 && pos + 2 < len && s[pos + 2] == 0xBF) return 3;
+    if (pos + 2 < len) {
+        uint8_t c2 = s[pos + 2] | 0x20;
+        if ((c1 == 'r' && c2 == 'e') || (c1 == 'v' && c2 == 'e') || (c1 == 'l' && c2 == 'l')) return 3;
+    }
+    return 0;
+}
+
+static inline int is_crlf(const uint8_t *s, size_t pos) { return s[pos] == '\r' || s[pos] == '\n'; }
+
+/* The pattern of Llama 3 (max_digits 3) and Qwen2 (max_digits 1), alternatives tried in order:
+ *   (?i:'s|'t|'re|'ve|'m|'ll|'d) | [^\r\n\p{L}\p{N}]?\p{L}+ | \p{N}{1,max_digits}
+ *   | ?[^\s\p{L}\p{N}]+[\r\n]* | \s*[\r\n]+ | \s+(?!\S) | \s+
+ * Every code point is matched by one of them, so the pieces tile the text. */
+size_t tk_split_llama3_end(const char *text, size_t len, size_t pos, int max_digits) {
+    const uint8_t *s = (const uint8_t *)text;
+    size_t c = contraction_ci(s, len, pos);
+    if (c) return pos + c;
+    size_t n0, n1 = 0;
+    int cls0 = unit_at(s, len, pos, &n0);
+    int cls1 = pos + n0 < len ? unit_at(s, len, pos + n0, &n1) : -1;
+    if (cls0 != UC_LETTER && cls0 != UC_NUMBER && !is_crlf(s, pos) && cls1 == UC_LETTER)
+        return run_end(s, len, pos + n0 + n1, UC_LETTER);
+    if (cls0 == UC_LETTER) return run_end(s, len, pos + n0, UC_LETTER);
+    if (cls0 == UC_NUMBER) {
+        size_t q = pos + n0;
+        for (int d = 1; d < max_digits && q < len; d++) {
+            size_t n;
+            if (unit_at(s, len, q, &n) != UC_NUMBER) break;
+            q += n;
+        }
+        return q;
+    }
+    size_t q = pos;
+    if (s[pos] == ' ' && cls1 == UC_OTHER) q = pos + 1;
+    if (q < len && unit_at(s, len, q, &n0) == UC_OTHER) {
+        q = run_end(s, len, q, UC_OTHER);
+        while (q < len && is_crlf(s, q)) q++;
+        return q;
+    }
+    /* white space from here: \s*[\r\n]+ ends after the run's last CR or LF */
+    size_t end = pos, last = pos, last_crlf = 0, units = 0;
+    while (end < len) {
+        size_t n;
+        if (unit_at(s, len, end, &n) != UC_SPACE) break;
+        if (is_crlf(s, end)) last_crlf = end + 1;
+        last = end;
+        end += n;
+        units++;
+    }
+    if (last_crlf) return last_crlf;
+    if (end == len || units < 2) return end; /* \s+(?!\S), else \s+ */
+    return last;
+}

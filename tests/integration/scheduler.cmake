@@ -23,7 +23,12 @@ set(AS_SCHED_SIGNAL_CASES
   "term_master_np3 3 TERM master"
   "usr1_mpirun_np1 1 USR1 mpirun"
   "usr1_grace_keeps_held_cells_np3 3 USR1 mpirun --hold-keep --grace 120"
-  "usr1_abandon_held_cells_np4 4 USR1 mpirun --hold-abandon --grace 2")
+  "usr1_abandon_held_cells_np4 4 USR1 mpirun --hold-abandon --grace 2"
+  # Ctrl-C: the first SIGINT keeps the running cells (the long grace), a second abandons them.
+  # Under mpirun a terminal's Ctrl-C is mpirun's (int_mpirun_np3): these send it to the sweep.
+  "int_keeps_held_cells_alone 1 INT alone --hold-keep --grace 120"
+  "int_twice_abandons_alone 1 INT alone --hold-again --grace 120"
+  "int_twice_abandons_master_np3 3 INT master --hold-again --grace 120")
 foreach(case ${AS_SCHED_SIGNAL_CASES})
   separate_arguments(args UNIX_COMMAND "${case}")
   list(POP_FRONT args name)

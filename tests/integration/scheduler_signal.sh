@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # tests/integration/scheduler_signal.sh -- a signal in the middle of a sweep stops every
 # rank with exit code 3, and only complete cells were committed.
-# usage: scheduler_signal.sh MPIEXEC TEST_BINARY NRANKS SIGNAL TARGET [--hold-keep|--hold-abandon] [test args]
+# usage: scheduler_signal.sh MPIEXEC TEST_BINARY NRANKS SIGNAL TARGET [--hold-keep|--hold-abandon|--hold-again] [test args]
 #   TARGET: mpirun (the launcher, as a user or SLURM's batch script would),
-#   master (rank 0 alone) or worker (rank 1 alone).
+#   master (rank 0 alone), worker (rank 1 alone) or alone (the binary started without a
+#   launcher, one rank: where a terminal's Ctrl-C reaches the sweep itself; NRANKS must be 1).
 #   --hold-keep / --hold-abandon: every cell waits for a file this script creates (test_scheduler
 #   --hold); the signal comes once every worker has started one. keep: 6 s later (the old fixed
 #   grace was 5 s) the master still waits, and after the release every started cell is
 #   committed. abandon: the master gives up after its grace while the cells are still held.
+#   again: the signal twice (Ctrl-C, then Ctrl-C again) inside a long grace: the second one
+#   abandons the held cells at once, the first having said "press Ctrl-C again".
 # No verdict depends on the machine's speed: every wait is for an event, bounded only by a
 # hang limit (300 s).
 # Open MPI's mpirun answers SIGTERM/SIGINT by killing the job (SIGTERM to the
@@ -19,7 +22,10 @@ mpiexec=$1 bin=$2 np=$3 sig=$4 target=$5
 shift 5
 if [ "${1:-}" = -h ] || [ "${1:-}" = --help ]; then sed -n '2,15p' "$0" | sed 's/^# //'; exit 0; fi
 hold_mode=''
-case "${1:-}" in --hold-keep) hold_mode=keep; shift ;; --hold-abandon) hold_mode=abandon; shift ;; esac
+case "${1:-}" in
+  --hold-keep) hold_mode=keep; shift ;; --hold-abandon) hold_mode=abandon; shift ;;
+  --hold-again) hold_mode=again; shift ;;
+esac
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OPENBLAS_NUM_THREADS=1
 HANG=300
 out=$(mktemp) err=$(mktemp) hold=$(mktemp -u)
@@ -40,7 +46,11 @@ started() { [ "$(grep -c '^rank [0-9]* started cell' "$out")" -ge "$workers" ]; 
 
 extra=()
 [ -z "$hold_mode" ] || extra=(--hold "$hold")
-"$mpiexec" -np "$np" --oversubscribe "$bin" --signal "${extra[@]}" "$@" >"$out" 2>"$err" &
+if [ "$target" = alone ]; then
+  "$bin" --signal "${extra[@]}" "$@" >"$out" 2>"$err" &
+else
+  "$mpiexec" -np "$np" --oversubscribe "$bin" --signal "${extra[@]}" "$@" >"$out" 2>"$err" &
+fi
 launcher=$!
 if [ -n "$hold_mode" ]; then
   wait_for "a held cell on every worker" started
@@ -49,7 +59,7 @@ else
   wait_for "progress" grep -qE '^sweep: [1-9][0-9]*/' "$err"
 fi
 case $target in
-  mpirun) pid=$launcher ;;
+  mpirun|alone) pid=$launcher ;;
   master) pid=$(sed -n 's/^rank 0 pid \([0-9]*\)$/\1/p' "$out") ;;
   worker) pid=$(sed -n 's/^rank 1 pid \([0-9]*\)$/\1/p' "$out") ;;
   *) echo "unknown target $target"; exit 2 ;;
@@ -64,7 +74,20 @@ case $hold_mode in
     kill -0 $launcher 2>/dev/null || fail "the run ended while its cells were still held"
     grep -q 'stop grace of .* over' "$err" && fail "the master gave up on cells inside its grace"
     grep -q "waiting up to [0-9.ms ]* (stop grace) for the $workers running cells" "$err" ||
-      fail "the stop line does not say it waits for the $workers running cells" ;;
+      fail "the stop line does not say it waits for the $workers running cells"
+    if [ "$sig" = INT ]; then
+      grep -q 'press Ctrl-C again to abandon the running cells' "$err" ||
+        fail "the stop after Ctrl-C does not say that a second one abandons"
+    fi ;;
+  again)
+    wait_for "stop line" grep -q 'stopping: no new cells; waiting up to' "$err"
+    grep -q 'press Ctrl-C again to abandon the running cells' "$err" ||
+      fail "the stop after the first Ctrl-C does not say that a second one abandons"
+    grep -q 'stop grace of .* over' "$err" && fail "the master gave up on cells after one signal"
+    kill -s "$sig" "$pid"
+    wait_for "master's return after the second signal" grep -q '^rank 0 result interrupted$' "$out"
+    grep -q "stop signal again: abandoning the $workers running cells" "$err" ||
+      fail "no line saying the second signal abandons the running cells" ;;
   abandon)
     # the master gives up after its grace although every cell is still held
     wait_for "master's return while its cells are held" grep -q '^rank 0 result interrupted$' "$out"
@@ -85,7 +108,7 @@ grep -E '^(master|rank [0-9]+ (result|exit))' "$out"
 case $hold_mode in
   keep) grep -q "^master: committed $workers cells ($workers done, 0 failed), abandoned 0," "$out" ||
           fail "not every started cell was kept" ;;
-  abandon) grep -q "^master: committed 0 cells (0 done, 0 failed), abandoned $workers," "$out" ||
+  abandon|again) grep -q "^master: committed 0 cells (0 done, 0 failed), abandoned $workers," "$out" ||
              fail "the held cells were not abandoned" ;;
 esac
 killed_by_launcher=0

@@ -19,3 +19,11 @@ foreach(case ranks changed_config extend dump_crosscheck sigterm compress compre
   set_tests_properties(sweep_${case} PROPERTIES FIXTURES_REQUIRED model_tiny TIMEOUT 300
                        ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
 endforeach()
+
+# dist_random and metrics.ks_against in both readings (docs/metrics.md section 4.6)
+add_test(NAME sweep_random
+         COMMAND ${AS_PYTHON} ${CMAKE_SOURCE_DIR}/tests/integration/test_sweep_random.py
+                 $<TARGET_FILE:attnsweep> ${CMAKE_BINARY_DIR}/models/tiny
+                 ${CMAKE_BINARY_DIR}/scratch/sweep_random)
+set_tests_properties(sweep_random PROPERTIES FIXTURES_REQUIRED model_tiny TIMEOUT 300
+                     ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")

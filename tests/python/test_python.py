@@ -113,12 +113,15 @@ def compare_file(path, dump_of=None, model=0):
 def case_bit_identity():
     """The default reading with all eight normalizers, and every option changed at once
     (full_row, aggregate, scaled logits, sigmoid_bias, entmax_alpha, per_N_T, grad_exact off,
-    seed, ks_alpha, ssmax_scale): the second window checks the window key of grad_fd."""
+    seed, ks_alpha, ssmax_scale, dist_random with the KS test against it), and dist_random in
+    the default reading: the second window checks the window keys of grad_fd and dist_random."""
     os.environ["ATTNSWEEP_LIB"] = LIB
     compare_file(sweep("plain"))
     compare_file(sweep("odd", 'metrics = { rows = "full_row"; distance = "aggregate"; logits = "scaled"; '
                        'sigmoid_bias = -1.5; entmax_alpha = 1.25; per_N_T = [8.0]; grad_exact = false; '
-                       'seed = 7; ks_alpha = 0.05; ssmax_scale = 0.3; };'))
+                       'seed = 7; ks_alpha = 0.05; ssmax_scale = 0.3; dist_random = true; '
+                       'random_subsets = 8; ks_against = "random"; };'))
+    compare_file(sweep("random", 'metrics = { dist_random = true; ks_against = "random"; };'))
 
 
 def case_bit_identity_trained():

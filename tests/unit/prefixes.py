@@ -23,7 +23,6 @@ PROJECT = {"as_"}
 PENDING = {
     ("src/model/model.c", "config_from_json"),  # a model's config.json, not the config layer
     ("src/model/synth.c", "plan_tensors"),      # the synthetic model's tensors, not sweep's plan
-    ("src/text/tokenizer.c", "merge_find"),     # a BPE merge, not the store's merge of shards
 }
 DEFINITION = re.compile(r"^(?![ \t#])(?!return\b|typedef\b|else\b)[^\n;=(]*?\b(([a-z][a-z0-9]*_)\w*)\s*\([^;{]*?\)\s*\{",
                         re.M)

@@ -17,13 +17,14 @@ flags=(-g -O1 -std=c11 -Wall -Wextra -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE
        -I"$here/tests/reliability/fuzz")
 lib_sources=(core/errors core/fileio core/json model/safetensors core/sha256 model/model
              config/config config/config_include config/config_axes config/config_text config/config_diff config/config_models
-             text/tokenizer text/pretokenize text/install text/unicode_tables)
+             text/tokenizer text/pretokenize text/install text/unicode_tables text/hf_load text/hf_encode text/nfc
+             text/nfc_tables)
 objs=()
 for s in "${lib_sources[@]}"; do
   "$cc" "${flags[@]}" "${san[@]}" -fsanitize=fuzzer-no-link -c "$here/src/$s.c" -o "$out/obj/${s#*/}.o"
   objs+=("$out/obj/${s#*/}.o")
 done
-for h in safetensors model_config tokenizer config; do
+for h in safetensors model_config tokenizer hf_tokenizer config; do
   "$cc" "${flags[@]}" "${san[@]}" -fsanitize=fuzzer "$here/tests/reliability/fuzz/fuzz_$h.c" "${objs[@]}" \
     -lconfig -lm -o "$out/fuzz_$h"
 done

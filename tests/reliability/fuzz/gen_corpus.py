@@ -129,3 +129,9 @@ put("tokenizer", "invalid_utf8", b"ok \xff\xfe \xc0\xaf \xed\xa0\x80 \xf4\x90\x8
 put("tokenizer", "spaces", "a" * 40 + " " * 30 + "\n" * 5 + "\r\n\t " + "b" * 3)
 put("tokenizer", "gutenberg", "*** START OF THE PROJECT GUTENBERG EBOOK ***\n\nCHAPTER I.\n\n\u201cWell, Prince,\u201d said she.")
 put("tokenizer", "special", "<|endoftext|>The end.<|endoftext|>")
+
+# --- hf_tokenizer: the same bytes, and added tokens, "▁", NFC, digit runs
+for name in ("english", "unicode", "invalid_utf8", "spaces", "gutenberg", "special"):
+    with open(os.path.join(HERE, "corpus", "tokenizer", name), "rb") as f:
+        put("hf_tokenizer", name, f.read())
+put("hf_tokenizer", "specials_nfc", "<|im_start|>user\ne\u0301<s>\u2581 a\u0323\u0301 12345678<|endoftext|>")

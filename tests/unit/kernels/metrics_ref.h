@@ -732,9 +732,9 @@ static void ref_head(double *out, const float *scores, int ld, const float *vec,
                     }
                     for (int i = 0; i < n; i++) {
                         if (!insel[i]) continue;
-                        double B = A - a[i], Q = 0;
+                        double B = 0, Q = 0; /* exclusive sums, as the definition reads */
                         for (int j = 0; j < n; j++)
-                            if (insel[j] && j != i) Q += a[j] * a[j];
+                            if (insel[j] && j != i) B += a[j], Q += a[j] * a[j];
                         double xi2 = B * B - delta * delta / 2 * (B * B - Q);
                         double xi = sqrt(xi2 > 0 ? xi2 : 0);
                         xs += xi;

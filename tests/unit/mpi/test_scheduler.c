@@ -64,7 +64,13 @@ static int compute_cell(void *vctx, int64_t cell, double *block, as_err *err) {
     if (c->hold) {
         printf("rank %d started cell %lld\n", my_rank, (long long)cell);
         fflush(stdout);
-        while (access(c->hold, F_OK) != 0) sleep_s(0.01);
+        /* A held cell polls the stop as a long compute does between layers: alone, that
+         * is where the stop begins and says so. */
+        while (access(c->hold, F_OK) != 0) {
+            if (c->honour_stop && sched_should_stop())
+                return as_fail(err, "cell %lld: interrupted while held", (long long)cell);
+            sleep_s(0.01);
+        }
     }
     if (c->cost_s > 0) {
         if (c->honour_stop) {
@@ -339,7 +345,17 @@ static void test_progress_line(void) {
     sched_progress stopping = {.total = 100, .done = 20, .failed = 5, .in_flight = 3, .workers = 3,
                                .elapsed_s = 50, .signo = SIGUSR1, .unit = "windows", .grace_left_s = 192};
     sched_progress_print(f, &stopping);
+    sched_progress ctrl_c = stopping; /* the first Ctrl-C says what a second one does; then not */
+    ctrl_c.signo = SIGINT;
+    sched_progress_print(f, &ctrl_c);
+    ctrl_c.abandoning = 1, ctrl_c.done = 21;
+    sched_progress_print(f, &ctrl_c);
     fclose(f);
+    CHECK(strstr(text, "25/100 windows (5 failed, 3 running), elapsed 50s, stopping: press Ctrl-C again "
+                       "to abandon the running cells; waiting up to 3m12s") != NULL,
+          "progress line after Ctrl-C says a second one abandons: %s", text);
+    CHECK(strstr(text, "26/100 windows (5 failed, 3 running), elapsed 50s, stopping: waiting up to") != NULL,
+          "progress line after the second Ctrl-C drops the hint: %s", text);
     CHECK(strstr(text, "25/100 windows (5 failed, 3 running), elapsed 50s, stopping: waiting up to 3m12s "
                        "more for the 3 running windows") != NULL,
           "progress line while stopping says what it waits for: %s", text);

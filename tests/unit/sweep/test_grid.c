@@ -70,12 +70,12 @@ static void test_cells(void) {
     CHECK(grid_cell_cost(&g, grid_cell_index(&g, 0, 3)) > grid_cell_cost(&g, grid_cell_index(&g, 0, 0)),
           "longer L costs more");
 
-    /* block size: cellresult.h's shapes, counted by hand (8 per-N variables with sep_marginal;
-     * crit_N and crit_N_censored) */
+    /* block size: cellresult.h's shapes, counted by hand (11 per-N variables: with sep_marginal
+     * and dist_random's three; crit_N and crit_N_censored) */
     size_t H = c.axes.n_norm * c.axes.n_layer * c.axes.n_head, n_N = 2, n_T = 1, nE = 3, nZ = 1;
-    size_t want = 8 * n_N * n_T * H + 4 * n_T * H + n_T * nE * H + 2 * n_N * n_T * nZ + 2 * n_T * nZ + 2;
+    size_t want = 11 * n_N * n_T * H + 4 * n_T * H + n_T * nE * H + 2 * n_N * n_T * nZ + 2 * n_T * nZ + 2;
     CHECK(grid_block_doubles(&c) == want, "block doubles %zu want %zu", grid_block_doubles(&c), want);
-    double want_out = (double)g.n_cells * (4.0 * (8 * n_N * n_T * H + 4 * n_T * H + n_T * nE * H + 2 * n_T * nZ) +
+    double want_out = (double)g.n_cells * (4.0 * (11 * n_N * n_T * H + 4 * n_T * H + n_T * nE * H + 2 * n_T * nZ) +
                                            8.0 * 2 * n_N * n_T * nZ + 17.0);
     double out = grid_output_bytes(&g);
     CHECK(out >= want_out && out < want_out + 4096, "output bytes %.0f vs cells-only %.0f", out, want_out);

@@ -106,10 +106,10 @@ static int drive(const run_opts *o, size_t stop_after, run_result *res) {
                 if (done != (i < n)) res->committed_ok = 0;
             }
     rc = 0;
-    res->outcome = run_close(&r, srun, 0, &res->sum, &err);
+    res->outcome = run_close(&r, srun, 0, 0, &res->sum, &err);
 out:
     CHECK(rc == 0, "run: %s", err.msg);
-    if (rc && r.out) run_close(&r, -1, 0, &res->sum, &err);
+    if (rc && r.out) run_close(&r, -1, 0, 0, &res->sum, &err);
     free(buf);
     free(before);
     cell_worker_free(r.worker), r.worker = NULL; /* before its model */
