@@ -159,8 +159,8 @@ size_t tk_split_llama3_end(const char *text, size_t len, size_t pos, int max_dig
     int cls0 = unit_at(s, len, pos, &n0);
     int cls1 = pos + n0 < len ? unit_at(s, len, pos + n0, &n1) : -1;
     if (cls0 != UC_LETTER && cls0 != UC_NUMBER && !is_crlf(s, pos) && cls1 == UC_LETTER)
-        return run_end(s, len, pos + n0 + n1, UC_LETTER);
-    if (cls0 == UC_LETTER) return run_end(s, len, pos + n0, UC_LETTER);
+        return class_run_end(s, len, pos + n0 + n1, UC_LETTER);
+    if (cls0 == UC_LETTER) return class_run_end(s, len, pos + n0, UC_LETTER);
     if (cls0 == UC_NUMBER) {
         size_t q = pos + n0;
         for (int d = 1; d < max_digits && q < len; d++) {
@@ -173,7 +173,7 @@ size_t tk_split_llama3_end(const char *text, size_t len, size_t pos, int max_dig
     size_t q = pos;
     if (s[pos] == ' ' && cls1 == UC_OTHER) q = pos + 1;
     if (q < len && unit_at(s, len, q, &n0) == UC_OTHER) {
-        q = run_end(s, len, q, UC_OTHER);
+        q = class_run_end(s, len, q, UC_OTHER);
         while (q < len && is_crlf(s, q)) q++;
         return q;
     }
