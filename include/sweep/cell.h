@@ -41,7 +41,7 @@
 #include "cellresult.h"
 #include "config.h"
 #include "errors.h"
-#include "gpt2.h"
+#include "forward.h"
 #include "metrics.h"
 #include "model.h"
 
@@ -80,7 +80,7 @@ typedef struct {
     double *head_out;            /* [CELL_MAX_CUTS][met_out_count] one head's means */
     float *scaled;               /* [L_max][L_max] metrics.logits = "scaled": q.k / sqrt(d_head); else NULL */
     met_axes axes;               /* window/layer/head keys are set per head */
-    const void *view;            /* the gpt2_layer_view being measured */
+    const void *view;            /* the fwd_layer_view being measured */
     size_t il;                   /* its index in the grid's layer list */
     double cpu_s;                /* CPU seconds of this lane's metrics, summed */
     int rc;
@@ -91,7 +91,7 @@ typedef struct cell_worker {
     const gpt2_model *model;
     cell_spec spec;
     cr_layout layout;
-    gpt2_workspace fwd;
+    fwd_workspace fwd;
     met_axes axes;               /* the template of every lane's axes */
     size_t met_ws_bytes;         /* per lane */
     cell_lane *lanes;            /* [threads] */

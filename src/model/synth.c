@@ -122,6 +122,11 @@ int synth_preset(gpt2_config *cfg, const char *preset, as_err *err) {
             cfg->n_head = presets[i].n_head;
             cfg->n_embd = presets[i].n_embd;
             cfg->n_positions = presets[i].n_positions;
+            cfg->n_kv_head = cfg->n_head;
+            cfg->d_head = cfg->n_embd / cfg->n_head;
+            cfg->n_inner = 4 * cfg->n_embd;
+            cfg->tied_head = 1;
+            cfg->qkv_bias = 1;
             return 0;
         }
     return as_fail(err, "unknown preset '%s' (expected %s)", preset, SYNTH_PRESET_NAMES);
