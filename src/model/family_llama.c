@@ -25,9 +25,12 @@ static int read_window(gpt2_config *cfg, const json_value *root, const char *pat
     if (!qwen2 && !mistral) return 0;
     size_t window = 0, from = 0;
     int use = 1;
-    if (qwen2 && (model_read_bool(root, path, "use_sliding_window", 0, &use, err) ||
-                  model_read_size(root, path, "max_window_layers", 28, MODEL_MAX_LAYER, &from, err)))
-        return -1;
+    if (qwen2 && model_read_bool(root, path, "use_sliding_window", 0, &use, err)) return -1;
+    const json_value *mwl = json_get(root, "max_window_layers"); /* 0 is valid: every layer */
+    if (qwen2 && !mwl) from = 28;
+    else if (qwen2 && (json_get_size(mwl, &from) || from > MODEL_MAX_LAYER))
+        return as_fail(err, "%s: key \"max_window_layers\" must be an integer in [0, %u]", path,
+                       MODEL_MAX_LAYER);
     if (!use || absent(root, "sliding_window") || (qwen2 && from >= cfg->n_layer)) return 0;
     if (model_read_size(root, path, "sliding_window", 4096, MODEL_MAX_POSITIONS, &window, err))
         return -1;

@@ -14,3 +14,11 @@ endforeach()
 set_tests_properties(family_axis_models PROPERTIES FIXTURES_SETUP family_axis_models)
 set_tests_properties(family_axis_axis family_axis_resume family_axis_extend family_axis_merge
                      PROPERTIES FIXTURES_REQUIRED family_axis_models)
+
+# bad model directories of the rotary families, one line each (tests/integration/test_family_inputs.py)
+add_test(NAME family_inputs
+         COMMAND ${AS_PYTHON} ${CMAKE_SOURCE_DIR}/tests/integration/test_family_inputs.py
+                 $<TARGET_FILE:attnsweep> ${CMAKE_SOURCE_DIR}/tests/reference/families_io.py
+                 ${CMAKE_BINARY_DIR}/scratch/family-inputs)
+set_tests_properties(family_inputs PROPERTIES TIMEOUT 300
+                     ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OPENBLAS_NUM_THREADS=1;OMP_NUM_THREADS=1")
