@@ -9,7 +9,7 @@
 # otherwise. Together: rotary on 25 % and 100 % of the head, parallel and sequential
 # residuals, GQA with 2 and 4 query heads per kv head, head_dim given apart from
 # hidden_size, both rope_scaling types, tied and untied heads, a sharded BF16 file,
-# L = 64, 1024 and 4096.
+# L = 64, 1024 and 4096. The synth presets' files are checked the same way (below).
 
 set(AS_FAM_DIR ${CMAKE_BINARY_DIR}/family-tests)
 set(AS_FAM_IO ${CMAKE_SOURCE_DIR}/tests/reference/families_io.py)
@@ -46,3 +46,24 @@ as_family_ref_test(llama_L4096 4096 all --family llama --layers 1 --heads 2 --kv
 # qwen2: q/k/v biases, GQA 2, three BF16 shards behind model.safetensors.index.json
 as_family_ref_test(qwen2_shards_bf16_L64 64 all --family qwen2 --layers 3 --heads 4 --kv-heads 2
                    --shards 3 --dtype bf16)
+
+# The synth presets of the families (attnsweep synth --preset, src/model/synth_families.c):
+# the written directories load, and their forwards match the references.
+foreach(p pythia-tiny llama-tiny pythia-70m)
+  add_test(NAME synth_${p}
+           COMMAND attnsweep synth --preset ${p} --seed 1 --vocab none --out ${CMAKE_BINARY_DIR}/models/${p} --force)
+  set_tests_properties(synth_${p} PROPERTIES FIXTURES_SETUP model_${p})
+endforeach()
+function(as_family_synth_test name preset L layers)
+  set(out ${AS_FAM_DIR}/${name}.h5)
+  add_test(NAME family_ref_${name}
+           COMMAND /bin/sh -c "\"$1\" dump --model \"$2\" --tokens \"$3\" --length $4 --window-start 5 --layers $5 --out \"$6\" && \"$7\" \"$8\" compare --model \"$2\" --dump \"$6\" && rm -f \"$6\""
+                   sh $<TARGET_FILE:attnsweep> ${CMAKE_BINARY_DIR}/models/${preset}
+                   ${CMAKE_BINARY_DIR}/forward-tests/tokens.txt ${L} ${layers} ${out} ${AS_PYTHON} ${AS_FAM_IO})
+  set_tests_properties(family_ref_${name} PROPERTIES LABELS reference TIMEOUT 300
+                       FIXTURES_REQUIRED "model_${preset};forward_tokens"
+                       ENVIRONMENT "OPENBLAS_NUM_THREADS=1;OMP_NUM_THREADS=1")
+endfunction()
+as_family_synth_test(synth_pythia-tiny_L128 pythia-tiny 128 all)
+as_family_synth_test(synth_llama-tiny_L128 llama-tiny 128 all)
+as_family_synth_test(synth_pythia-70m_L64 pythia-70m 64 0,5)
