@@ -62,7 +62,7 @@ int synth_family_preset(gpt2_config *cfg, const char *name) {
     (snprintf(name, sizeof name, __VA_ARGS__), synth_tensor_add(t, &n, name, 2, (size_t[]){d0, d1}, fill, std))
 
 /* GPTNeoXForCausalLM's tensors, in file order. */
-static size_t plan_neox(synth_tensor *t, const gpt2_config *c, double qk_std) {
+static size_t tensors_neox(synth_tensor *t, const gpt2_config *c, double qk_std) {
     size_t n = 0, C = c->n_embd, NI = c->n_inner;
     double proj_std = INIT_STD / sqrt(2.0 * (double)c->n_layer);
     char name[96];
@@ -90,7 +90,7 @@ static size_t plan_neox(synth_tensor *t, const gpt2_config *c, double qk_std) {
 }
 
 /* LlamaForCausalLM's / Qwen2ForCausalLM's tensors, in file order. */
-static size_t plan_llama(synth_tensor *t, const gpt2_config *c, double qk_std) {
+static size_t tensors_llama(synth_tensor *t, const gpt2_config *c, double qk_std) {
     size_t n = 0, C = c->n_embd, NI = c->n_inner, QD = c->n_head * c->d_head,
            KD = c->n_kv_head * c->d_head;
     double proj_std = INIT_STD / sqrt(2.0 * (double)c->n_layer);
@@ -160,7 +160,7 @@ int synth_family_write(const char *dir, const gpt2_config *cfg, const char *pres
                        double qk_std, sft_dtype dtype, as_err *err) {
     synth_tensor *t = calloc(4 + 16 * cfg->n_layer, sizeof *t);
     if (!t) return as_fail(err, "out of memory");
-    size_t n = cfg->family == MODEL_NEOX ? plan_neox(t, cfg, qk_std) : plan_llama(t, cfg, qk_std);
+    size_t n = cfg->family == MODEL_NEOX ? tensors_neox(t, cfg, qk_std) : tensors_llama(t, cfg, qk_std);
     char path[4200];
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
     /* weights first: a directory with a config.json is complete */
