@@ -13,7 +13,11 @@
  * shapes (12 layers, 12 heads, 768, 1024 positions, 50257 tokens, 124M
  * parameters); "gpt2-medium" (24, 16, 1024: 355M), "gpt2-large" (36, 20,
  * 1280: 774M), "gpt2-xl" (48, 25, 1600: 1558M), all with 1024 positions and
- * 50257 tokens, and config.json with Hugging Face's keys for each.
+ * 50257 tokens, and config.json with Hugging Face's keys for each. The
+ * rotary families' presets (pythia-tiny, pythia-70m, pythia-160m, llama-tiny,
+ * smollm-135m, qwen2-0.5b; src/model/synth_families.c) write their families'
+ * config.json keys and tensor names, initialised the same way (q and k rows at
+ * std_qk, the output and down projections at the residual std).
  *
  * Weights follow GPT-2's initialisation: every matrix and embedding
  * normal(0, 0.02), the two residual projections (attn.c_proj, mlp.c_proj)
@@ -45,7 +49,9 @@
 #include "safetensors.h"
 
 #define SYNTH_QK_LOGIT_STD 3.0
-#define SYNTH_PRESET_NAMES "tiny, gpt2, gpt2-medium, gpt2-large or gpt2-xl"
+#define SYNTH_PRESET_NAMES                                                                    \
+    "tiny, gpt2, gpt2-medium, gpt2-large, gpt2-xl, pythia-tiny, pythia-70m, pythia-160m, "      \
+    "llama-tiny, smollm-135m or qwen2-0.5b"
 
 /* Fills cfg for one of SYNTH_PRESET_NAMES; an unknown preset is an error. */
 int synth_preset(gpt2_config *cfg, const char *preset, as_err *err);

@@ -24,7 +24,7 @@
 #include <stdint.h>
 
 #include "errors.h"
-#include "gpt2.h"
+#include "forward.h"
 
 typedef struct dump_writer dump_writer;
 
@@ -39,7 +39,7 @@ dump_writer *dump_open(const char *path, const int32_t *tokens, size_t L,
                        const dump_provenance *prov, as_err *err);
 
 /* Writes group layer_{view->layer:02d} from one captured layer. */
-int dump_write_layer(dump_writer *w, const gpt2_layer_view *view, as_err *err);
+int dump_write_layer(dump_writer *w, const fwd_layer_view *view, as_err *err);
 
 /* Writes logits_last [V]. */
 int dump_write_logits(dump_writer *w, const float *logits, size_t V, as_err *err);

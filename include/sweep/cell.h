@@ -7,7 +7,7 @@
  * forward pass once at the largest cut and the metrics module takes the means
  * for each cut. With one cut it is exactly "one cell".
  *
- * Per captured layer the forward pass calls back (gpt2.h); each measured head
+ * Per captured layer the forward pass calls back (forward.h); each measured head
  * goes through met_head() (metrics.h), whose per-head means are scattered into
  * the block at [.., layer index, head index]. After the last layer the
  * cross-head KS test and critical N (docs/metrics.md section 5) fill ks_* and
@@ -41,7 +41,7 @@
 #include "cellresult.h"
 #include "config.h"
 #include "errors.h"
-#include "gpt2.h"
+#include "forward.h"
 #include "grid.h"
 #include "metrics.h"
 #include "model.h"

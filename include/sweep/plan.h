@@ -85,7 +85,7 @@ double grid_window_cost(const as_grid *g);
 
 /* Memory (bytes; what /proc/PID/smaps_rollup's PSS sums to over the ranks of a
  * node). The weights exist once per node (an MPI-3 shared window, src/mpi/weights.c).
- * A worker holds the activation arena gpt2_workspace_bytes(max L), one metrics
+ * A worker holds the activation arena fwd_workspace_bytes(max L), one metrics
  * workspace met_workspace_bytes(max L) plus one head's means per L cut for each
  * metrics thread, and two unit buffers of n_L cell result blocks (it fills one
  * while the other is sent; with one unit to compute it touches one), plus the

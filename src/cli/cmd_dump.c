@@ -12,7 +12,7 @@
 #include "dump.h"
 #include "fileio.h"
 #include "textsrc.h"
-#include "gpt2.h"
+#include "forward.h"
 #include "model.h"
 
 static const char dump_about[] =
@@ -168,7 +168,7 @@ static int read_id_text(const char *path, int32_t **out, size_t *count, as_err *
     return 0;
 }
 
-static int write_layer(const gpt2_layer_view *view, void *user, as_err *err) {
+static int write_layer(const fwd_layer_view *view, void *user, as_err *err) {
     return dump_write_layer(user, view, err);
 }
 
@@ -220,7 +220,7 @@ static int write_dump(const dump_args *d, const gpt2_model *model, const int32_t
                       uint64_t mask, as_err *err) {
     const gpt2_config *cfg = &model->cfg;
     size_t L = (size_t)d->length, last = L - 1;
-    gpt2_workspace ws = {0};
+    fwd_workspace ws = {0};
     dump_writer *w = NULL;
     float *logits = malloc(cfg->vocab_size * sizeof *logits);
     int rc = -1;
@@ -228,14 +228,14 @@ static int write_dump(const dump_args *d, const gpt2_model *model, const int32_t
         as_fail(err, "out of memory for the logits");
         goto done;
     }
-    if (gpt2_workspace_init(&ws, cfg, L, err) != 0) goto done;
+    if (fwd_workspace_init(&ws, cfg, L, err) != 0) goto done;
     dump_provenance prov = {.window_start = (size_t)d->start, .model_dir = d->model_dir,
                             .weights_sha256 = model->weights_sha256};
     w = dump_open(d->out, tokens, L, &prov, err);
     if (!w) goto done;
-    gpt2_request req = {.capture_mask = mask, .on_layer = write_layer, .user = w,
+    fwd_request req = {.capture_mask = mask, .on_layer = write_layer, .user = w,
                         .logit_positions = &last, .n_logit_positions = 1, .logits = logits};
-    if (gpt2_forward(&ws, model, tokens, L, &req, err) != 0 ||
+    if (fwd_forward(&ws, model, tokens, L, &req, err) != 0 ||
         dump_write_logits(w, logits, cfg->vocab_size, err) != 0)
         goto done;
     dump_writer *closing = w;
@@ -243,7 +243,7 @@ static int write_dump(const dump_args *d, const gpt2_model *model, const int32_t
     rc = dump_close(closing, err);
 done:
     dump_abort(w);
-    gpt2_workspace_free(&ws);
+    fwd_workspace_free(&ws);
     free(logits);
     return rc;
 }

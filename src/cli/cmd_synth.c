@@ -11,7 +11,7 @@
 #include "tokenizer.h"
 
 static const char synth_about[] =
-    "Writes DIR/config.json and DIR/model.safetensors: a GPT-2 with random weights in\n"
+    "Writes DIR/config.json and DIR/model.safetensors: a model with random weights in\n"
     "the exact Hugging Face layout (see include/model/synth.h for the initialisation).\n";
 
 int cmd_synth(int argc, char **argv) {
@@ -26,7 +26,14 @@ int cmd_synth(int argc, char **argv) {
             "gpt2-large   36 layers, 20 heads, 1280 wide; 774M parameters\n"
             "gpt2-xl      48 layers, 25 heads, 1600 wide; 1558M parameters\n"
             "(the last four: 1024 positions, 50257 tokens; the file, with the\n"
-            "attn.bias buffers, is 0.55 / 1.5 / 3.3 / 6.4 GB in f32, half in 16 bits)"),
+            "attn.bias buffers, is 0.55 / 1.5 / 3.3 / 6.4 GB in f32, half in 16 bits)\n"
+            "pythia-tiny  gpt_neox: 2 layers, 4 heads, 64 wide, 50257 tokens\n"
+            "pythia-70m   gpt_neox: Pythia-70m's shapes (6, 8, 512; 50304 tokens)\n"
+            "pythia-160m  gpt_neox: Pythia-160m's shapes (12, 12, 768)\n"
+            "llama-tiny   llama: 2 layers, 4 heads over 2 kv heads, 64 wide, 50257 tokens\n"
+            "smollm-135m  llama: SmolLM-135M's shapes (30, 9 over 3 kv, 576; tied)\n"
+            "qwen2-0.5b   qwen2: Qwen2-0.5B's shapes (24, 14 over 2 kv, 896; tied)\n"
+            "(docs/families.md)"),
         OPT_STRING_REQUIRED("out", "DIR", &out, "model directory (created with its parents)"),
         OPT_U64("seed", "S", &seed, "unsigned 64-bit seed (default 1); same seed, same bytes"),
         OPT_STRING("dtype", "D", &dtype_name,

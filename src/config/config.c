@@ -517,6 +517,14 @@ static int read_L(ctx *c, as_config *cfg) {
             return cfg_fail_key(c, s, "grid.L", "%d exceeds the model's context n_positions = %zu (%s)",
                                 (int)ax->L[ax->n_L - 1], cfg->models[m].cfg.n_positions,
                                 cfg->models[m].dir);
+    /* the kernels compute full causal attention (docs/families.md, "Sliding windows") */
+    for (size_t m = 0; m < cfg->n_model; m++)
+        if (cfg->models[m].cfg.sliding_window &&
+            (size_t)ax->L[ax->n_L - 1] > cfg->models[m].cfg.sliding_window)
+            return cfg_fail_key(c, s, "grid.L", "%d exceeds the model's sliding_window = %zu (%s), "
+                                "inside which attnsweep computes full causal attention",
+                                (int)ax->L[ax->n_L - 1], cfg->models[m].cfg.sliding_window,
+                                cfg->models[m].dir);
     return 0;
 }
 

@@ -9,8 +9,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "safetensors.h"
 #include "fileio.h"
+#include "safetensors.h"
+#include "synth_int.h"
 
 #define GOLDEN 0x9e3779b97f4a7c15ull
 #define INIT_STD 0.02
@@ -113,6 +114,7 @@ enum { N_PRESETS = sizeof presets / sizeof presets[0] };
 
 int synth_preset(gpt2_config *cfg, const char *preset, as_err *err) {
     memset(cfg, 0, sizeof *cfg);
+    if (synth_family_preset(cfg, preset)) return 0;
     cfg->layer_norm_epsilon = 1e-5f;
     strcpy(cfg->activation_function, "gelu_new");
     cfg->vocab_size = 50257;
@@ -122,6 +124,11 @@ int synth_preset(gpt2_config *cfg, const char *preset, as_err *err) {
             cfg->n_head = presets[i].n_head;
             cfg->n_embd = presets[i].n_embd;
             cfg->n_positions = presets[i].n_positions;
+            cfg->n_kv_head = cfg->n_head;
+            cfg->d_head = cfg->n_embd / cfg->n_head;
+            cfg->n_inner = 4 * cfg->n_embd;
+            cfg->tied_head = 1;
+            cfg->qkv_bias = 1;
             return 0;
         }
     return as_fail(err, "unknown preset '%s' (expected %s)", preset, SYNTH_PRESET_NAMES);
@@ -135,19 +142,8 @@ int synth_dtype_parse(sft_dtype *dtype, const char *name, as_err *err) {
     return 0;
 }
 
-/* How one tensor is filled. */
-typedef enum { FILL_NORMAL, FILL_ONES, FILL_ZEROS, FILL_C_ATTN, FILL_CAUSAL } fill_kind;
-
-typedef struct {
-    sft_spec spec;
-    char name[64];
-    fill_kind fill;
-    double std; /* FILL_NORMAL; FILL_C_ATTN: std of the v columns */
-    double qk_std; /* FILL_C_ATTN: std of the q and k columns */
-} synth_tensor;
-
-static void add(synth_tensor *t, size_t *n, const char *name, size_t ndim, const size_t *shape,
-                fill_kind fill, double std) {
+void synth_tensor_add(synth_tensor *t, size_t *n, const char *name, size_t ndim, const size_t *shape,
+                      fill_kind fill, double std) {
     synth_tensor *s = &t[(*n)++];
     snprintf(s->name, sizeof s->name, "%s", name);
     s->spec.name = s->name;
@@ -157,6 +153,7 @@ static void add(synth_tensor *t, size_t *n, const char *name, size_t ndim, const
     s->fill = fill;
     s->std = std;
     s->qk_std = 0;
+    s->period = 0;
 }
 
 /* The tensors of a Hugging Face GPT-2 file, in our file order. */
@@ -164,28 +161,28 @@ static size_t plan_tensors(synth_tensor *t, const gpt2_config *c, double qk_std)
     size_t n = 0, C = c->n_embd, P = c->n_positions;
     double proj_std = INIT_STD / sqrt(2.0 * (double)c->n_layer);
     char name[64];
-    add(t, &n, "wte.weight", 2, (size_t[]){c->vocab_size, C}, FILL_NORMAL, INIT_STD);
-    add(t, &n, "wpe.weight", 2, (size_t[]){P, C}, FILL_NORMAL, INIT_STD);
+    synth_tensor_add(t, &n, "wte.weight", 2, (size_t[]){c->vocab_size, C}, FILL_NORMAL, INIT_STD);
+    synth_tensor_add(t, &n, "wpe.weight", 2, (size_t[]){P, C}, FILL_NORMAL, INIT_STD);
     for (size_t l = 0; l < c->n_layer; l++) {
 #define NAME(suffix) (snprintf(name, sizeof name, "h.%zu.%s", l, suffix), name)
-        add(t, &n, NAME("ln_1.weight"), 1, (size_t[]){C}, FILL_ONES, 0);
-        add(t, &n, NAME("ln_1.bias"), 1, (size_t[]){C}, FILL_ZEROS, 0);
-        add(t, &n, NAME("attn.bias"), 4, (size_t[]){1, 1, P, P}, FILL_CAUSAL, 0);
-        add(t, &n, NAME("attn.c_attn.weight"), 2, (size_t[]){C, 3 * C}, FILL_C_ATTN, INIT_STD);
+        synth_tensor_add(t, &n, NAME("ln_1.weight"), 1, (size_t[]){C}, FILL_ONES, 0);
+        synth_tensor_add(t, &n, NAME("ln_1.bias"), 1, (size_t[]){C}, FILL_ZEROS, 0);
+        synth_tensor_add(t, &n, NAME("attn.bias"), 4, (size_t[]){1, 1, P, P}, FILL_CAUSAL, 0);
+        synth_tensor_add(t, &n, NAME("attn.c_attn.weight"), 2, (size_t[]){C, 3 * C}, FILL_C_ATTN, INIT_STD);
         t[n - 1].qk_std = qk_std;
-        add(t, &n, NAME("attn.c_attn.bias"), 1, (size_t[]){3 * C}, FILL_ZEROS, 0);
-        add(t, &n, NAME("attn.c_proj.weight"), 2, (size_t[]){C, C}, FILL_NORMAL, proj_std);
-        add(t, &n, NAME("attn.c_proj.bias"), 1, (size_t[]){C}, FILL_ZEROS, 0);
-        add(t, &n, NAME("ln_2.weight"), 1, (size_t[]){C}, FILL_ONES, 0);
-        add(t, &n, NAME("ln_2.bias"), 1, (size_t[]){C}, FILL_ZEROS, 0);
-        add(t, &n, NAME("mlp.c_fc.weight"), 2, (size_t[]){C, 4 * C}, FILL_NORMAL, INIT_STD);
-        add(t, &n, NAME("mlp.c_fc.bias"), 1, (size_t[]){4 * C}, FILL_ZEROS, 0);
-        add(t, &n, NAME("mlp.c_proj.weight"), 2, (size_t[]){4 * C, C}, FILL_NORMAL, proj_std);
-        add(t, &n, NAME("mlp.c_proj.bias"), 1, (size_t[]){C}, FILL_ZEROS, 0);
+        synth_tensor_add(t, &n, NAME("attn.c_attn.bias"), 1, (size_t[]){3 * C}, FILL_ZEROS, 0);
+        synth_tensor_add(t, &n, NAME("attn.c_proj.weight"), 2, (size_t[]){C, C}, FILL_NORMAL, proj_std);
+        synth_tensor_add(t, &n, NAME("attn.c_proj.bias"), 1, (size_t[]){C}, FILL_ZEROS, 0);
+        synth_tensor_add(t, &n, NAME("ln_2.weight"), 1, (size_t[]){C}, FILL_ONES, 0);
+        synth_tensor_add(t, &n, NAME("ln_2.bias"), 1, (size_t[]){C}, FILL_ZEROS, 0);
+        synth_tensor_add(t, &n, NAME("mlp.c_fc.weight"), 2, (size_t[]){C, 4 * C}, FILL_NORMAL, INIT_STD);
+        synth_tensor_add(t, &n, NAME("mlp.c_fc.bias"), 1, (size_t[]){4 * C}, FILL_ZEROS, 0);
+        synth_tensor_add(t, &n, NAME("mlp.c_proj.weight"), 2, (size_t[]){4 * C, C}, FILL_NORMAL, proj_std);
+        synth_tensor_add(t, &n, NAME("mlp.c_proj.bias"), 1, (size_t[]){C}, FILL_ZEROS, 0);
 #undef NAME
     }
-    add(t, &n, "ln_f.weight", 1, (size_t[]){C}, FILL_ONES, 0);
-    add(t, &n, "ln_f.bias", 1, (size_t[]){C}, FILL_ZEROS, 0);
+    synth_tensor_add(t, &n, "ln_f.weight", 1, (size_t[]){C}, FILL_ONES, 0);
+    synth_tensor_add(t, &n, "ln_f.bias", 1, (size_t[]){C}, FILL_ZEROS, 0);
     return n;
 }
 
@@ -209,6 +206,7 @@ static void fill_chunk(float *out, const synth_tensor *t, uint64_t seed, uint64_
         case FILL_ZEROS: out[j] = 0.0f; break;
         case FILL_CAUSAL: out[j] = (i % cols) <= (i / cols) % cols ? 1.0f : 0.0f; break;
         case FILL_NORMAL:
+        case FILL_QKV_ROWS:
         case FILL_C_ATTN: {
             if (i / 2 != cached_pair) {
                 cached_pair = i / 2;
@@ -218,6 +216,8 @@ static void fill_chunk(float *out, const synth_tensor *t, uint64_t seed, uint64_
             double std = t->std;
             /* c_attn columns: [0, C) query, [C, 2C) key, [2C, 3C) value */
             if (t->fill == FILL_C_ATTN && i % cols < 2 * (cols / 3)) std = t->qk_std;
+            /* query_key_value rows: per head q, k, v blocks of period / 3 rows each */
+            if (t->fill == FILL_QKV_ROWS && (i / cols) % t->period < 2 * (t->period / 3)) std = t->qk_std;
             out[j] = (float)(std * z);
             break;
         }
@@ -225,7 +225,7 @@ static void fill_chunk(float *out, const synth_tensor *t, uint64_t seed, uint64_
     }
 }
 
-static int mkdir_parents(const char *dir, as_err *err) {
+int synth_mkdir_parents(const char *dir, as_err *err) {
     char buf[4096];
     if (snprintf(buf, sizeof buf, "%s", dir) >= (int)sizeof buf)
         return as_fail(err, "%s: path too long", dir);
@@ -246,7 +246,7 @@ static int mkdir_parents(const char *dir, as_err *err) {
 }
 
 /* Closes f; on any error removes tmp. Then renames tmp -> final. */
-static int finish_file(FILE *f, const char *tmp, const char *final, int ok, as_err *err) {
+int synth_finish_file(FILE *f, const char *tmp, const char *final, int ok, as_err *err) {
     if (fflush(f) || ferror(f)) ok = 0;
     if (ok && fsync(fileno(f))) ok = 0;
     if (fclose(f)) ok = 0;
@@ -268,6 +268,15 @@ static int write_weights(const char *dir, const gpt2_config *c, uint64_t seed, d
     synth_tensor *t = calloc(max_tensors, sizeof *t);
     if (!t) return as_fail(err, "out of memory");
     size_t n = plan_tensors(t, c, qk_std);
+    char final[4200];
+    snprintf(final, sizeof final, "%s/model.safetensors", dir);
+    int rc = synth_write_tensors(final, t, n, seed, dtype, err);
+    free(t);
+    return rc;
+}
+
+int synth_write_tensors(const char *final, synth_tensor *t, size_t n, uint64_t seed,
+                        sft_dtype dtype, as_err *err) {
     sft_spec *specs = malloc(n * sizeof *specs);
     if (!specs) {
         free(t);
@@ -281,17 +290,12 @@ static int write_weights(const char *dir, const gpt2_config *c, uint64_t seed, d
     size_t header_len, data_len;
     int rc = sft_header_build(&header, &header_len, &data_len, specs, n, "{\"format\":\"pt\"}", err);
     free(specs);
-    if (rc) {
-        free(t);
-        return -1;
-    }
-    char final[4200], tmp[4300];
-    snprintf(final, sizeof final, "%s/model.safetensors", dir);
+    if (rc) return -1;
+    char tmp[4300];
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", final, (long)getpid());
     FILE *f = fopen(tmp, "wb");
     if (!f) {
         free(header);
-        free(t);
         return as_fail(err, "%s: cannot create: %s", tmp, strerror(errno));
     }
     enum { CHUNK = 1 << 16 };
@@ -319,8 +323,7 @@ static int write_weights(const char *dir, const gpt2_config *c, uint64_t seed, d
     free(buf);
     free(half);
     free(header);
-    free(t);
-    return finish_file(f, tmp, final, ok, err);
+    return synth_finish_file(f, tmp, final, ok, err);
 }
 
 static int write_config(const char *dir, const gpt2_config *c, const char *preset, uint64_t seed,
@@ -380,7 +383,7 @@ static int write_config(const char *dir, const gpt2_config *c, const char *prese
                      dtype == SFT_F32 ? "" : torch_dtype, dtype == SFT_F32 ? "" : "\",\n",
                      c->vocab_size, preset, (unsigned long long)seed,
                      qk_std, SYNTH_QK_LOGIT_STD) > 0;
-    return finish_file(f, tmp, final, ok, err);
+    return synth_finish_file(f, tmp, final, ok, err);
 }
 
 int synth_write_config(const char *dir, const gpt2_config *cfg, const char *preset_name,
@@ -396,8 +399,9 @@ int synth_write_config(const char *dir, const gpt2_config *cfg, const char *pres
     for (const char *p = preset_name; *p; p++)
         if (*p == '"' || *p == '\\' || (unsigned char)*p < 0x20)
             return as_fail(err, "preset name must not contain quotes, backslashes or controls");
-    if (mkdir_parents(dir, err)) return -1;
+    if (synth_mkdir_parents(dir, err)) return -1;
     double qk_std = sqrt(SYNTH_QK_LOGIT_STD / (double)cfg->n_embd);
+    if (cfg->family != MODEL_GPT2) return synth_family_write(dir, cfg, preset_name, seed, qk_std, dtype, err);
     /* weights first: a directory with a config.json is complete */
     if (write_weights(dir, cfg, seed, qk_std, dtype, err)) return -1;
     return write_config(dir, cfg, preset_name, seed, qk_std, dtype, err);

@@ -148,7 +148,7 @@ dump_writer *dump_open(const char *path, const int32_t *tokens, size_t L,
     return w;
 }
 
-int dump_write_layer(dump_writer *w, const gpt2_layer_view *v, as_err *err) {
+int dump_write_layer(dump_writer *w, const fwd_layer_view *v, as_err *err) {
     if (v->L != w->L)
         return as_fail(err, "%s: layer of length %zu in a dump of length %zu", w->tmp_path, v->L,
                        w->L);

@@ -18,7 +18,7 @@ typedef struct {
     double *head_out;            /* [CELL_MAX_CUTS][met_out_count] one head's means */
     float *scaled;               /* [L_max][L_max] metrics.logits = "scaled": q.k / sqrt(d_head); else NULL */
     met_axes axes;               /* window/layer/head keys are set per head */
-    const void *view;            /* the gpt2_layer_view being measured */
+    const void *view;            /* the fwd_layer_view being measured */
     size_t il;                   /* its index in the grid's layer list */
     double cpu_s;                /* CPU seconds of this lane's metrics, summed */
     int rc;
@@ -29,7 +29,7 @@ struct cell_worker {
     const gpt2_model *model;
     cell_spec spec;
     cr_layout layout;
-    gpt2_workspace fwd;
+    fwd_workspace fwd;
     met_axes axes;               /* the template of every lane's axes */
     size_t met_ws_bytes;         /* per lane */
     cell_lane *lanes;            /* [threads] */
@@ -52,7 +52,7 @@ struct cell_worker {
 
 static size_t vector_dim(const cell_worker *w) {
     const gpt2_config *m = &w->model->cfg;
-    return w->spec.vectors == AS_VECTORS_RESID ? m->n_embd : m->n_embd / m->n_head;
+    return w->spec.vectors == AS_VECTORS_RESID ? m->n_embd : m->d_head;
 }
 
 cell_spec cell_spec_of(const as_config *cfg) { return cell_spec_of_model(cfg, 0); }
@@ -98,7 +98,7 @@ static int worker_plan(cell_worker *w, const gpt2_model *model, const cell_spec 
     };
 
     size_t max_L = a->n_L ? (size_t)a->L[a->n_L - 1] : 0; /* L is sorted ascending */
-    if (gpt2_workspace_init(&w->fwd, &model->cfg, max_L, err)) return -1;
+    if (fwd_workspace_init(&w->fwd, &model->cfg, max_L, err)) return -1;
     w->met_ws_bytes = met_workspace_bytes(max_L, vector_dim(w), &w->axes);
     w->threads = spec->threads > 1 ? (size_t)spec->threads : 1;
     if (w->threads > a->n_head) w->threads = a->n_head ? a->n_head : 1;
@@ -160,7 +160,7 @@ void cell_worker_free(cell_worker *w) {
 }
 
 static void worker_release(cell_worker *w) {
-    gpt2_workspace_free(&w->fwd);
+    fwd_workspace_free(&w->fwd);
     for (size_t i = 0; w->lanes && i < w->threads; i++) {
         free(w->lanes[i].met_ws);
         free(w->lanes[i].head_out);
@@ -179,7 +179,7 @@ static void worker_release(cell_worker *w) {
  * in the blocks, so lanes run side by side. */
 static int lane_heads(cell_lane *ln) {
     cell_worker *w = ln->w;
-    const gpt2_layer_view *view = ln->view;
+    const fwd_layer_view *view = ln->view;
     const as_axes *a = w->spec.axes;
     size_t L = view->L, D = view->d_head;
     double c0 = as_thread_cpu_s();
@@ -223,7 +223,7 @@ static void *lane_thread(void *arg) {
 }
 
 /* The forward pass's per-layer callback: every measured head of this layer. */
-static int on_layer(const gpt2_layer_view *view, void *user, as_err *err) {
+static int on_layer(const fwd_layer_view *view, void *user, as_err *err) {
     cell_worker *w = user;
     const as_axes *a = w->spec.axes;
     size_t il = 0;
@@ -301,7 +301,7 @@ int cell_compute(cell_worker *w, int64_t window, const int32_t *tokens, const si
     w->window = window;
 
     const as_axes *a = w->spec.axes;
-    gpt2_request req = {.on_layer = on_layer, .user = w};
+    fwd_request req = {.on_layer = on_layer, .user = w};
     for (size_t il = 0; il < a->n_layer; il++)
         if ((size_t)a->layer[il] < w->model->cfg.n_layer) req.capture_mask |= 1ull << a->layer[il];
     size_t L = cuts[ncuts - 1];
@@ -312,7 +312,7 @@ int cell_compute(cell_worker *w, int64_t window, const int32_t *tokens, const si
     }
     double metrics_before = w->metrics_s, c0 = as_process_cpu_s(), lanes_cpu_before = 0;
     for (size_t i = 0; i < w->threads; i++) lanes_cpu_before += w->lanes[i].cpu_s;
-    if (gpt2_forward(&w->fwd, w->model, tokens, L, &req, err))
+    if (fwd_forward(&w->fwd, w->model, tokens, L, &req, err))
         return as_wrap(err, "window %lld at L = %zu", (long long)window, L);
     double t_ks = as_monotonic_s();
     w->forward_s += (t_ks - t0) - (w->metrics_s - metrics_before);

@@ -8,7 +8,7 @@
 #include "cell.h"
 #include "cellresult.h"
 #include "fileio.h"
-#include "gpt2.h"
+#include "forward.h"
 #include "metrics.h"
 
 as_cost_model grid_cost_model_default(void) {
@@ -17,7 +17,7 @@ as_cost_model grid_cost_model_default(void) {
     return m;
 }
 
-/* Blocks the forward pass runs: up to the deepest measured layer the model has (gpt2.h). */
+/* Blocks the forward pass runs: up to the deepest measured layer the model has (forward.h). */
 static size_t blocks_run(const as_config *cfg, const gpt2_config *m) {
     size_t deepest = (size_t)cfg->axes.layer[cfg->axes.n_layer - 1] + 1;
     return deepest < m->n_layer ? deepest : m->n_layer;
@@ -33,6 +33,7 @@ static size_t heads_of(const as_config *cfg, const gpt2_config *m) {
 
 static double flops_of(const as_config *cfg, const gpt2_config *m, size_t L) {
     double C = (double)m->n_embd, Ld = (double)L, nb = (double)blocks_run(cfg, m);
+    if (m->family != MODEL_GPT2) return fwd_flops(m, L, (size_t)nb, 0);
     /* per block: ln_1, c_attn (C x 3C), attn c_proj (C x C), ln_2, c_fc (C x 4C), mlp c_proj */
     double block_params = 12.0 * C * C + 13.0 * C;
     return 2.0 * block_params * nb * Ld + 2.0 * nb * Ld * Ld * C;
@@ -74,7 +75,7 @@ double grid_metric_seconds(const as_grid *g, size_t L) {
     const as_config *cfg = g->cfg;
     const as_axes *a = &cfg->axes;
     const gpt2_config *mc = g->model;
-    size_t d = cfg->vectors == AS_VECTORS_RESID ? mc->n_embd : mc->n_embd / mc->n_head;
+    size_t d = cfg->vectors == AS_VECTORS_RESID ? mc->n_embd : mc->d_head;
     size_t threads = cfg->blas_threads > 1 ? (size_t)cfg->blas_threads : 1;
     if (threads > a->n_head) threads = a->n_head; /* cell.c: metrics threads split the heads */
     double heads = (double)heads_of(cfg, mc);
@@ -128,12 +129,12 @@ static void rank_memory_of(as_rank_memory *m, const as_grid *g, const gpt2_confi
     const as_config *cfg = g->cfg;
     const as_axes *a = &cfg->axes;
     size_t Lmax = (size_t)config_max_L(cfg);
-    size_t d = cfg->vectors == AS_VECTORS_RESID ? mc->n_embd : mc->n_embd / mc->n_head;
+    size_t d = cfg->vectors == AS_VECTORS_RESID ? mc->n_embd : mc->d_head;
     size_t threads = cfg->blas_threads > 1 ? (size_t)cfg->blas_threads : 1;
     if (threads > a->n_head) threads = a->n_head;
     memset(m, 0, sizeof *m);
     m->weights = model_param_count(mc) * sizeof(float);
-    m->activations = gpt2_workspace_bytes(mc, Lmax);
+    m->activations = fwd_workspace_bytes(mc, Lmax);
     /* metrics.h's own workspace size for one head at the largest L, plus one
      * head's means for every L cut (cell.h runs the cuts of a window together),
      * for each metrics thread */

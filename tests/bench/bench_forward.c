@@ -8,7 +8,7 @@
  *
  * The forward pass timed is the sweep's: every layer captured (a no-op
  * callback) plus the logits at the last position, so all blocks run. Times
- * are the best of R runs after a warm-up. FLOPs are gpt2_forward_flops()
+ * are the best of R runs after a warm-up. FLOPs are fwd_flops()
  * (causal attention counted over the visible pairs only). The roofline is
  * the rate of one pass of the four projection sgemms at [L, C] x [C, 3C |
  * C | 4C] and [L, 4C] x [4C, C]; fraction = (FLOPs / roofline) / time. */
@@ -18,7 +18,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "gpt2.h"
+#include "forward.h"
 #include "model.h"
 
 static double now(void) {
@@ -38,7 +38,7 @@ static int parse_list(const char *s, size_t *out, int max) {
     return n;
 }
 
-static int noop_layer(const gpt2_layer_view *v, void *user, as_err *err) {
+static int noop_layer(const fwd_layer_view *v, void *user, as_err *err) {
     (void)v, (void)user, (void)err;
     return 0;
 }
@@ -122,8 +122,8 @@ int main(int argc, char **argv) {
     }
     size_t max_L = 0;
     for (int i = 0; i < n_len; i++) max_L = lengths[i] > max_L ? lengths[i] : max_L;
-    gpt2_workspace ws;
-    if (gpt2_workspace_init(&ws, &m.cfg, max_L, &err) != 0) {
+    fwd_workspace ws;
+    if (fwd_workspace_init(&ws, &m.cfg, max_L, &err) != 0) {
         fprintf(stderr, "bench_forward: %s\n", err.msg);
         return 1;
     }
@@ -144,20 +144,20 @@ int main(int argc, char **argv) {
         openblas_set_num_threads((int)threads[ti]);
         for (int li = 0; li < n_len; li++) {
             size_t L = lengths[li], last = L - 1;
-            gpt2_request req = {.capture_mask = ((uint64_t)1 << m.cfg.n_layer) - 1,
+            fwd_request req = {.capture_mask = ((uint64_t)1 << m.cfg.n_layer) - 1,
                                 .on_layer = noop_layer, .logit_positions = &last,
                                 .n_logit_positions = 1, .logits = logits};
             double best = 1e30;
             for (int r = 0; r <= repeat; r++) {
                 double t0 = now();
-                if (gpt2_forward(&ws, &m, tokens, L, &req, &err) != 0) {
+                if (fwd_forward(&ws, &m, tokens, L, &req, &err) != 0) {
                     fprintf(stderr, "bench_forward: %s\n", err.msg);
                     return 1;
                 }
                 double dt = now() - t0;
                 if (r > 0 && dt < best) best = dt;
             }
-            double flops = gpt2_forward_flops(&m.cfg, L, m.cfg.n_layer, 1);
+            double flops = fwd_flops(&m.cfg, L, m.cfg.n_layer, 1);
             double roof = sgemm_roofline(L, m.cfg.n_embd, repeat);
             double ts = torch_s[li];
             printf("%7zu %5zu %10.4f %10.0f %9.1f %10.1f %9.0f%% %9.4f %8.2fx\n", threads[ti], L,
@@ -167,7 +167,7 @@ int main(int argc, char **argv) {
         }
     }
     free(tokens), free(logits);
-    gpt2_workspace_free(&ws);
+    fwd_workspace_free(&ws);
     model_free(&m);
     return 0;
 }

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "gpt2.h"
+#include "forward.h"
 
 enum { NL = 3, NH = 2, C = 16, D = C / NH, V = 37, P = 160 };
 
@@ -37,7 +37,8 @@ static float weights[V * C + P * C + 2 * C +
 static void build_model(gpt2_model *m) {
     memset(m, 0, sizeof *m);
     m->cfg = (gpt2_config){.n_layer = NL, .n_head = NH, .n_embd = C, .n_positions = P,
-                           .vocab_size = V, .layer_norm_epsilon = 1e-5f};
+                           .vocab_size = V, .layer_norm_epsilon = 1e-5f, .n_kv_head = NH,
+                           .d_head = C / NH, .n_inner = 4 * C, .tied_head = 1, .qkv_bias = 1};
     strcpy(m->cfg.activation_function, "gelu_new");
     float *at = weights;
     m->wte = fill(at, V * C, -0.5, 0.5), at += V * C;
@@ -181,7 +182,7 @@ static void compare_tensor(const char *what, size_t layer, size_t L, const float
     CHECK(!bad_zero, "L=%zu layer %zu %s: non-zero above the diagonal", L, layer, what);
 }
 
-static int on_layer(const gpt2_layer_view *v, void *user, as_err *err) {
+static int on_layer(const fwd_layer_view *v, void *user, as_err *err) {
     capture_check *c = user;
     size_t L = c->L, l = v->layer;
     if (c->calls < NL) c->order[c->calls] = l;
@@ -201,7 +202,7 @@ static int on_layer(const gpt2_layer_view *v, void *user, as_err *err) {
     return 0;
 }
 
-static void run_case(const gpt2_model *m, gpt2_workspace *ws, size_t L) {
+static void run_case(const gpt2_model *m, fwd_workspace *ws, size_t L) {
     int32_t *tok = malloc(L * sizeof *tok);
     for (size_t t = 0; t < L; t++) tok[t] = (int32_t)(uniform(0, V));
     reference r = {
@@ -217,9 +218,9 @@ static void run_case(const gpt2_model *m, gpt2_workspace *ws, size_t L) {
     capture_check cc = {.ref = &r, .L = L, .abort_at = -1};
     size_t pos[2] = {L - 1, 0};
     float logits[2 * V];
-    gpt2_request req = {.capture_mask = (1u << NL) - 1, .on_layer = on_layer, .user = &cc,
+    fwd_request req = {.capture_mask = (1u << NL) - 1, .on_layer = on_layer, .user = &cc,
                         .logit_positions = pos, .n_logit_positions = 2, .logits = logits};
-    CHECK(gpt2_forward(ws, m, tok, L, &req, &err) == 0, "forward L=%zu: %s", L, err.msg);
+    CHECK(fwd_forward(ws, m, tok, L, &req, &err) == 0, "forward L=%zu: %s", L, err.msg);
     CHECK(cc.calls == NL, "L=%zu: %d callbacks, want %d", L, cc.calls, NL);
     for (int l = 0; l < NL && l < cc.calls; l++) CHECK(cc.order[l] == (size_t)l, "callback order");
     for (int i = 0; i < 2; i++) {
@@ -231,15 +232,15 @@ static void run_case(const gpt2_model *m, gpt2_workspace *ws, size_t L) {
 
     /* only layer 1, no logits: one callback */
     cc = (capture_check){.ref = &r, .L = L, .abort_at = -1};
-    req = (gpt2_request){.capture_mask = 1u << 1, .on_layer = on_layer, .user = &cc};
-    CHECK(gpt2_forward(ws, m, tok, L, &req, &err) == 0, "forward layer 1: %s", err.msg);
+    req = (fwd_request){.capture_mask = 1u << 1, .on_layer = on_layer, .user = &cc};
+    CHECK(fwd_forward(ws, m, tok, L, &req, &err) == 0, "forward layer 1: %s", err.msg);
     CHECK(cc.calls == 1 && cc.order[0] == 1, "mask 1<<1: %d calls", cc.calls);
 
     /* a failing callback stops the pass with its message */
     cc = (capture_check){.ref = &r, .L = L, .abort_at = 0};
-    req = (gpt2_request){.capture_mask = 7, .on_layer = on_layer, .user = &cc};
+    req = (fwd_request){.capture_mask = 7, .on_layer = on_layer, .user = &cc};
     err.msg[0] = 0;
-    CHECK(gpt2_forward(ws, m, tok, L, &req, &err) == -1, "aborting callback returns -1");
+    CHECK(fwd_forward(ws, m, tok, L, &req, &err) == -1, "aborting callback returns -1");
     CHECK(cc.calls == 1, "abort after layer 0: %d calls", cc.calls);
     CHECK(strstr(err.msg, "test abort") && strstr(err.msg, "layer 0"), "abort message '%s'", err.msg);
 
@@ -250,9 +251,9 @@ static void run_case(const gpt2_model *m, gpt2_workspace *ws, size_t L) {
 int main(void) {
     gpt2_model m;
     build_model(&m);
-    gpt2_workspace ws;
+    fwd_workspace ws;
     as_err err = {{0}};
-    CHECK(gpt2_workspace_init(&ws, &m.cfg, P, &err) == 0, "init: %s", err.msg);
+    CHECK(fwd_workspace_init(&ws, &m.cfg, P, &err) == 0, "init: %s", err.msg);
     /* 1 (single token), 7, 129 and 160 (cross the 128-row attention tile) */
     const size_t Ls[] = {1, 7, 129, 160};
     for (size_t i = 0; i < sizeof Ls / sizeof Ls[0]; i++) run_case(&m, &ws, Ls[i]);
@@ -272,32 +273,32 @@ int main(void) {
     ref_forward(&r, &m, tok, 5);
     memset(&blocks[2], 0, sizeof blocks[2]);
     cc.ref = &r;
-    gpt2_request req = {.capture_mask = 3, .on_layer = on_layer, .user = &cc};
-    CHECK(gpt2_forward(&ws, &m, tok, 5, &req, &err) == 0, "poisoned block 2 skipped: %s", err.msg);
+    fwd_request req = {.capture_mask = 3, .on_layer = on_layer, .user = &cc};
+    CHECK(fwd_forward(&ws, &m, tok, 5, &req, &err) == 0, "poisoned block 2 skipped: %s", err.msg);
     CHECK(cc.calls == 2, "poisoned run: %d calls", cc.calls);
     blocks[2] = saved;
     free(r.q), free(r.k), free(r.v), free(r.scores), free(r.pattern), free(r.ln1), free(r.logits);
 
     /* argument errors */
     int32_t bad[3] = {1, V, 2};
-    req = (gpt2_request){0};
-    CHECK(gpt2_forward(&ws, &m, bad, 3, &req, &err) == -1 && strstr(err.msg, "position 1"),
+    req = (fwd_request){0};
+    CHECK(fwd_forward(&ws, &m, bad, 3, &req, &err) == -1 && strstr(err.msg, "position 1"),
           "token outside the vocabulary: '%s'", err.msg);
-    CHECK(gpt2_forward(&ws, &m, tok, 0, &req, &err) == -1, "L = 0 rejected");
+    CHECK(fwd_forward(&ws, &m, tok, 0, &req, &err) == -1, "L = 0 rejected");
     int32_t *many = calloc(P + 1, sizeof *many);
-    CHECK(gpt2_forward(&ws, &m, many, P + 1, &req, &err) == -1, "L > max_L rejected");
+    CHECK(fwd_forward(&ws, &m, many, P + 1, &req, &err) == -1, "L > max_L rejected");
     free(many);
     req.capture_mask = 1u << NL;
     req.on_layer = on_layer;
-    CHECK(gpt2_forward(&ws, &m, tok, 5, &req, &err) == -1 && strstr(err.msg, "n_layer"),
+    CHECK(fwd_forward(&ws, &m, tok, 5, &req, &err) == -1 && strstr(err.msg, "n_layer"),
           "mask beyond n_layer: '%s'", err.msg);
     size_t far = 5;
     float lg[V];
-    req = (gpt2_request){.logit_positions = &far, .n_logit_positions = 1, .logits = lg};
-    CHECK(gpt2_forward(&ws, &m, tok, 5, &req, &err) == -1, "logit position >= L rejected");
-    gpt2_workspace ws2;
-    CHECK(gpt2_workspace_init(&ws2, &m.cfg, P + 1, &err) == -1 && strstr(err.msg, "n_positions"),
+    req = (fwd_request){.logit_positions = &far, .n_logit_positions = 1, .logits = lg};
+    CHECK(fwd_forward(&ws, &m, tok, 5, &req, &err) == -1, "logit position >= L rejected");
+    fwd_workspace ws2;
+    CHECK(fwd_workspace_init(&ws2, &m.cfg, P + 1, &err) == -1 && strstr(err.msg, "n_positions"),
           "max_L > n_positions rejected: '%s'", err.msg);
-    gpt2_workspace_free(&ws);
+    fwd_workspace_free(&ws);
     return check_summary("test_gpt2_forward");
 }

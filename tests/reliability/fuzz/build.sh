@@ -14,8 +14,9 @@ san=(-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-poin
 flags=(-g -O1 -std=c11 -Wall -Wextra -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE
        -I"$here/include/core" -I"$here/include/model" -I"$here/include/text" -I"$here/include/config" -I"$here/include/sweep"
        -I"$here/include/kernels"
-       -I"$here/tests/reliability/fuzz")
+       -I"$here/tests/reliability/fuzz" -I"$here/src/model")
 lib_sources=(core/errors core/fileio core/json model/safetensors core/sha256 model/model
+             model/family_gpt2 model/family_neox model/family_llama model/shards
              config/config config/config_include config/config_axes config/config_text config/config_diff config/config_models
              text/tokenizer text/pretokenize text/install text/unicode_tables text/hf_load text/hf_encode text/nfc
              text/nfc_tables)
