@@ -108,7 +108,10 @@
  *   JR_SEG_END    that segment ended: window = segment number, t_end,
  *                 attempt = cells committed in the segment, status = how it ended (1
  *                 completed, 2 stopped by a signal, 3 an error; 0 from writers before it),
- *                 L = the signal's number (status 2). No JR_SEG_END: crashed or killed.
+ *                 L = the signal's number (status 2). No JR_SEG_END: crashed or killed
+ *                 (its commits that follow are its count) -- except in a merged journal,
+ *                 where every commit follows the segment records: there a killed segment
+ *                 has one with t_end NaN and status 0 that carries its count.
  *                 The counts and the ending sit in fields older writers left 0 and older
  *                 readers ignore, so the journal version did not change (as for the inputs
  *                 of JR_CONFIG).

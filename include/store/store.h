@@ -279,7 +279,9 @@ void store_set_stop_signal(store *s, int signo);
 /* Ends the segment, writes attempts, flushes, writes the status file with the
  * given state, closes the files and removes the lock. Its end record and /provenance say how
  * it ended: "finished" completed, "interrupted" stopped (store_set_stop_signal), "failed" an
- * error. Always frees s. */
+ * error. "interrupted" with no stop signal set is a merge that leaves the missing shards'
+ * cells pending: the status file says interrupted (resumable), the segment completed. Always
+ * frees s. */
 int store_close(store *s, const char *state, as_err *err);
 
 /* Call once at the start of a command that writes results files, before MPI_Init: HDF5

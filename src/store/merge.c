@@ -58,6 +58,8 @@ typedef struct {
     uint32_t n_model, n_window; /* the begin record's axes and the end record's ending, */
     int32_t n_L, end_signo;     /* carried as they are (journal.h, JR_SEG_BEGIN / END) */
     uint32_t ended;
+    int end_recorded;           /* it has an end record (one with t_end NaN: a killed segment's
+                                 * count, carried by an earlier merge) */
 } merged_segment;
 
 /* The merged state of one (model, window, L) cell. */
@@ -372,7 +374,7 @@ static int read_shard(merge_state *m, size_t s, int32_t *attempts, uint8_t *in_f
             if (r.window < 0 || k >= m->n_segs)
                 rc = as_fail(err, "%s: segment %d ends before it begins", sh->journal_path, r.window);
             else m->segs[k].end = r.t_end, m->segs[k].cells_done = (int32_t)r.attempt,
-                 m->segs[k].ended = r.status, m->segs[k].end_signo = r.L;
+                 m->segs[k].ended = r.status, m->segs[k].end_signo = r.L, m->segs[k].end_recorded = 1;
         } else if (r.type == JR_DISPATCH || r.type == JR_COMMIT) {
             int li = -1;
             for (size_t l = 0; l < m->n_L && li < 0; l++)
@@ -393,6 +395,10 @@ static int read_shard(merge_state *m, size_t s, int32_t *attempts, uint8_t *in_f
                 }
                 if (!in_flight[c]) attempts[c]++;
                 in_flight[c] = 0;
+                /* a segment killed before its end record: its commits are its cells_done, as
+                 * the store's replay counts them (replay.c) */
+                merged_segment *open_seg = m->n_segs > seg0 ? &m->segs[m->n_segs - 1] : NULL;
+                if (r.status == STORE_DONE && open_seg && !open_seg->end_recorded) open_seg->cells_done++;
                 if ((int32_t)r.attempt > attempts[c]) attempts[c] = (int32_t)r.attempt;
                 /* a deflated payload (JF_DEFLATE) has its own size: store_read_cell checks it */
                 if (r.status == STORE_DONE && !(r.flags & JF_DEFLATE && !(r.flags & JF_COMPACT)) &&
@@ -490,7 +496,11 @@ static int write_journal(merge_state *m, const char *tmp, as_err *err) {
                             .t_start = g->start, .payload_len = g->payload_len,
                             .status = g->n_model, .attempt = g->n_window, .L = g->n_L};
         rc = journal_append(out, &r, g->payload, err);
-        if (!rc && !isnan(g->end)) {
+        /* A killed segment gets an end record too, with t_end NaN, carrying its cells_done:
+         * in the merged journal every commit follows the segment records, so a replay could
+         * no longer tell whose they were (without one, the last killed segment would count
+         * them all). Its ending stays "crashed" (end NaN). */
+        if (!rc) {
             journal_record e = {.type = JR_SEG_END, .window = (int32_t)k, .t_end = g->end,
                                 .attempt = (uint32_t)g->cells_done, .status = g->ended, .L = g->end_signo};
             rc = journal_append(out, &e, NULL, err);

@@ -89,7 +89,8 @@ static int replay_segment(store *s, const journal_record *r, size_t damaged, as_
         sg->mpi_size = r->rank;
         sg->n_model = (int32_t)r->status, sg->n_window = (int32_t)r->attempt, sg->n_L = r->L;
     } else {
-        sg->end = r->t_end;
+        sg->end = r->t_end;   /* NaN: a killed segment whose count a merge carried */
+        sg->end_recorded = 1;
         sg->cells_done = (int32_t)r->attempt;
         sg->ended = r->status <= ST_END_ERROR ? (int32_t)r->status : ST_END_UNKNOWN;
         sg->end_signo = r->L;
@@ -155,7 +156,7 @@ static int replay_cell(store *s, const journal_record *r, as_err *err) {
         s->status[c] = (uint8_t)(r->status == STORE_DONE ? STORE_DONE : STORE_FAILED);
         /* cells_done of a segment killed before its end record: its commits, counted
          * (an end record, when there is one, sets the same count itself) */
-        if (r->status == STORE_DONE && s->n_segs && isnan(s->segs[s->n_segs - 1].end))
+        if (r->status == STORE_DONE && s->n_segs && !s->segs[s->n_segs - 1].end_recorded)
             s->segs[s->n_segs - 1].cells_done++;
         s->wall_time[c] = r->wall_time;
         s->rank[c] = r->rank;

@@ -309,7 +309,7 @@ static int add_segment(store *s, as_err *err) {
     sg->inputs = st_dupstr(s->prov.inputs);
     sg->mpi_size = s->prov.mpi_size, sg->cells_done = 0;
     sg->n_model = (int32_t)s->ax.n_model, sg->n_window = (int32_t)s->ax.n_window, sg->n_L = (int32_t)s->ax.n_L;
-    sg->ended = ST_END_UNKNOWN, sg->end_signo = 0;
+    sg->ended = ST_END_UNKNOWN, sg->end_signo = 0, sg->end_recorded = 0;
     s->seg_index = s->n_segs++;
     return 0;
 }
@@ -668,9 +668,12 @@ int store_close(store *s, const char *state, as_err *err) {
     sg->end = st_now();
     sg->cells_done = s->committed_this_segment;
     const char *how = state ? state : "finished";
-    sg->ended = !strcmp(how, "finished") ? ST_END_COMPLETED : !strcmp(how, "interrupted") ? ST_END_STOPPED
-                : ST_END_ERROR;
+    /* interrupted without a signal: a partial merge, whose own work is done (store.h) */
+    sg->ended = !strcmp(how, "interrupted") ? (s->stop_signo ? ST_END_STOPPED : ST_END_COMPLETED)
+                : !strcmp(how, "finished")   ? ST_END_COMPLETED
+                                             : ST_END_ERROR;
     sg->end_signo = sg->ended == ST_END_STOPPED ? s->stop_signo : 0;
+    sg->end_recorded = 1;
     journal_record r = {.type = JR_SEG_END, .window = (int32_t)s->seg_index, .t_end = sg->end,
                         .attempt = (uint32_t)s->committed_this_segment, .status = (uint32_t)sg->ended,
                         .L = sg->end_signo};

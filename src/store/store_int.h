@@ -50,6 +50,7 @@ typedef struct {
      * writer), against which the next segment's extension is told */
     int32_t n_model, n_window, n_L;
     int32_t ended, end_signo; /* how it ended (ST_END_*; its end record, journal.h), signal */
+    int end_recorded; /* it has an end record: that sets cells_done, not the commits after it */
 } segment;
 
 /* How a segment ended (JR_SEG_END status). 0: not recorded (an older writer) -- or no end
