@@ -27,7 +27,6 @@ checkpoints.csv beside the figure holds every plotted number (and the count of p
 """
 import csv
 import os
-import warnings
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -75,8 +74,7 @@ def pooled_quartiles(values):
     """values [model, L, pool] -> (q25, median, q75, count) [model, L]: numpy's percentiles
     over the finite entries of the pool (NaN where none)."""
     count = np.isfinite(values).sum(axis=-1)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)   # an all-NaN pool stays NaN
+    with ar.empty_slices_stay_nan():   # an all-NaN pool stays NaN
         q = [np.nanpercentile(values, p, axis=-1) for p in QUARTILES]
     return q[0], q[1], q[2], count
 

@@ -112,6 +112,19 @@ def per_n_missing(ds, opt, name):
     return True
 
 
+def no_finished_cell(ds, name, L=None):
+    """True (and a note) when no cell of this model is finished -- at L, when given: the
+    figure would have nothing to draw (a sweep still at its start, or whose longest L is still
+    pending), and a log axis over no value cannot even be drawn."""
+    done = ds["status"] == ar.STATUS_DONE
+    if L is not None:
+        done = done.sel(L=L)
+    if bool(done.any()):
+        return False
+    note(f"{name} skipped: no finished cell" + ("" if L is None else f" at the longest L = {L}"))
+    return True
+
+
 MODEL_KINDS = ar.MODEL_KINDS
 
 
@@ -180,7 +193,7 @@ def fig_distance_vs_L(ds, opt, out_dir, fmt):
     if ds.sizes["L"] < 2:
         note("distance_vs_L skipped: the L axis has one value")
         return None
-    if per_n_missing(ds, opt, "distance_vs_L"):
+    if per_n_missing(ds, opt, "distance_vs_L") or no_finished_cell(ds, "distance_vs_L"):
         return None
     cell = ds.sel(N=opt.N, T=opt.T, normalizer=opt.normalizer)
     L = _values(ds["L"])
@@ -223,7 +236,7 @@ def fig_distance_vs_N(ds, opt, out_dir, fmt):
     if ds.sizes["N"] < 2:
         note("distance_vs_N skipped: the N axis has one value")
         return None
-    if per_n_missing(ds, opt, "distance_vs_N"):
+    if per_n_missing(ds, opt, "distance_vs_N") or no_finished_cell(ds, "distance_vs_N", opt.L_max):
         return None
     cell = ds.sel(L=opt.L_max, T=opt.T, normalizer=opt.normalizer)
     N = _values(ds["N"])
@@ -261,16 +274,17 @@ def fig_critical_N(ds, opt, out_dir, fmt):
     if ds.sizes["L"] < 2 or ds.sizes["N"] < 2:
         note("critical_N skipped: needs more than one L and more than one N")
         return None
-    if per_n_missing(ds, opt, "critical_N"):
+    if per_n_missing(ds, opt, "critical_N") or no_finished_cell(ds, "critical_N"):
         return None
     sel = dict(T=opt.T, normalizer=opt.normalizer)
     found = _values(ds["crit_N"].sel(**sel).transpose("window", "L"))   # NaN where censored
     censored = _values(ds["crit_N_censored"].sel(**sel).transpose("window", "L")) == 1
     bound = _values(ar.crit_N_lower_bound(ds).sel(**sel).transpose("window", "L"))
     L = _values(ds["L"])
-    with np.errstate(invalid="ignore"):
-        # the mean of the windows that found one: a censored window is never a number in it
-        mean = np.nanmean(found, axis=0) if np.isfinite(found).any() else np.full(L.shape, np.nan)
+    # the mean of the windows that found one: a censored window is never a number in it (an
+    # L where every window is censored or unfinished has no mean: NaN)
+    with ar.empty_slices_stay_nan():
+        mean = np.nanmean(found, axis=0)
     none_found = np.sum(censored, axis=0)
     result = {"L": L, "crit_N": found, "crit_N_found": found, "crit_N_censored": censored,
               "lower_bound": np.where(censored, bound, np.nan), "mean": mean,
@@ -318,7 +332,7 @@ def fig_distance_ratio(ds, opt, out_dir, fmt):
     two per-head samples overlap, i.e. near ratio 1 (docs/critical-n.md). Where the file has
     dist_random (metrics.dist_random), the median of dist_true / dist_random too, dashed
     (median_random): the ratio to the expected distance, not the paper's expectation term."""
-    if per_n_missing(ds, opt, "distance_ratio"):
+    if per_n_missing(ds, opt, "distance_ratio") or no_finished_cell(ds, "distance_ratio"):
         return None
     if ds.sizes["N"] < 2:
         note("distance_ratio skipped: the N axis has one value")
@@ -327,17 +341,14 @@ def fig_distance_ratio(ds, opt, out_dir, fmt):
     ratio = (cell["dist_true"] / cell["dist_expect"]).transpose("L", "N", "window", "layer", "head")
     r = _values(ratio).reshape(ds.sizes["L"], ds.sizes["N"], -1)
     L, N = _values(ds["L"]), _values(ds["N"])
-    import warnings
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)   # all-NaN (N >= L): stays NaN
+    with ar.empty_slices_stay_nan():   # all-NaN (N >= L, unfinished cells): stays NaN
         q25, median, q75 = (np.nanpercentile(r, q, axis=2) for q in (25, 50, 75))
     x = N[None, :] / L[:, None]
     result = {"L": L, "N": N, "x": x, "median": median, "q25": q25, "q75": q75, "T": opt.T,
               "median_random": None}
     if "dist_random" in ds.data_vars and np.isfinite(_values(cell["dist_random"])).any():
         rr = (cell["dist_true"] / cell["dist_random"]).transpose("L", "N", "window", "layer", "head")
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
+        with ar.empty_slices_stay_nan():
             result["median_random"] = np.nanpercentile(
                 _values(rr).reshape(ds.sizes["L"], ds.sizes["N"], -1), 50, axis=2)
     fig, ax = plt.subplots(figsize=(6.4, 4.4))
@@ -372,7 +383,7 @@ def fig_separability(ds, opt, out_dir, fmt):
     if ds.sizes["N"] < 2:
         note("separability skipped: the N axis has one value")
         return None
-    if per_n_missing(ds, opt, "separability"):
+    if per_n_missing(ds, opt, "separability") or no_finished_cell(ds, "separability", opt.L_max):
         return None
     cell = ds.sel(L=opt.L_max, T=opt.T, normalizer=opt.normalizer)
     N = _values(ds["N"])
@@ -437,6 +448,8 @@ def fig_separability(ds, opt, out_dir, fmt):
 def fig_gradient(ds, opt, out_dir, fmt):
     if ds.sizes["T"] < 2:
         note("gradient skipped: the T axis has one value")
+        return None
+    if no_finished_cell(ds, "gradient_vs_T", opt.L_max):
         return None
     cell = ds.sel(L=opt.L_max, normalizer=opt.normalizer)
     T = _values(ds["T"])
@@ -511,6 +524,8 @@ def fig_normalizers(ds, opt, out_dir, fmt):
     if len(names) < 2:
         note("normalizers skipped: the normalizer axis has one value")
         return None
+    if no_finished_cell(ds, "normalizers", opt.L_max):
+        return None
     eps = float(ar.nearest(ds, "eps", 1e-3))
     cell = ds.sel(L=opt.L_max)
     all_dims = ("window", "layer", "head")
@@ -552,6 +567,8 @@ def fig_selectivity_vs_gradient(ds, opt, out_dir, fmt):
     names = [str(v) for v in ds["normalizer"].values]
     if len(names) < 2:
         note("selectivity_vs_gradient skipped: the normalizer axis has one value")
+        return None
+    if no_finished_cell(ds, "selectivity_vs_gradient", opt.L_max):
         return None
     eps = float(ar.nearest(ds, "eps", 1e-3))
     cell = ds.sel(L=opt.L_max)

@@ -17,8 +17,10 @@ model, native temperature, mean over heads, spread across windows).
 CLI: python3 analysis/attnsweep_results.py RESULTS.h5  -- prints a summary.
 """
 import argparse
+import contextlib
 import os
 import sys
+import warnings
 
 # restart under /usr/bin/python3 when this interpreter lacks the packages (debian_python.py)
 if __name__ == "__main__":
@@ -215,19 +217,38 @@ def head_mean(da):
     return da.mean(dims, skipna=True)
 
 
+# numpy's words when a reduction skipping NaN meets a slice with no value at all
+EMPTY_SLICE_WARNINGS = ("Mean of empty slice", "All-NaN slice encountered",
+                        "Degrees of freedom <= 0 for slice")
+
+
+@contextlib.contextmanager
+def empty_slices_stay_nan():
+    """Within it, a NaN-skipping mean, std, max or quantile over a slice with no value (every
+    cell of an L unfinished, a model not yet run, crit_N censored in every window) gives NaN
+    without numpy's RuntimeWarning: the figures say what is missing, the warning would only
+    alarm. Other RuntimeWarnings (overflow, invalid values in data) still show."""
+    with warnings.catch_warnings():
+        for text in EMPTY_SLICE_WARNINGS:
+            warnings.filterwarnings("ignore", message=text, category=RuntimeWarning)
+        yield
+
+
 def window_spread(da, band="std"):
     """(mean, low, high) over the window axis.
 
     band "std": mean -+ one standard deviation (ddof 0); "quantile": the
-    10% and 90% quantiles. NaN windows (unfinished cells) are skipped.
+    10% and 90% quantiles. NaN windows (unfinished cells) are skipped; where every
+    window is NaN the three are NaN.
     """
-    mean = da.mean("window", skipna=True)
-    if band == "std":
-        std = da.std("window", skipna=True)
-        return mean, mean - std, mean + std
-    if band == "quantile":
-        return (mean, da.quantile(0.1, dim="window", skipna=True).drop_vars("quantile"),
-                da.quantile(0.9, dim="window", skipna=True).drop_vars("quantile"))
+    with empty_slices_stay_nan():
+        mean = da.mean("window", skipna=True)
+        if band == "std":
+            std = da.std("window", skipna=True)
+            return mean, mean - std, mean + std
+        if band == "quantile":
+            return (mean, da.quantile(0.1, dim="window", skipna=True).drop_vars("quantile"),
+                    da.quantile(0.9, dim="window", skipna=True).drop_vars("quantile"))
     raise ValueError(f"window_spread: band '{band}' is neither 'std' nor 'quantile'")
 
 
