@@ -439,9 +439,16 @@ void run_print_timings(const run *r, const double *all, int size, const run_sche
             m[TM_COMMIT] > 0 ? bytes / 1e6 / m[TM_COMMIT] : 0.0,
             st->threaded_commit ? "on the writer thread" : "synchronous", st->commit_batches,
             st->largest_batch, st->master_cpu_s, st->elapsed_s);
-    double windows = (double)r->grid.n_windows;
+    /* per window this run computed (done or failed), not per window of the grid: a resume
+     * computes fewer, a model axis one per model; a window of more than GRID_UNIT_MAX_CUTS
+     * L values is several units */
+    double windows = (double)(r->units_done + r->units_failed) / (double)grid_units_per_window(&r->grid);
+    if (windows <= 0) {
+        fprintf(stderr, "timings: per window: none computed in this run\n");
+        return;
+    }
     fprintf(stderr,
-            "timings: per window (%.0f windows, %.0f cells): scheduler wall %.2f s; compute %.2f s "
+            "timings: per window (%.4g windows, %.0f cells): scheduler wall %.2f s; compute %.2f s "
             "= forward %.2f + metrics %.2f + ks %.2f; commit %.3f s; cpu: forward %.2f, metrics %.2f\n",
             windows, m[TM_COMMIT_CELLS], st->elapsed_s / windows, co / windows, fw / windows,
             me / windows, ks / windows, m[TM_COMMIT] / windows, fwc / windows, mec / windows);

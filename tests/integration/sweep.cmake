@@ -3,9 +3,10 @@
 # run (kill -9 + resume: hardening.cmake's torture test; inside a compressed commit:
 # compress_kill), SIGUSR1 waits runtime.stop_grace for the
 # running window, a changed config is refused, windows/L extend a file,
-# and the file's metrics equal numpy's evaluation of docs/metrics.md on a dump.
+# the file's metrics equal numpy's evaluation of docs/metrics.md on a dump, and
+# ATTNSWEEP_TIMINGS' per-window line divides by the windows the run computed.
 foreach(case ranks changed_config extend dump_crosscheck sigterm compress compress_resume compress_kill
-             stop_grace switches)
+             stop_grace switches timings)
   # sigterm and stop_grace hold the writer through the store's test hook, which only
   # attnsweep_test has
   if(case STREQUAL "sigterm" OR case STREQUAL "stop_grace" OR case STREQUAL "compress_kill")

@@ -67,6 +67,42 @@ def case_ranks():
         check(f.attrs.get("logits") == "raw", f"logits attribute: {f.attrs.get('logits')!r}")
 
 
+def per_window_line(stderr):
+    """(windows, cells, compute s) of the 'timings: per window' line and the ranks' compute
+    summed (ATTNSWEEP_TIMINGS=1)."""
+    line = [l for l in stderr.splitlines() if l.startswith("timings: per window (")]
+    ranks = [float(m) for m in re.findall(r"^timings: rank \d+: .* compute ([0-9.]+) \[", stderr, re.M)]
+    m = re.match(r"timings: per window \(([0-9.]+) windows, ([0-9]+) cells\): .* compute ([0-9.]+) s", line[0]) \
+        if len(line) == 1 else None
+    return (float(m.group(1)), int(m.group(2)), float(m.group(3)), sum(ranks)) if m else None
+
+
+def case_timings():
+    """ATTNSWEEP_TIMINGS' per-window line divides by the windows this run computed, not by the
+    grid's: an extension from 1 to 3 windows computes 2 (and says so), and a run with nothing
+    left to compute prints no per-window figures."""
+    write_config(f"{SCRATCH}/tm.cfg", "tm.h5", windows=1)
+    check(run(["tm.cfg"]).returncode == 0, "timings: the first window")
+    write_config(f"{SCRATCH}/tm.cfg", "tm.h5", windows=3)
+    env = dict(ENV, ATTNSWEEP_TIMINGS="1")
+    for ranks in (1, 2):
+        p = run(["tm.cfg"] + (["--set", "windows.count=4"] if ranks == 2 else []), ranks=ranks, env=env)
+        got = per_window_line(p.stderr)
+        want = 2 if ranks == 1 else 1
+        check(p.returncode == 0 and got is not None and got[0] == want and got[1] == 3 * want,
+              f"timings, {ranks} rank(s): the per-window line counts the {want} windows computed "
+              f"({3 * want} cells): {got}: {p.stderr[-600:]}")
+        if got:
+            # the line's compute is the ranks' compute over those windows (both printed to 0.01 s)
+            windows, _, per, total = got
+            check(abs(per * windows - total) <= 0.006 * windows + 0.006,
+                  f"timings, {ranks} rank(s): {per} s per window x {windows} windows is not the ranks' "
+                  f"{total} s of compute")
+    p = run(["tm.cfg", "--set", "windows.count=4"], env=env)
+    check(p.returncode == 0 and "timings: per window: none computed in this run" in p.stderr
+          and per_window_line(p.stderr) is None, f"timings: nothing left to compute: {p.stderr[-400:]}")
+
+
 def journal_commits(path):
     """(header version, [(flags, payload_len)] of every JR_COMMIT) of a journal, read from
     its layout (include/store/journal.h): a 256-byte header, then records of 80 bytes of
@@ -418,7 +454,7 @@ def main():
     # then resume: tests/reliability/test_torture.py.
     cases = [case_ranks, case_changed_config, case_extend, case_dump_crosscheck, case_sigterm,
              case_compress, case_compress_resume, case_compress_kill, case_stop_grace,
-             case_switches]
+             case_switches, case_timings]
     run_cases(cases, ONLY, label="case ")
     sys.exit(summary("test_sweep"))
 
