@@ -153,7 +153,8 @@ def _values(da):
 
 
 # What each saved figure's panels show, for the readability checks of the tests: {name: [{
-# "title", "xscale", "legend" (its labels), "legend_inside" (legend box within the axes)}]}
+# "title", "xscale", "legend" (its labels), "legend_inside" (legend box within the axes),
+# "lines" ((label, zorder) of each line; unlabelled ones start with "_", e.g. a box plot's)}]}
 LAYOUT = {}
 
 
@@ -176,7 +177,8 @@ def _save(fig, opt, out_dir, name, fmt):
             box, frame = leg.get_window_extent(), ax.get_window_extent()
             inside = bool(box.x0 < frame.x1 and box.x1 > frame.x0 and box.y0 < frame.y1 and box.y1 > frame.y0)
         panels.append({"title": ax.get_title(), "xscale": ax.get_xscale(), "legend_inside": inside,
-                       "legend": [t.get_text() for t in leg.get_texts()] if leg is not None else []})
+                       "legend": [t.get_text() for t in leg.get_texts()] if leg is not None else [],
+                       "lines": [(line.get_label(), line.get_zorder()) for line in ax.lines]})
     LAYOUT[name] = panels
     plt.close(fig)
     return path

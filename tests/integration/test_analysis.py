@@ -519,14 +519,20 @@ def test_verdicts(one):
 def test_readability(caught):
     """What the figures' readers struggled with: titles of at most three lines (what, then
     the paper figure with the model and readings), the separability legend beside the boxes
-    rather than over them, a log N axis, the T line of the gradient figure labelled, and no
-    RuntimeWarning (an empty slice) while drawing."""
+    rather than over them and its mean and bound lines drawn over the boxes (a mean inside a
+    box was hidden), a log N axis, the T line of the gradient figure labelled, and no
+    RuntimeWarning (an empty slice) while drawing (files with empty slices:
+    test_figures_empty.py)."""
     layout = figures.LAYOUT
     for name, panels in layout.items():
         for p in panels:
             check(len(p["title"].split("\n")) <= 3, f"{name}: title of {len(p['title'].splitlines())} lines: {p['title']!r}")
     sep = layout.get("separability", [{}])[0]
     check(sep.get("legend_inside") is False, "separability: the legend sits beside the axes, not over the boxes")
+    boxes = [z for label, z in sep.get("lines", []) if label.startswith("_")]
+    means = [(label, z) for label, z in sep.get("lines", []) if not label.startswith("_")]
+    check(boxes and len(means) >= 3 and all(z > max(boxes) for _, z in means),
+          f"separability: the mean and bound lines are drawn over the boxes: {means}, boxes at {sorted(set(boxes))}")
     check(layout.get("distance_vs_N", [{}])[0].get("xscale") == "log", "distance_vs_N: log N axis")
     grad = layout.get("gradient_vs_T", [{}])[0]
     check(any(t.startswith("T = ") for t in grad.get("legend", [])), f"gradient_vs_T: the T line is labelled: {grad}")
