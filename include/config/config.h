@@ -51,9 +51,10 @@
 #include "model.h"
 
 #define AS_PATH_MAX 4096
-/* runtime.stop_grace: long enough for one window of the paper's grid on one core (~100 s,
- * README Performance) on a shared node (x2), so a stop loses no normal window; the SLURM job
- * script passes its warning time minus a margin instead. */
+/* runtime.stop_grace: long enough for one window of the paper's grid on one core (~65 CPU s,
+ * docs/performance.md, "One window of the paper's grid"; ~100 s when this was chosen) on a
+ * shared node (x2), so a stop loses no normal window; the SLURM job script passes its
+ * warning time minus a margin instead. */
 #define AS_STOP_GRACE_DEFAULT_S 240.0
 #define AS_STOP_GRACE_MAX_S 604800.0 /* a week: beyond any time limit */
 

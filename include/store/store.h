@@ -26,7 +26,7 @@
  * equal the stored one (a model rewritten in place is refused by the caller, src/sweep/run_output.c);
  * a view whose model names or sha256s differ from the store's is rebuilt from the journal.
  *
- * Commit protocol (README, Reliability): per batch, data into
+ * Commit protocol (docs/reliability.md, "Finished work survives any kill"): per batch, data into
  * HDF5 + H5Fflush; status/wall_time/rank/attempts + H5Fflush; journal records
  * + fsync. A cell is done only when the journal says so. At open, a file that
  * does not open, has other axes, or disagrees with the journal (a journal-done

@@ -29,7 +29,7 @@ typedef struct {
 } as_cost_model;
 
 /* Fitted on tests/bench/bench_paper.sh runs of the paper's grid, CPU seconds
- * (README, Performance, "plan against measured runs"): the forward pass ran at
+ * (docs/performance.md, "`attnsweep plan` against measured runs"): the forward pass ran at
  * 110 GFLOP/s (GPT-2 small, 193 GFLOP in 1.75 s) and 114 (gpt2-medium, 670 GFLOP
  * in 5.86 s); the metrics took 0.751 ns per step (small, 36 heads: 17.4 s) and
  * 0.760 (medium, all 384 heads: 188.1 s). Later kernel changes took the same paper

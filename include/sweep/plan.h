@@ -27,9 +27,9 @@
  * names; metrics.grad_exact = false takes AS_COST_GRAD_EXACT_OPS off every softmax T,
  * metrics.dist_expect = false AS_COST_DIST_EXPECT_OPS off every walked T
  * (grid_metric_seconds). With every switch at its default this is the formula above.
- * Fitted on measured runs of the paper's grid (README, Performance): GPT-2 small
- * and gpt2-medium (every GPT-2 size has d_head = 64, so the metrics scale with
- * the head count alone). A cell's own cost (grid_cell_cost: a pass at its L plus
+ * Fitted on measured runs of the paper's grid (docs/performance.md, "`attnsweep plan`
+ * against measured runs"): GPT-2 small and gpt2-medium (every GPT-2 size has
+ * d_head = 64, so the metrics scale with the head count alone). A cell's own cost (grid_cell_cost: a pass at its L plus
  * its metrics) orders the dispatch; plan reports windows.
  * The constants are in as_cost_model (defaults below) so a measurement can
  * replace them (`attnsweep plan --sgemm-gflops X --metric-ns Y`). */

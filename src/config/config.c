@@ -647,7 +647,8 @@ static int read_runtime(ctx *c, as_config *cfg) {
     if (ce < 1 || ce > 4096)
         return cfg_fail_key(c, cfg_get(c, "runtime.commit_every"), "runtime.commit_every", "must be in 1..4096");
     cfg->blas_threads = (int)bt, cfg->commit_every = (int)ce;
-    /* on by default: the workers deflate, the master stores the bytes (README, Performance) */
+    /* on by default: the workers deflate, the master stores the bytes (docs/performance.md,
+     * "Compressed results at no cost to the master") */
     if (get_bool(c, "runtime.compress", 1, &cfg->compress)) return -1;
     /* Not part of the canonical text: how long a stop waits changes no result, and the job
      * script passes a different value whenever the warning time differs. */

@@ -194,7 +194,8 @@ static int launch_model(launch *l, size_t m, const int64_t *unit_ids, size_t bef
                      .progress_every_s = r->opts->progress_every_s, .unit = unit,
                      .grace_usr1_s = r->cfg.stop_grace,
                      /* the commit on the receiving thread, as before the writer thread:
-                      * for benchmarks against the old path (README, Performance) */
+                      * for benchmarks against the old path (docs/performance.md,
+                      * "The writer thread under real MPI") */
                      .sync_commit = sync_env && !strcmp(sync_env, "1"),
                      .done_before = r->rank == 0 ? before : 0};
     sched_stats ms = {0};

@@ -6,7 +6,7 @@
  * against config.json), so an extra rank costs its activations alone.
  * ATTNSWEEP_PRIVATE_WEIGHTS=1 gives every rank its own copy (for comparison).
  *
- * The model axis (README, "Several models in one sweep"): one model is resident at a
+ * The model axis (docs/usage.md, "Several models in one sweep"): one model is resident at a
  * time. weights_load is collective over comm and first frees the resident model (its
  * window: MPI_Win_free is collective over the node's ranks), then maps the next one, so
  * two models never share the memory -- no transient at a switch. */

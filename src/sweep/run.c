@@ -237,7 +237,8 @@ int run_alloc_units(run *r, size_t n, as_err *err) {
  * cell packed as the file stores it (cw_pack_cell: float32 means, int32 counts,
  * float64 KS), padded to a double. When the output is compressed the packed cell is then
  * deflated (cw_deflate_cell: the chunk bytes HDF5's shuffle + deflate stores), so the
- * master writes it with no filter work of its own (README, Performance); the slot is
+ * master writes it with no filter work of its own (docs/performance.md, "Compressed results
+ * at no cost to the master"); the slot is
  * then sized for the worst case and zero past the payload. The metrics are accumulated in
  * double and narrowed here once, by the same code the master used before, so the file's
  * bytes are the same; the master receives half the bytes and writes them without converting. */
