@@ -1,5 +1,6 @@
-/* run.c -- see run.h: the config, the text, the units, a unit's compute and commit, the
- * close and the timings table. Opening the output is run_output.c's. */
+/* run.c -- see run.h: the config, the text, the models' checks, the units, a unit's
+ * compute and commit, the close and the timings table. Opening the output is
+ * run_output.c's. */
 #include "run.h"
 
 #include <cblas.h>
@@ -9,6 +10,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "sha256.h"
 
 void run_init(run *r, const run_opts *opts, int rank) {
     memset(r, 0, sizeof *r);
@@ -120,6 +122,46 @@ int run_load_text(run *r, as_err *err) {
     ts.tokens = NULL;
     textsrc_free(&ts);
     return rc;
+}
+
+/* --- step 3: the models ---------------------------------------------------------- */
+
+/* Model m's tensors against its config.json: model_load_into without filling, so the
+ * arena is reserved, never touched. */
+static int probe_model(const as_model_spec *ms, as_err *err) {
+    void *arena = malloc(model_arena_bytes(&ms->cfg) + 64);
+    if (!arena) return as_fail(err, "%s: out of memory", ms->dir);
+    gpt2_model probe;
+    float *aligned = (float *)(void *)((char *)arena + (64 - (uintptr_t)arena % 64) % 64);
+    int rc = model_load_into(&probe, ms->dir, aligned, 0, err);
+    if (rc == 0) model_free(&probe);
+    free(arena);
+    return rc;
+}
+
+int run_check_models(run *r, as_err *err) {
+    r->model_sha = calloc(r->cfg.n_model, sizeof *r->model_sha);
+    if (!r->model_sha) return as_fail(err, "out of memory");
+    for (size_t m = 1; m < r->cfg.n_model; m++) {
+        const as_model_spec *ms = &r->cfg.models[m];
+        char path[AS_PATH_MAX + 32];
+        snprintf(path, sizeof path, "%s/model.safetensors", ms->dir);
+        if (sha256_file_hex(r->model_sha[m], path, err) || probe_model(ms, err)) return -1;
+    }
+    return 0;
+}
+
+int run_model_loaded(run *r, size_t m, const gpt2_model *model, as_err *err) {
+    char *want = r->model_sha[m];
+    if (!want[0]) {
+        memcpy(want, model->weights_sha256, sizeof r->model_sha[m]);
+        return 0;
+    }
+    /* the weights computed with must be the ones the store recorded at its open */
+    if (model->weights_sha256[0] && strcmp(model->weights_sha256, want))
+        return as_fail(err, "%s/model.safetensors: changed during the run (sha256 %s, recorded %s at "
+                       "the start); restore it and resume", r->cfg.models[m].dir, model->weights_sha256, want);
+    return 0;
 }
 
 /* --- step 4: the units ---------------------------------------------------------- */
@@ -260,6 +302,16 @@ void run_layout(run *r) {
 }
 
 /* --- step 5: a unit ------------------------------------------------------------- */
+
+void run_unit_name(const run *r, size_t m, char *out, size_t size) {
+    if (r->cfg.n_model > 1) snprintf(out, size, "windows of %s", r->cfg.models[m].name);
+    else snprintf(out, size, "windows");
+}
+
+size_t run_units_per_commit(const run *r) {
+    size_t per_commit = (size_t)r->cfg.commit_every / r->unit_cells;
+    return per_commit ? per_commit : 1;
+}
 
 int run_start_model(run *r, size_t m, const gpt2_model *model, int computes,
                     int (*should_stop)(void), as_err *err) {
@@ -412,6 +464,14 @@ void run_add_worker_timings(run *r) {
     r->timing[TM_KS] += t.ks_s;
     r->timing[TM_FORWARD_CPU] += t.forward_cpu_s;
     r->timing[TM_METRICS_CPU] += t.metrics_cpu_s;
+}
+
+int run_timings_row(run *r) {
+    const char *on = getenv("ATTNSWEEP_TIMINGS");
+    if (!on || on[0] != '1') return 0;
+    run_add_worker_timings(r); /* the last model's worker (the earlier ones at their switch) */
+    r->timing[TM_CPU] = as_process_cpu_s();
+    return 1;
 }
 
 /* Worker "waiting" is its time in the scheduler outside compute: sending results,

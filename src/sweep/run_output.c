@@ -16,6 +16,18 @@
 #include "plan.h"
 #include "sha256.h"
 
+void run_hosts_list(char *out, size_t size, const char *names, size_t stride, size_t n) {
+    out[0] = 0;
+    for (size_t q = 0; names && q < n; q++) {
+        const char *h = names + q * stride;
+        int seen = 0;
+        for (size_t p = 0; p < q && !seen; p++) seen = !strcmp(h, names + p * stride);
+        if (seen) continue;
+        if (out[0]) strncat(out, ",", size - strlen(out) - 1);
+        strncat(out, h, size - strlen(out) - 1);
+    }
+}
+
 /* A changed config may resume only when it adds windows, L values or models (config_diff). */
 static int check_config_change(const as_config *cfg, const char *path, int *flags, as_err *err) {
     char *old_text = NULL, *old_sha = NULL;
