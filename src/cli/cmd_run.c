@@ -6,7 +6,7 @@
 #include "args.h"
 #include "cli.h"
 #include "store.h"
-#include "sweep.h"
+#include "launch.h"
 
 static const char run_about[] =
     "Runs the sweep CONFIG describes (configs/example.cfg documents every key) and\n"
@@ -109,7 +109,7 @@ int cmd_run(int argc, char **argv) {
     run_summary sum;
     as_err err = {{0}};
     int rank = 0;
-    int rc = sweep_main(&argc, &argv, &opts, &sum, &rank, &err);
+    int rc = launch_main(&argc, &argv, &opts, &sum, &rank, &err);
     code = AS_EXIT_OK;
     if (rc < 0) {
         if (rank == 0) fprintf(stderr, "attnsweep run: %s\n", err.msg);

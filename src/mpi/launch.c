@@ -1,7 +1,7 @@
-/* launch.c -- see sweep.h: the collectives of a run. The run itself (its steps, what they
+/* launch.c -- see launch.h: the collectives of a run. The run itself (its steps, what they
  * check and write) is include/sweep/run.h's; this file broadcasts what rank 0 found, keeps
  * one model's weights per node (weights.h) and hands the units to the scheduler. */
-#include "sweep.h"
+#include "launch.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -208,7 +208,7 @@ static void print_timings(launch *l, const sched_stats *s) {
     free(all);
 }
 
-int sweep_run(MPI_Comm comm, const run_opts *opts, run_summary *sum, as_err *err) {
+int launch_run(MPI_Comm comm, const run_opts *opts, run_summary *sum, as_err *err) {
     double t0 = as_wall_s();
     launch l = {.comm = comm};
     int rank;
@@ -253,14 +253,14 @@ out:
     return rc;
 }
 
-int sweep_main(int *argc, char ***argv, const run_opts *opts, run_summary *sum, int *rank, as_err *err) {
+int launch_main(int *argc, char ***argv, const run_opts *opts, run_summary *sum, int *rank, as_err *err) {
     int thread_level = MPI_THREAD_SINGLE;
     store_library_init(); /* before MPI: a full disk must not crash the exit (store.h) */
     MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &thread_level);
     MPI_Comm_rank(MPI_COMM_WORLD, rank);
     memset(sum, 0, sizeof *sum);
     int rc = -1;
-    if (all_ok(MPI_COMM_WORLD, as_signals_install(err) == 0)) rc = sweep_run(MPI_COMM_WORLD, opts, sum, err);
+    if (all_ok(MPI_COMM_WORLD, signals_install(err) == 0)) rc = launch_run(MPI_COMM_WORLD, opts, sum, err);
     else if (*rank == 0 && !err->msg[0]) as_fail(err, "a rank could not install its stop signal handlers");
     MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
     MPI_Finalize();
