@@ -151,7 +151,8 @@ textsrc_spec run_text_spec(const as_config *cfg);
 int run_load_text(run *r, as_err *err);
 
 /* Step 3 (rank 0, before the store opens): allocates r->model_sha; for models 1.. the
- * sha256 of model.safetensors and every tensor checked against config.json without
+ * sha256 of the weights as loading computes it (model.safetensors, or the index and its
+ * shards: model_weights_sha256) and every tensor checked against config.json without
  * reading the values (their NaN and Inf are checked when each is loaded, at its turn).
  * Model 0, loaded in full first, gives its own sha256 (run_model_loaded). */
 int run_check_models(run *r, as_err *err);

@@ -297,6 +297,14 @@ static int match_tensors(model_slot *slots, size_t n_slots, const model_files *m
     return 0;
 }
 
+int model_weights_sha256(const char *dir, char hex[65], as_err *err) {
+    model_files mf;
+    if (model_files_open(&mf, dir, err)) return -1;
+    int rc = model_files_sha256(&mf, hex, err);
+    model_files_close(&mf);
+    return rc;
+}
+
 void model_free(gpt2_model *m) {
     if (!m) return;
     if (!m->arena_borrowed) free(m->arena);

@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "clock.h"
-#include "sha256.h"
 
 void run_init(run *r, const run_opts *opts, int rank) {
     memset(r, 0, sizeof *r);
@@ -142,12 +141,9 @@ static int probe_model(const as_model_spec *ms, as_err *err) {
 int run_check_models(run *r, as_err *err) {
     r->model_sha = calloc(r->cfg.n_model, sizeof *r->model_sha);
     if (!r->model_sha) return as_fail(err, "out of memory");
-    for (size_t m = 1; m < r->cfg.n_model; m++) {
-        const as_model_spec *ms = &r->cfg.models[m];
-        char path[AS_PATH_MAX + 32];
-        snprintf(path, sizeof path, "%s/model.safetensors", ms->dir);
-        if (sha256_file_hex(r->model_sha[m], path, err) || probe_model(ms, err)) return -1;
-    }
+    for (size_t m = 1; m < r->cfg.n_model; m++)
+        if (model_weights_sha256(r->cfg.models[m].dir, r->model_sha[m], err) || probe_model(&r->cfg.models[m], err))
+            return -1;
     return 0;
 }
 

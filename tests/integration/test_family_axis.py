@@ -3,18 +3,21 @@
 a gpt_neox (3 x 4, rotary 25 %) and a llama (2 x 6 over 2 kv heads), random weights, on
 pre-tokenized text (ids below every vocabulary), swept as one results file.
 
-  models   writes the three model directories and a qwen2 (2 x 2) for `extend` (fixture)
+  models   writes the three model directories and a qwen2 (2 x 2) for `extend` (fixture),
+           the qwen2 in two shards (model.safetensors.index.json)
   axis     the three models, 2 ranks: each model's cells bit for bit those of its own
            single run; union layer/head axes with head_valid; model_n_layer/n_head
   resume   the same sweep killed (SIGKILL) while held at a commit inside the second model
            (the store's test hook, no timing) and resumed: equal to the uninterrupted file
   extend   the three models, then the list with the qwen2 appended: only its cells are
-           computed, and model 3 equals its single run
+           computed, and model 3 equals its single run (a sharded model after the first is
+           checked and hashed from its shards, as its load hashes it)
   merge    two shards of the three-model sweep merged: equal to the one run
 
 usage: test_family_axis.py ATTNSWEEP ATTNSWEEP_TEST FAMILIES_IO SCRATCH case
 """
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -74,7 +77,8 @@ def case_models():
                     (MODELS[2], ["--family", "llama", "--layers", "2", "--heads", "6", "--kv-heads", "2",
                                  "--hidden", "48", "--positions", "128"]),
                     (QWEN, ["--family", "qwen2", "--layers", "2", "--heads", "2", "--hidden", "32",
-                            "--positions", "128", "--tied"])):
+                            "--positions", "128", "--tied", "--shards", "2"])):
+        shutil.rmtree(d, ignore_errors=True)  # no file of an earlier layout left behind
         m = subprocess.run([PY, FAMILIES_IO, "make-model", "--out", d, "--tokens", "8"] + args,
                            capture_output=True, text=True)
         check(m.returncode == 0, f"make-model {d}: {m.stderr}")
