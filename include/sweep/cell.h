@@ -66,6 +66,7 @@ typedef struct {
     double ks_alpha;
     int threads;           /* metric threads per rank (runtime.blas_threads) */
     unsigned skip;         /* MET_SKIP_* (metrics.grad_exact, metrics.dist_expect = false) */
+    size_t sample_rows;    /* metrics.query_rows: 0 all, K "sample:K" (met_axes.sample_rows) */
 } cell_spec;
 
 cell_spec cell_spec_of(const as_config *cfg);

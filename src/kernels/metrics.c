@@ -1073,7 +1073,7 @@ static void sa_row_per_n(met_ws *w, size_t t, size_t n, size_t K, double delta, 
         return;
     }
     met_axes ax1 = *ax;
-    ax1.n_T = 1, ax1.norm = ax->norm + iZ, ax1.n_norm = 1;
+    ax1.n_T = 1, ax1.norm = ax->norm + iZ, ax1.n_norm = 1, ax1.sample_rows = 0;
     uint32_t *order = w->order;
     double *a_T = w->a_T, *acc = w->acc, *d1_N = w->d1_N, *m_N = w->m_N;
     int d1_valid = w->d1_valid;

@@ -167,9 +167,11 @@ static size_t axes_unique_n(const met_axes *ax, uint32_t *uN, uint32_t *uOf) {
     return nU;
 }
 
-size_t met_out_count(const met_axes *ax) {
+size_t met_mean_count(const met_axes *ax) {
     return (MET_NPERN * ax->n_N + MET_NPERT + ax->n_eps) * ax->n_T * ax->n_norm;
 }
+
+size_t met_out_count(const met_axes *ax) { return met_mean_count(ax) * (ax->sample_rows ? 2 : 1); }
 
 static size_t carve(met_ws *w, char *base, size_t L, size_t dim, const met_axes *ax) {
     size_t nout = met_out_count(ax), at = 0;
@@ -242,6 +244,12 @@ static size_t carve(met_ws *w, char *base, size_t L, size_t dim, const met_axes 
     TAKE(w->sa_acc, (MET_NPERN * n_N + MET_NPERT + (ax->n_eps ? ax->n_eps : 1)), double);
     TAKE(w->d1_N_alt, n_N, double);
     TAKE(w->m_N_alt, n_N, double);
+    if (ax->sample_rows) { /* section 9.1: the cut's rows, one row's values, their squares */
+        size_t nmean = met_mean_count(ax);
+        TAKE(w->samp_rows, L, uint32_t);
+        TAKE(w->row_acc, nmean, double);
+        TAKE(w->acc_sq, nmean, double);
+    }
 #undef TAKE
     w->order0 = w->order, w->sparse_T0 = w->sparse_T, w->nz_idx_T0 = w->nz_idx_T;
     w->nnz_T0 = w->nnz_T, w->a_T0 = w->a_T, w->S_T0 = w->S_T, w->e_T0 = w->e_T;
@@ -255,7 +263,7 @@ size_t met_workspace_bytes(size_t L_max, size_t dim, const met_axes *ax) {
 }
 
 
-static void finish_cut(double *out, met_ws *w) {
+void met_finish_cut(double *out, met_ws *w) {
     const met_axes *ax = w->ax;
     for (size_t iN = 0; iN < ax->n_N; iN++)
         for (size_t iT = 0; iT < ax->n_T; iT++)
@@ -290,7 +298,7 @@ static void finish_cut(double *out, met_ws *w) {
         }
 }
 
-static void reset_acc(met_ws *w) {
+void met_reset_acc(met_ws *w) {
     memset(w->acc, 0, w->nout * sizeof *w->acc);
     memset(w->cntN, 0, (w->ax->n_N ? w->ax->n_N : 1) * sizeof *w->cntN);
     w->cntT = 0;
@@ -454,8 +462,11 @@ int met_head(double *out, void *workspace, size_t workspace_bytes, const float *
     }
 
     size_t nout = w.nout;
-    if (!ax->full_row) {
-        reset_acc(&w);
+    size_t first = ax->full_row ? 0 : 1; /* section 9: row 0 of a visible pass has no metric */
+    if (ax->sample_rows && ax->sample_rows < Lmax - first) {
+        met_sampled_cuts(out, &w, cuts, ncuts); /* section 9.1 */
+    } else if (!ax->full_row) {
+        met_reset_acc(&w);
         size_t c = 0;
         size_t B = w.finite ? w.rows_per_block : 1; /* a block adds 0 * x terms: finite x */
         for (size_t t = 0; t < Lmax;) {
@@ -467,7 +478,7 @@ int met_head(double *out, void *workspace, size_t workspace_bytes, const float *
             else
                 met_process_row(&w, t, t + 1, w.delta_run[t]);
             t = end;
-            while (c < ncuts && cuts[c] == t) finish_cut(out + nout * c++, &w);
+            while (c < ncuts && cuts[c] == t) met_finish_cut(out + nout * c++, &w);
         }
     } else {
         for (size_t c = 0; c < ncuts; c++) {
@@ -475,11 +486,14 @@ int met_head(double *out, void *workspace, size_t workspace_bytes, const float *
                 memcpy(out + nout * c, out + nout * (c - 1), nout * sizeof *out);
                 continue;
             }
-            reset_acc(&w);
+            met_reset_acc(&w);
             size_t Lc = cuts[c];
             for (size_t t = 0; t < Lc; t++) met_process_row(&w, t, Lc, w.delta_run[Lc - 1]);
-            finish_cut(out + nout * c, &w);
+            met_finish_cut(out + nout * c, &w);
         }
     }
+    /* every row taken although sampling was asked for (K >= the rows): exact means, SE 0 */
+    if (ax->sample_rows && !(ax->sample_rows < Lmax - first))
+        for (size_t c = 0; c < ncuts; c++) met_exact_se(out + nout * c, ax);
     return 0;
 }

@@ -25,7 +25,8 @@ cell_spec cell_spec_of_model(const as_config *cfg, size_t m) {
                        .sigmoid_bias = cfg->sigmoid_bias,
                        .seed = cfg->seed, .ks_alpha = cfg->ks_alpha, .threads = cfg->blas_threads,
                        .skip = (cfg->grad_exact ? 0u : MET_SKIP_GRAD_EXACT) |
-                               (cfg->dist_expect ? 0u : MET_SKIP_DIST_EXPECT)};
+                               (cfg->dist_expect ? 0u : MET_SKIP_DIST_EXPECT),
+                       .sample_rows = (size_t)cfg->query_rows};
 }
 
 /* Whether the grid's (layer index il, head index ih) exists in the worker's model: the
@@ -50,7 +51,7 @@ int cell_worker_init(cell_worker *w, const gpt2_model *model, const cell_spec *s
         .sigmoid_bias = spec->sigmoid_bias,
         .full_row = spec->rows == AS_ROWS_FULL_ROW, .seed = (uint64_t)spec->seed,
         .aggregate = spec->distance == AS_DISTANCE_AGGREGATE,
-        .per_n_T = a->per_N_at, .skip = spec->skip,
+        .per_n_T = a->per_N_at, .skip = spec->skip, .sample_rows = spec->sample_rows,
     };
 
     size_t max_L = a->n_L ? (size_t)a->L[a->n_L - 1] : 0; /* L is sorted ascending */
