@@ -1163,6 +1163,28 @@ void met_process_rows(met_ws *w, size_t t0, size_t nrows) {
     select_slot(w, 0);
 }
 
+/* The standard errors of one cut (section 9.1) into their variables of a sampled block:
+ * each has its mean's shape, so the mean's index with the SE variable's offset. */
+static void scatter_se(double *b, const cr_layout *y, const met_axes *ax, const double *o,
+                       size_t il, size_t ih) {
+    for (int v = 0; v < MET_ROWS_USED; v++)
+        for (size_t n = 0; n < ax->n_N; n++)
+            for (size_t t = 0; t < ax->n_T; t++)
+                for (size_t z = 0; z < ax->n_norm; z++)
+                    b[cr_at_per_n(y, (cr_var)(CR_DIST_TRUE_SE + v), n, t, z, il, ih)] =
+                        o[met_at_se(ax, met_at_per_n(ax, v, n, t, z))];
+    for (int v = 0; v < MET_GRAD_BOUND; v++)
+        for (size_t t = 0; t < ax->n_T; t++)
+            for (size_t z = 0; z < ax->n_norm; z++)
+                b[cr_at_per_t(y, (cr_var)(CR_ENTROPY_SE + v), t, z, il, ih)] =
+                    o[met_at_se(ax, met_at_per_t(ax, v, t, z))];
+    for (size_t t = 0; t < ax->n_T; t++)
+        for (size_t e = 0; e < ax->n_eps; e++)
+            for (size_t z = 0; z < ax->n_norm; z++)
+                b[cr_at_grad_fd(y, t, e, z, il, ih) - y->offset[CR_GRAD_FD] + y->offset[CR_GRAD_FD_SE]] =
+                    o[met_at_se(ax, met_at_grad_fd(ax, t, e, z))];
+}
+
 /* metrics.h: the head's means into the cell blocks, every cut. */
 void met_scatter_head(double *const *blocks, const cr_layout *y, const met_axes *ax,
                       const double *head_out, size_t ncuts, size_t il, size_t ih) {
@@ -1185,5 +1207,6 @@ void met_scatter_head(double *const *blocks, const cr_layout *y, const met_axes 
             for (size_t e = 0; e < ax->n_eps; e++)
                 for (size_t z = 0; z < ax->n_norm; z++)
                     b[cr_at_grad_fd(y, t, e, z, il, ih)] = o[met_at_grad_fd(ax, t, e, z)];
+        if (y->sampled && ax->sample_rows) scatter_se(b, y, ax, o, il, ih);
     }
 }

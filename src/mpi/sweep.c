@@ -517,6 +517,7 @@ int sweep_run(MPI_Comm comm, const sweep_opts *opts, sweep_summary *sum, as_err 
     /* the master's block layout: the union axes, the same for every model */
     cr_layout_init(&st.worker.layout, st.cfg.axes.n_N, st.cfg.axes.n_T, st.cfg.axes.n_eps,
                    st.cfg.axes.n_norm, st.cfg.axes.n_layer, st.cfg.axes.n_head);
+    cr_layout_sample(&st.worker.layout, st.cfg.query_rows != 0); /* its SE variables */
     st.slot_doubles = slot_doubles(&st.worker.layout, st.deflate);
     /* commit_every counts cells; the scheduler counts units. */
     size_t units_per_commit = (size_t)st.cfg.commit_every / st.unit_cells;
@@ -559,9 +560,11 @@ int sweep_run(MPI_Comm comm, const sweep_opts *opts, sweep_summary *sum, as_err 
         /* Every cut comes from a pass at the grid's largest L, however the cuts
          * are grouped into units (a resume regroups them). */
         if (st.worker_ok) st.worker.pass_L = (size_t)config_max_L(&st.cfg);
-        if (!computes) cr_layout_init(&st.worker.layout, st.cfg.axes.n_N, st.cfg.axes.n_T,
-                                      st.cfg.axes.n_eps, st.cfg.axes.n_norm, st.cfg.axes.n_layer,
-                                      st.cfg.axes.n_head);
+        if (!computes) {
+            cr_layout_init(&st.worker.layout, st.cfg.axes.n_N, st.cfg.axes.n_T, st.cfg.axes.n_eps,
+                           st.cfg.axes.n_norm, st.cfg.axes.n_layer, st.cfg.axes.n_head);
+            cr_layout_sample(&st.worker.layout, st.cfg.query_rows != 0);
+        }
         if (!all_ok(comm, !computes || st.worker_ok)) {
             if (st.rank == 0 && !e->msg[0]) as_fail(e, "a worker rank could not allocate its memory");
             srun = -1;

@@ -330,7 +330,10 @@ int sweep_open_store(sweep_state *st, MPI_Comm comm, const sweep_opts *opts, as_
                      .n_window = st->grid.n_windows, .window_start = st->grid.window_start,
                      .n_L = a->n_L, .L = a->L, .n_N = a->n_N, .N = a->N, .n_T = a->n_T, .T = a->T,
                      .n_eps = a->n_eps, .eps = a->eps, .n_norm = a->n_norm, .normalizer = norm_names,
-                     .n_layer = a->n_layer, .layer = a->layer, .n_head = a->n_head, .head = a->head};
+                     .n_layer = a->n_layer, .layer = a->layer, .n_head = a->n_head, .head = a->head,
+                     .sampled = c->query_rows != 0};
+    char query_rows[40] = "all";
+    if (c->query_rows) snprintf(query_rows, sizeof query_rows, "sample:%lld", (long long)c->query_rows);
     char mpi_lib[MPI_MAX_LIBRARY_VERSION_STRING] = {0};
     int len = 0;
     MPI_Get_library_version(mpi_lib, &len);
@@ -350,7 +353,7 @@ int sweep_open_store(sweep_state *st, MPI_Comm comm, const sweep_opts *opts, as_
         .text_sha256 = text_sha, .tokenizer_files = tok_files, .vectors = c->vectors,
         .rows = c->rows, .vectors_name = c->vectors == AS_VECTORS_RESID ? "resid" : "value",
         .rows_name = c->rows == AS_ROWS_FULL_ROW ? "full_row" : "visible",
-        .logits_name = config_logits_name(c->logits), .model_kind = root_kind, .ks_alpha = c->ks_alpha, .seed = (uint64_t)c->seed,
+        .logits_name = config_logits_name(c->logits), .query_rows_name = query_rows, .model_kind = root_kind, .ks_alpha = c->ks_alpha, .seed = (uint64_t)c->seed,
         .distance_name = c->distance == AS_DISTANCE_AGGREGATE ? "aggregate" : "per_token",
         .mpi_library = mpi_lib, .openblas_config = openblas_get_config(), .hosts = hosts,
         .mpi_size = st->size, .slurm_job_id = getenv("SLURM_JOB_ID")};

@@ -46,6 +46,19 @@ const st_metric_def st_metric_defs[N_METRICS] = {
     [CR_KS_PVALUE] = {VT_F64, "exact two-sided Kolmogorov-Smirnov p-value of dist_true against dist_expect across heads", "1"},
     [CR_CRIT_N] = {VT_I32, "critical top-N: smallest N whose Kolmogorov-Smirnov p-value exceeds ks_alpha (missing where none up to the largest N does: see crit_N_censored)", "1"},
     [CR_CRIT_N_CENSORED] = {VT_I32, "1 where no N of the grid passed the Kolmogorov-Smirnov test (crit_N is then missing: the critical N is at least the largest N tested), 0 where crit_N was found", "1"},
+    /* metrics.query_rows = "sample:K" only (docs/metrics.md section 9.1) */
+    [CR_DIST_TRUE_SE] = {VT_F32, "standard error of dist_true's mean over the sampled rows", "1"},
+    [CR_DIST_BOUND_SE] = {VT_F32, "standard error of dist_bound's mean over the sampled rows", "1"},
+    [CR_DIST_EXPECT_SE] = {VT_F32, "standard error of dist_expect's mean over the sampled rows", "1"},
+    [CR_SEP_RATIO_SE] = {VT_F32, "standard error of sep_ratio's mean over the sampled rows", "1"},
+    [CR_SEP_LOWER_SE] = {VT_F32, "standard error of sep_lower's mean over the sampled rows", "1"},
+    [CR_SEP_UPPER_SE] = {VT_F32, "standard error of sep_upper's mean over the sampled rows", "1"},
+    [CR_SEP_MARGINAL_SE] = {VT_F32, "standard error of sep_marginal's mean over the sampled rows", "1"},
+    [CR_ENTROPY_SE] = {VT_F32, "standard error of entropy's mean over the sampled rows", "1"},
+    [CR_ENTROPY_NORM_SE] = {VT_F32, "standard error of entropy_norm's mean over the sampled rows", "1"},
+    [CR_GRAD_EXACT_SE] = {VT_F32, "standard error of grad_exact's mean over the sampled rows", "1"},
+    [CR_GRAD_FD_SE] = {VT_F32, "standard error of grad_fd's mean over the sampled rows", "1"},
+    [CR_ROWS_SAMPLED] = {VT_I32, "number of sampled query rows in the N-independent means (entropy, entropy_norm, grad_exact, grad_fd); rows_used counts the per-N means' rows", "1"},
 };
 
 /* The distance variables of the aggregate reading (docs/metrics.md section 4.5): other
@@ -109,7 +122,7 @@ int st_var_rank(cr_var v) {
 
 size_t store_pack_bytes(const cr_layout *lay) {
     size_t at = 0;
-    for (int v = 0; v < N_METRICS; v++) at += lay->count[v] * vtype_size(st_metric_defs[v].type);
+    for (int v = 0; v < st_nvars(lay); v++) at += lay->count[v] * vtype_size(st_metric_defs[v].type);
     return at;
 }
 
@@ -129,7 +142,7 @@ static double packed_int(const cr_layout *lay, const double *block, int v, size_
 /* Converts a block of doubles to the file's types (see store.h "Packing"). The
  * variables follow each other in cr_var order, each in its file type. */
 void store_pack_cell(const cr_layout *lay, const double *block, unsigned char *out) {
-    for (int v = 0; v < N_METRICS; v++) {
+    for (int v = 0; v < st_nvars(lay); v++) {
         const double *src = block + lay->offset[v];
         unsigned char *dst = out;
         size_t n = lay->count[v];
@@ -160,7 +173,7 @@ void st_pack_block(const store *s, const double *block, unsigned char *out) {
 
 /* The packed image of a cell never written: the fill values. */
 void st_fill_packed(const store *s, unsigned char *out) {
-    for (int v = 0; v < N_METRICS; v++) {
+    for (int v = 0; v < st_nvars(&s->lay); v++) {
         unsigned char *dst = out + s->var_offset[v];
         float fnan = NAN;
         double dnan = NAN;
@@ -359,6 +372,7 @@ int st_write_root_attrs(store *s, hid_t file) {
     if (p->rows_name && p->rows_name[0]) rc |= st_attr_str(file, "rows", p->rows_name);
     else rc |= st_attr_write(file, "rows", H5T_STD_I64LE, H5T_NATIVE_LONG, 1, &p->rows);
     rc |= st_attr_str(file, "logits", p->logits_name && p->logits_name[0] ? p->logits_name : "raw");
+    rc |= st_attr_str(file, "query_rows", p->query_rows_name && p->query_rows_name[0] ? p->query_rows_name : "all");
     rc |= st_attr_str(file, "distance",
                    p->distance_name && p->distance_name[0] ? p->distance_name : "per_token");
     if (p->model_kind && p->model_kind[0]) rc |= st_attr_str(file, "model_kind", p->model_kind);
@@ -785,7 +799,7 @@ int st_create_view(store *s, const char *path, as_err *err) {
                            s->layerv, "transformer block (0-based)", "1");
         rc |= create_coord(file, "head", H5T_STD_I32LE, H5T_NATIVE_INT32, s->ax.n_head, s->headv,
                            "attention head within the block (0-based)", "1");
-        for (int v = 0; v < N_METRICS && !rc; v++) {
+        for (int v = 0; v < st_nvars(&s->lay) && !rc; v++) {
             int dims[9];
             int rank = var_dims((cr_var)v, dims);
             float fnan = NAN;
@@ -822,7 +836,7 @@ int st_open_view(store *s) {
     H5E_BEGIN_TRY {
         s->file = H5Fopen(s->path, H5F_ACC_RDWR, fapl);
         if (s->file < 0) rc = 1;
-        for (int v = 0; v < N_METRICS && !rc; v++) {
+        for (int v = 0; v < st_nvars(&s->lay) && !rc; v++) {
             s->metric_ds[v] = H5Dopen2(s->file, cr_var_name((cr_var)v), H5P_DEFAULT);
             if (s->metric_ds[v] < 0) rc = 1;
         }
@@ -874,7 +888,7 @@ int st_open_view(store *s) {
 
 int st_write_cell_values(store *s, size_t m, size_t w, size_t l, const unsigned char *packed) {
     int rc = 0;
-    for (int v = 0; v < N_METRICS && !rc; v++) {
+    for (int v = 0; v < st_nvars(&s->lay) && !rc; v++) {
         int dims[9];
         int rank = var_dims((cr_var)v, dims);
         hsize_t start[9] = {m, w, l}, count[9] = {1, 1, 1};
@@ -895,7 +909,7 @@ int st_write_cell_values(store *s, size_t m, size_t w, size_t l, const unsigned 
 
 int st_read_cell_values(const store *s, hid_t f, size_t m, size_t w, size_t l, unsigned char *packed) {
     int rc = 0;
-    for (int v = 0; v < N_METRICS && !rc; v++) {
+    for (int v = 0; v < st_nvars(&s->lay) && !rc; v++) {
         int dims[9];
         int rank = var_dims((cr_var)v, dims);
         hsize_t start[9] = {m, w, l}, count[9] = {1, 1, 1};

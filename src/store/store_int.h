@@ -34,6 +34,9 @@ typedef struct {
     const char *long_name, *units;
 } st_metric_def;
 extern const st_metric_def st_metric_defs[N_METRICS];
+/* The metric variables a layout has: all, or without the tail of the sampled ones
+ * (cellresult.h CR_FIRST_SAMPLED): an unsampled cell, view and journal are as before. */
+static inline int st_nvars(const cr_layout *lay) { return lay->sampled ? N_METRICS : CR_FIRST_SAMPLED; }
 
 static inline size_t vtype_size(vtype t) { return t == VT_F64 ? 8 : 4; }
 
@@ -205,8 +208,8 @@ int st_var_rank(cr_var v);
 /* The chunk of variable v in a deflated cell; returns its length. */
 size_t st_deflated_var(const unsigned char *in, int v, const unsigned char **chunk);
 /* len[N_METRICS]; fletcher32: the "ASZ2" form (each chunk ends with its checksum) */
-void st_deflated_header(unsigned char *out, const uint64_t *len, int fletcher32);
-size_t st_deflated_header_bytes(void);
+void st_deflated_header(unsigned char *out, const uint64_t *len, int nv, int fletcher32);
+size_t st_deflated_header_bytes(int nv);
 /* 1 when a deflated cell is in the "ASZ2" form (chunks end with their Fletcher32). */
 int st_deflated_summed(const unsigned char *in);
 /* A deflated cell (either form, already checked) copied into the form fletcher32 asks for

@@ -44,6 +44,7 @@ int cell_worker_init(cell_worker *w, const gpt2_model *model, const cell_spec *s
     w->rank = rank;
     const as_axes *a = spec->axes;
     cr_layout_init(&w->layout, a->n_N, a->n_T, a->n_eps, a->n_norm, a->n_layer, a->n_head);
+    cr_layout_sample(&w->layout, spec->sample_rows != 0);
     w->axes = (met_axes){
         .N = a->N, .n_N = a->n_N, .T = a->T, .n_T = a->n_T, .eps = a->eps, .n_eps = a->n_eps,
         .norm = a->normalizer, .n_norm = a->n_norm, .ssmax_scale = spec->ssmax_scale,
@@ -262,6 +263,9 @@ int cell_compute(cell_worker *w, int64_t window, const int32_t *tokens, const si
     for (size_t c = 0; c < ncuts; c++) {
         blocks[c][w->layout.offset[CR_WALL_TIME]] = seconds;
         blocks[c][w->layout.offset[CR_RANK]] = w->rank;
+        /* docs/metrics.md 9.1: min(K, the cut's rows with a metric) -- met_sample_rows' count */
+        size_t first = w->axes.full_row ? 0 : 1, m = cuts[c] - first, K = w->spec.sample_rows;
+        if (w->layout.sampled) blocks[c][w->layout.offset[CR_ROWS_SAMPLED]] = (double)(K < m ? K : m);
     }
     return 0;
 }

@@ -98,6 +98,13 @@ double grid_metric_seconds(const as_grid *g, size_t L) {
     if (!cfg->dist_expect) skipped += (double)(n_W * a->n_norm) * AS_COST_DIST_EXPECT_OPS;
     if (!cfg->grad_exact) skipped += (double)(a->n_T * n_soft) * AS_COST_GRAD_EXACT_OPS;
     steps -= heads * keys * skipped;
+    /* metrics.query_rows = "sample:K" (docs/metrics.md 9.1): the Gram matrix is still every
+     * row's, the per-row work K of the L - 1 rows' (K spread evenly, so their keys too) */
+    double rows = cfg->rows == AS_ROWS_FULL_ROW ? (double)L : (double)L - 1;
+    if (cfg->query_rows && (double)cfg->query_rows < rows) {
+        double gram = heads * (double)d * keys;
+        steps = gram + (steps - gram) * (double)cfg->query_rows / rows;
+    }
     return g->cost.metric_ns * 1e-9 * steps / speedup(g, (double)threads);
 }
 
@@ -119,6 +126,7 @@ size_t grid_block_doubles(const as_config *cfg) {
     const as_axes *a = &cfg->axes;
     cr_layout lay;
     cr_layout_init(&lay, a->n_N, a->n_T, a->n_eps, a->n_norm, a->n_layer, a->n_head);
+    cr_layout_sample(&lay, cfg->query_rows != 0);
     return lay.total;
 }
 
@@ -147,8 +155,10 @@ static void rank_memory_of(as_rank_memory *m, const as_grid *g, const gpt2_confi
         met_axes ax = {.N = a->N, .n_N = a->n_N, .T = a->T, .n_T = a->n_T, .eps = a->eps,
                        .n_eps = a->n_eps, .norm = norms, .n_norm = a->n_norm,
                        .ssmax_scale = cfg->ssmax_scale, .full_row = cfg->rows == AS_ROWS_FULL_ROW,
-                       .seed = (uint64_t)cfg->seed};
+                       .seed = (uint64_t)cfg->seed, .sample_rows = (size_t)cfg->query_rows};
         m->metrics = met_workspace_bytes(Lmax, d, &ax) + a->n_L * met_out_count(&ax) * sizeof(double);
+        /* metrics.logits = "scaled": each thread's copy of a head's scores (cell.c) */
+        if (cfg->logits == AS_LOGITS_SCALED) m->metrics += Lmax * Lmax * sizeof(float);
         free(norms);
     } else {
         m->metrics = sizeof(double) * (Lmax * Lmax + 2 * Lmax * d); /* the Gram matrix and X, Y */
@@ -202,6 +212,7 @@ double grid_output_bytes(const as_grid *g) {
     const as_axes *a = &g->cfg->axes;
     cr_layout lay;
     cr_layout_init(&lay, a->n_N, a->n_T, a->n_eps, a->n_norm, a->n_layer, a->n_head);
+    cr_layout_sample(&lay, g->cfg->query_rows != 0); /* the SE variables: about twice the file */
     double per_cell = 0;
     for (int v = 0; v < CR_NVARS; v++) {
         if (v == CR_WALL_TIME || v == CR_RANK) continue;
