@@ -54,6 +54,9 @@ typedef struct {
      * will not fit in the free space of its file system; by default such a
      * run is refused before anything is written. */
     int ignore_disk_space;
+    double mem_limit;   /* --mem: a node's memory in bytes (0: SLURM_MEM_PER_NODE or
+                         * MemAvailable, plan_memory_limit); a grid whose node cannot fit it
+                         * is refused before any work */
 } sweep_opts;
 
 typedef enum { SWEEP_COMPLETE = 0, SWEEP_INTERRUPTED = 1, SWEEP_CELLS_FAILED = 2 } sweep_outcome;

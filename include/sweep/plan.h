@@ -104,6 +104,17 @@ void grid_rank_memory(as_rank_memory *m, const as_grid *g);
 /* Sum of PSS over `ranks` ranks on one node (all of the sweep's ranks). */
 size_t grid_node_memory(const as_grid *g, size_t ranks);
 
+/* The memory a run must fit in, bytes (docs/performance.md "Long contexts"): given > 0
+ * (--mem of plan and run), else SLURM_MEM_PER_NODE (MB, what sbatch --mem sets), else
+ * MemAvailable of /proc/meminfo; 0 when none is known (nothing is then refused). *source
+ * names which ("--mem", "SLURM_MEM_PER_NODE", "MemAvailable"). */
+double plan_memory_limit(double given, const char **source);
+/* 0 when `ranks` ranks on one node (grid_node_memory) fit limit (0: unknown, fits), else -1
+ * with one line: what a node needs at the grid's largest L, a worker's share, the limit. */
+int plan_memory_check(const as_grid *g, size_t ranks, double limit, const char *source, as_err *err);
+/* "4G", "512M", "1.5GiB", "2048" (bytes) -> bytes (binary units, K M G T); -1 if malformed. */
+double plan_parse_bytes(const char *s);
+
 /* Doubles in one cell's result block (cr_layout_init over the axes). */
 size_t grid_block_doubles(const as_config *cfg);
 

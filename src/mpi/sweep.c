@@ -15,6 +15,7 @@
 #include "config.h"
 #include "grid.h"
 #include "model.h"
+#include "plan.h"
 #include "scheduler.h"
 #include "sha256.h"
 #include "clock.h"
@@ -402,6 +403,21 @@ static void state_free(sweep_state *st) {
     if (st->cfg_ok) config_free(&st->cfg);
 }
 
+/* Before any work: the ranks on rank 0's node against its memory (plan_memory_check), decided
+ * by rank 0 alone (MemAvailable moves between two reads). */
+static int check_node_memory(sweep_state *st, MPI_Comm comm, const sweep_opts *opts, as_err *e) {
+    MPI_Comm node;
+    int node_ranks = 1;
+    if (MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
+        MPI_Comm_size(node, &node_ranks);
+        MPI_Comm_free(&node);
+    }
+    if (st->rank != 0) return 0;
+    const char *source;
+    double limit = plan_memory_limit(opts->mem_limit, &source);
+    return plan_memory_check(&st->grid, (size_t)node_ranks, limit, source, e);
+}
+
 int sweep_run(MPI_Comm comm, const sweep_opts *opts, sweep_summary *sum, as_err *err) {
     double t0 = as_wall_s();
     sweep_state st;
@@ -422,6 +438,7 @@ int sweep_run(MPI_Comm comm, const sweep_opts *opts, sweep_summary *sum, as_err 
     }
     if (st.cfg_ok) st.grid_ok = grid_init(&st.grid, &st.cfg, e) == 0;
     if (!all_ok(comm, st.cfg_ok && st.grid_ok)) goto out;
+    if (!all_ok(comm, check_node_memory(&st, comm, opts, e) == 0)) goto out;
     snprintf(st.out_path, sizeof st.out_path, "%s", st.cfg.output);
     if (opts->shard_count > 0 &&
         sweep_shard_path(st.out_path, sizeof st.out_path, st.cfg.output, opts->shard_index,

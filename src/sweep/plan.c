@@ -2,6 +2,9 @@
  * their formulas unchanged; plan_compute() gathers them into the plan cmd_plan prints. */
 #include "plan.h"
 
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -206,6 +209,72 @@ size_t grid_node_memory(const as_grid *g, size_t ranks) {
     size_t idle = workers - busy; /* a worker without a unit holds its process only */
     return m.weights + AS_MEM_PROCESS_BYTES + master_bufs * m.unit_block + busy * worker +
            idle * AS_MEM_PROCESS_BYTES;
+}
+
+double plan_parse_bytes(const char *s) {
+    char *end = NULL;
+    double v = strtod(s, &end);
+    if (end == s || !(v >= 0) || !isfinite(v)) return -1;
+    const char *units = "KMGT";
+    const char *u = *end ? strchr(units, toupper((unsigned char)*end)) : NULL;
+    if (*end && !u) return -1;
+    if (u) {
+        for (const char *k = units; k <= u; k++) v *= 1024;
+        end++;
+        if (*end == 'i') end++;
+        if (*end == 'B' || *end == 'b') end++;
+    } else if (*end == 'B') {
+        end++;
+    }
+    return *end ? -1 : v;
+}
+
+static double mem_available(void) {
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f) return 0;
+    char line[256];
+    double kib = -1;
+    while (kib < 0 && fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %lf kB", &kib) != 1) kib = -1;
+    fclose(f);
+    return kib < 0 ? 0 : kib * 1024;
+}
+
+double plan_memory_limit(double given, const char **source) {
+    *source = "--mem";
+    if (given > 0) return given;
+    const char *slurm = getenv("SLURM_MEM_PER_NODE"); /* MB; 0 means "all of the node" */
+    char *end = NULL;
+    double mb = slurm ? strtod(slurm, &end) : 0;
+    if (slurm && end != slurm && mb > 0) {
+        *source = "SLURM_MEM_PER_NODE";
+        return mb * 1024 * 1024;
+    }
+    *source = "MemAvailable";
+    return mem_available();
+}
+
+static void gib(char *buf, size_t n, double b) { /* "1.9 GiB", "288.0 KiB" */
+    const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int u = 0;
+    while (b >= 1024 && u < 4) b /= 1024, u++;
+    snprintf(buf, n, "%.1f %s", b, unit[u]);
+}
+
+int plan_memory_check(const as_grid *g, size_t ranks, double limit, const char *source, as_err *err) {
+    size_t need = grid_node_memory(g, ranks ? ranks : 1);
+    if (!(limit > 0) || (double)need <= limit) return 0;
+    as_rank_memory m;
+    grid_rank_memory(&m, g);
+    char b[5][24];
+    gib(b[0], sizeof b[0], (double)need), gib(b[1], sizeof b[1], (double)m.worker);
+    gib(b[2], sizeof b[2], (double)m.activations), gib(b[3], sizeof b[3], (double)m.metrics);
+    gib(b[4], sizeof b[4], limit);
+    return as_fail(err, "%s: %zu rank%s on a node need%s %s at L = %lld (a worker %s: activations %s, "
+                   "metrics %s), more than the %s of %s; lower grid.L or runtime.blas_threads, run "
+                   "fewer ranks per node, or raise the limit", g->cfg->path, ranks ? ranks : 1,
+                   ranks > 1 ? "s" : "", ranks > 1 ? "" : "s", b[0], (long long)config_max_L(g->cfg), b[1], b[2], b[3],
+                   b[4], source);
 }
 
 double grid_output_bytes(const as_grid *g) {
