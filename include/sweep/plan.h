@@ -55,6 +55,11 @@
  * the paper grid, where the walk over N dominates; on a minimal grid it underestimates what
  * the switches save (bench_metrics --minimal: 1.9x with both off, the model ~1.06x). */
 #define AS_COST_WALK_OPS 4.0
+/* metrics.query_rows = "sample:K": a head's cost that does not shrink with the rows (the
+ * Gram matrix, delta, the transposes), as a share of the d term above: fitted on
+ * tests/bench/bench_long_context.sh (the fixed part of sample:64 and sample:256 at L = 1024
+ * to 4096 was 0.24-0.43 of it; docs/performance.md "Long contexts"). */
+#define AS_COST_FIXED_SHARE 0.35
 #define AS_COST_GRAD_EXACT_OPS 1.6
 #define AS_COST_DIST_EXPECT_OPS 3.0
 

@@ -101,12 +101,14 @@ double grid_metric_seconds(const as_grid *g, size_t L) {
     if (!cfg->dist_expect) skipped += (double)(n_W * a->n_norm) * AS_COST_DIST_EXPECT_OPS;
     if (!cfg->grad_exact) skipped += (double)(a->n_T * n_soft) * AS_COST_GRAD_EXACT_OPS;
     steps -= heads * keys * skipped;
-    /* metrics.query_rows = "sample:K" (docs/metrics.md 9.1): the Gram matrix is still every
-     * row's, the per-row work K of the L - 1 rows' (K spread evenly, so their keys too) */
+    /* metrics.query_rows = "sample:K" (docs/metrics.md 9.1): the per-row work is K of the
+     * L - 1 rows' (K spread evenly, so their keys too); what stays every row's (the Gram
+     * matrix by dsyrk, delta's running minimum, the transposes) costs AS_COST_FIXED_SHARE of
+     * the formula's d term */
     double rows = cfg->rows == AS_ROWS_FULL_ROW ? (double)L : (double)L - 1;
     if (cfg->query_rows && (double)cfg->query_rows < rows) {
         double gram = heads * (double)d * keys;
-        steps = gram + (steps - gram) * (double)cfg->query_rows / rows;
+        steps = AS_COST_FIXED_SHARE * gram + (steps - gram) * (double)cfg->query_rows / rows;
     }
     return g->cost.metric_ns * 1e-9 * steps / speedup(g, (double)threads);
 }
