@@ -278,8 +278,8 @@ typedef struct {
     double mem; /* --mem SIZE: the memory limit (0: SLURM's or MemAvailable, plan.h) */
 } plan_args;
 
-/* --mem SIZE (plan_parse_bytes) into the double the option points at. */
-static int parse_mem(const arg_opt *o, const char *v, const char **why) {
+/* --mem SIZE of plan and run (cli.h). */
+int cli_parse_mem(const arg_opt *o, const char *v, const char **why) {
     double b = plan_parse_bytes(v);
     if (!(b > 0)) {
         *why = "is not a size such as 4G, 512M or 2.5GiB";
@@ -312,7 +312,7 @@ static int parse_plan_args(plan_args *p, int argc, char **argv, int *code) {
         OPT_POSITIVE("sgemm-gflops", "X", &p->gflops, gflops_help),
         OPT_POSITIVE("metric-ns", "Y", &p->metric_ns, ns_help),
         OPT_INT("ranks", "P", &p->ranks, 1, 1000000, "also the time and node memory of P ranks on one node"),
-        OPT_CALLBACK("mem", "SIZE", &p->mem, parse_mem,
+        OPT_CALLBACK("mem", "SIZE", &p->mem, cli_parse_mem,
                      "the memory of a node (4G, 512M); default SLURM_MEM_PER_NODE,\n"
                      "else MemAvailable: --check fails when the node would not fit"),
         OPT_END()};

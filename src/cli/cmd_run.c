@@ -6,7 +6,6 @@
 
 #include "args.h"
 #include "cli.h"
-#include "plan.h"
 #include "signals.h"
 #include "store.h"
 #include "sweep.h"
@@ -40,17 +39,6 @@ static const char run_exit[] =
     "  ATTNSWEEP_PRIVATE_WEIGHTS=1  every rank loads its own weights copy instead of one\n"
     "                               shared copy per node (memory comparisons)\n";
 
-/* --mem SIZE into the sweep_opts the option points at. */
-static int parse_mem(const arg_opt *o, const char *v, const char **why) {
-    double b = plan_parse_bytes(v);
-    if (!(b > 0)) {
-        *why = "is not a size such as 4G, 512M or 2.5GiB";
-        return -1;
-    }
-    ((sweep_opts *)o->value)->mem_limit = b;
-    return 0;
-}
-
 /* --shard I/K into the sweep_opts the option points at. */
 static int parse_shard(const arg_opt *o, const char *v, const char **why) {
     sweep_opts *opts = o->value;
@@ -80,7 +68,7 @@ static int parse_run_args(sweep_opts *opts, arg_list *sets, int argc, char **arg
         OPT_FLAG("ignore-disk-space", &opts->ignore_disk_space,
                  "start even when the output will not fit in the free space\n"
                  "of its file system (refused by default, before any write)"),
-        OPT_CALLBACK("mem", "SIZE", opts, parse_mem,
+        OPT_CALLBACK("mem", "SIZE", &opts->mem_limit, cli_parse_mem,
                      "the memory of a node (4G, 512M); default SLURM_MEM_PER_NODE,\n"
                      "else MemAvailable: a grid whose ranks on a node need more is\n"
                      "refused before any work (attnsweep plan shows the need)"),

@@ -318,39 +318,50 @@ def case_extend():
 
 # --- docs/metrics.md, written again in numpy: tests/lib/bruteforce.py ----------------
 
-def case_dump_crosscheck():
-    write_config(f"{SCRATCH}/m.cfg", "m.h5", L="[32]", windows=1)
-    check(run(["m.cfg"]).returncode == 0, "run")
-    toks = np.load(f"{SCRATCH}/tokens.npy")[:32]
-    np.savetxt(f"{SCRATCH}/w0.txt", toks[None, :], fmt="%d")
-    d = subprocess.run([BIN, "dump", "--model", MODEL, "--tokens", f"{SCRATCH}/w0.txt", "--length", "32",
-                        "--out", f"{SCRATCH}/w0.h5"], env=ENV, capture_output=True, text=True)
+def dump_window(start, L, name):
+    """`attnsweep dump` of the L tokens from `start` of tokens.npy, opened (SCRATCH/name.h5)."""
+    toks = np.load(f"{SCRATCH}/tokens.npy")[start:start + L]
+    np.savetxt(f"{SCRATCH}/{name}.txt", toks[None, :], fmt="%d")
+    d = subprocess.run([BIN, "dump", "--model", MODEL, "--tokens", f"{SCRATCH}/{name}.txt", "--length",
+                        str(L), "--out", f"{SCRATCH}/{name}.h5"], env=ENV, capture_output=True, text=True)
     check(d.returncode == 0, f"dump: {d.stderr}")
-    f = h5py.File(f"{SCRATCH}/m.h5", "r")
-    g = h5py.File(f"{SCRATCH}/w0.h5", "r")
+    return h5py.File(f"{SCRATCH}/{name}.h5", "r")
+
+
+def brute_rows(f, g):
+    """The brute force's per-row values of heads 0 and 3 of layers 0 and 1 of dump g at every
+    (T, normalizer) of results file f: yields (layer, head, iT, T, iz, norm, rows)."""
     Ns, Ts = list(f["N"][()]), list(f["T"][()])
     norms = [s.decode() if isinstance(s, bytes) else s for s in f["normalizer"][()]]
-    worst = 0.0
     for layer in (0, 1):
-        sc = g[f"layer_{layer:02d}/scores"][()]
-        v = g[f"layer_{layer:02d}/v"][()]
+        sc, v = g[f"layer_{layer:02d}/scores"][()], g[f"layer_{layer:02d}/v"][()]
         for head in (0, 3):
             bf = bruteforce.Head(sc[head], v[head])
             for iT, T in enumerate(Ts):
                 for iz, norm in enumerate(norms):
-                    rows = bf.rows(Ns, T, norm, bound=False, sep=False)
-                    for iN, N in enumerate(Ns):
-                        for var in ("dist_true", "dist_expect"):
-                            want, cnt = bruteforce.cut_mean(rows[var][iN], 32)
-                            got = f[var][0, 0, 0, iN, iT, iz, layer, head]
-                            err = abs(got - want) / max(abs(want), 1e-6)
-                            worst = max(worst, err)
-                            check(err < 1e-4, f"L{layer} h{head} N={N} T={T} {norm} {var}: {got} vs {want}")
-                        got_rows = f["rows_used"][0, 0, 0, iN, iT, iz, layer, head]
-                        check(got_rows == cnt, f"rows_used {got_rows} vs {cnt}")
-                    ent, _ = bruteforce.cut_mean(rows["entropy"], 32)
-                    got = f["entropy"][0, 0, 0, iT, iz, layer, head]
-                    check(abs(got - ent) <= 1e-4 * max(1, abs(ent)), f"entropy {got} vs {ent}")
+                    yield layer, head, iT, T, iz, norm, bf.rows(Ns, T, norm, bound=False, sep=False)
+
+
+def case_dump_crosscheck():
+    write_config(f"{SCRATCH}/m.cfg", "m.h5", L="[32]", windows=1)
+    check(run(["m.cfg"]).returncode == 0, "run")
+    g = dump_window(0, 32, "w0")
+    f = h5py.File(f"{SCRATCH}/m.h5", "r")
+    Ns = list(f["N"][()])
+    worst = 0.0
+    for layer, head, iT, T, iz, norm, rows in brute_rows(f, g):
+        for iN, N in enumerate(Ns):
+            for var in ("dist_true", "dist_expect"):
+                want, cnt = bruteforce.cut_mean(rows[var][iN], 32)
+                got = f[var][0, 0, 0, iN, iT, iz, layer, head]
+                err = abs(got - want) / max(abs(want), 1e-6)
+                worst = max(worst, err)
+                check(err < 1e-4, f"L{layer} h{head} N={N} T={T} {norm} {var}: {got} vs {want}")
+            got_rows = f["rows_used"][0, 0, 0, iN, iT, iz, layer, head]
+            check(got_rows == cnt, f"rows_used {got_rows} vs {cnt}")
+        ent, _ = bruteforce.cut_mean(rows["entropy"], 32)
+        got = f["entropy"][0, 0, 0, iT, iz, layer, head]
+        check(abs(got - ent) <= 1e-4 * max(1, abs(ent)), f"entropy {got} vs {ent}")
     print(f"dump_crosscheck: worst relative difference {worst:.2e}", flush=True)
 
 
@@ -432,40 +443,29 @@ def case_rows():
         se = fk["dist_true_se"][()]
         check(np.all((se == 0) | np.isnan(fk["dist_true"][()])), "sample:64: SE 0 where a mean is")
     # the sampled cell (window 1, L = 64) against numpy on its dump
-    toks = np.load(f"{SCRATCH}/tokens.npy")[64:128]
-    np.savetxt(f"{SCRATCH}/w1.txt", toks[None, :], fmt="%d")
-    d = subprocess.run([BIN, "dump", "--model", MODEL, "--tokens", f"{SCRATCH}/w1.txt", "--length", "64",
-                        "--out", f"{SCRATCH}/w1.h5"], env=ENV, capture_output=True, text=True)
-    check(d.returncode == 0, f"dump: {d.stderr}")
-    f, fa, g = h5py.File(f"{SCRATCH}/k8.h5", "r"), h5py.File(f"{SCRATCH}/all.h5", "r"), h5py.File(f"{SCRATCH}/w1.h5", "r")
-    Ns, Ts, L = list(f["N"][()]), list(f["T"][()]), 64
-    norms = [s.decode() if isinstance(s, bytes) else s for s in f["normalizer"][()]]
+    g = dump_window(64, 64, "w1")
+    f, fa = h5py.File(f"{SCRATCH}/k8.h5", "r"), h5py.File(f"{SCRATCH}/all.h5", "r")
+    Ns, L = list(f["N"][()]), 64
     rows = sample_rows(8, 1, L, int(f.attrs["seed"]), 1)
     check(int(f["rows_sampled"][0, 1, 1]) == len(rows) == 8, f"rows_sampled {f['rows_sampled'][0, 1, 1]}")
     worst, z = 0.0, []
-    for layer in (0, 1):
-        sc, v = g[f"layer_{layer:02d}/scores"][()], g[f"layer_{layer:02d}/v"][()]
-        for head in (0, 3):
-            bf = bruteforce.Head(sc[head], v[head])
-            for iT, T in enumerate(Ts):
-                for iz, norm in enumerate(norms):
-                    r = bf.rows(Ns, T, norm, bound=False, sep=False)
-                    for iN, N in enumerate(Ns):
-                        for var in ("dist_true", "dist_expect"):
-                            m, s_e, k = sampled_mean_se(r[var][iN], rows, L - N)
-                            at = (0, 1, 1, iN, iT, iz, layer, head)
-                            got, got_se = f[var][at], f[var + "_se"][at]
-                            err = max(abs(got - m) / max(abs(m), 1e-6), abs(got_se - s_e) / max(abs(s_e), 1e-6))
-                            worst = max(worst, err)
-                            check(err < 1e-4, f"L{layer} h{head} N={N} T={T} {norm} {var}: {got} +- {got_se} vs {m} +- {s_e}")
-                            check(f["rows_used"][at] == k, f"rows_used {f['rows_used'][at]} vs {k}")
-                            if got_se > 0:
-                                z.append(abs(got - fa[var][at]) / got_se)
-                    m, s_e, k = sampled_mean_se(r["entropy"], rows, L - 1)
-                    at = (0, 1, 1, iT, iz, layer, head)
-                    check(abs(f["entropy"][at] - m) <= 1e-4 * max(1, abs(m)) and
-                          abs(f["entropy_se"][at] - s_e) <= 1e-4 * max(1e-3, abs(s_e)),
-                          f"entropy {f['entropy'][at]} +- {f['entropy_se'][at]} vs {m} +- {s_e}")
+    for layer, head, iT, T, iz, norm, r in brute_rows(f, g):
+        for iN, N in enumerate(Ns):
+            for var in ("dist_true", "dist_expect"):
+                m, s_e, k = sampled_mean_se(r[var][iN], rows, L - N)
+                at = (0, 1, 1, iN, iT, iz, layer, head)
+                got, got_se = f[var][at], f[var + "_se"][at]
+                err = max(abs(got - m) / max(abs(m), 1e-6), abs(got_se - s_e) / max(abs(s_e), 1e-6))
+                worst = max(worst, err)
+                check(err < 1e-4, f"L{layer} h{head} N={N} T={T} {norm} {var}: {got} +- {got_se} vs {m} +- {s_e}")
+                check(f["rows_used"][at] == k, f"rows_used {f['rows_used'][at]} vs {k}")
+                if got_se > 0:
+                    z.append(abs(got - fa[var][at]) / got_se)
+        m, s_e, k = sampled_mean_se(r["entropy"], rows, L - 1)
+        at = (0, 1, 1, iT, iz, layer, head)
+        check(abs(f["entropy"][at] - m) <= 1e-4 * max(1, abs(m)) and
+              abs(f["entropy_se"][at] - s_e) <= 1e-4 * max(1e-3, abs(s_e)),
+              f"entropy {f['entropy'][at]} +- {f['entropy_se'][at]} vs {m} +- {s_e}")
     # the full means within a few SE (the SRS formula overstates a stratified sample's SE)
     z = np.array(z)
     check(len(z) > 50 and np.mean(z < 2) >= 0.9 and z.max() < 5,

@@ -13,14 +13,10 @@
 
 #include "check.h"
 #include "metrics.h"
+#include "xorshift.h"
 
-static unsigned long long rng_state = 0x9e3779b97f4a7c15ull;
-static uint64_t next64(void) {
-    rng_state ^= rng_state << 13, rng_state ^= rng_state >> 7, rng_state ^= rng_state << 17;
-    return rng_state;
-}
-static double urand(void) { return ((double)(next64() >> 11) + 0.5) * 0x1p-53; }
-static double gauss(void) { return sqrt(-2 * log(urand())) * cos(6.283185307179586 * urand()); }
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static double gauss(void) { return xs_gauss(&rng); }
 
 static void row_rule(void) {
     uint32_t r1[300], r2[300];
