@@ -111,9 +111,12 @@ size_t grid_node_memory(const as_grid *g, size_t ranks);
 
 /* The memory a run must fit in, bytes (docs/performance.md "Long contexts"): given > 0
  * (--mem of plan and run), else SLURM_MEM_PER_NODE (MB, what sbatch --mem sets), else
- * MemAvailable of /proc/meminfo; 0 when none is known (nothing is then refused). *source
- * names which ("--mem", "SLURM_MEM_PER_NODE", "MemAvailable"). */
+ * MemTotal of /proc/meminfo (MemAvailable moves with the other processes: a run is refused
+ * only where it clearly cannot fit); 0 when none is known (nothing is then refused).
+ * *source names which ("--mem", "SLURM_MEM_PER_NODE", "MemTotal"). */
 double plan_memory_limit(double given, const char **source);
+/* The /proc/meminfo line `key` ("MemTotal", "MemAvailable") in bytes; 0 when unknown. */
+double plan_meminfo(const char *key);
 /* 0 when `ranks` ranks on one node (grid_node_memory) fit limit (0: unknown, fits), else -1
  * with one line: what a node needs at the grid's largest L, a worker's share, the limit. */
 int plan_memory_check(const as_grid *g, size_t ranks, double limit, const char *source, as_err *err);

@@ -58,8 +58,8 @@ typedef struct {
      * run is refused before anything is written. */
     int ignore_disk_space;
     double mem_limit;   /* --mem: a node's memory in bytes (0: SLURM_MEM_PER_NODE, else
-                         * MemAvailable; plan_memory_limit) that run_check_memory holds
-                         * the grid's ranks on a node against */
+                         * MemTotal; plan_memory_limit) that run_check_memory holds the
+                         * grid's ranks on a node against */
 } run_opts;
 
 typedef enum { RUN_COMPLETE = 0, RUN_INTERRUPTED = 1, RUN_CELLS_FAILED = 2 } run_outcome;

@@ -38,7 +38,7 @@ static const char plan_porcelain_keys[] =
     "refused (an output run refuses), with an output: windows_done, windows_left, cells_left,\n"
     "rank_seconds_to_go; ranks.P.seconds (P = 2, 8, 32, --ranks); memory.weights, memory.worker,\n"
     "memory.master, memory.activations, memory.metrics (a worker's two largest parts),\n"
-    "memory.limit (--mem, SLURM_MEM_PER_NODE or MemAvailable; 0 unknown), node.P.memory (P = 1, 2, 4, 8, 16, --ranks; bytes); output_bytes,\n"
+    "memory.limit (--mem, SLURM_MEM_PER_NODE or MemTotal; 0 unknown), node.P.memory (P = 1, 2, 4, 8, 16, --ranks; bytes); output_bytes,\n"
     "disk_bytes, free_bytes (-1: unknown), compressed, deflate_ratio, write_bytes_per_window,\n"
     "write_bytes_per_second, write_workers; warning.disk_short, warning.disk_huge,\n"
     "warning.too_long (0 or 1); check=passed last, with --check. Errors: stderr, exit 1.\n";
@@ -48,18 +48,6 @@ static void human_bytes(char *buf, size_t size, double b) {
     int u = 0;
     while (b >= 1024 && u < 5) b /= 1024, u++;
     snprintf(buf, size, u ? "%.1f %s" : "%.0f %s", b, unit[u]);
-}
-
-/* This machine's memory (MemTotal of /proc/meminfo) in bytes; -1 when unknown. */
-static double machine_memory(void) {
-    FILE *f = fopen("/proc/meminfo", "r");
-    if (!f) return -1;
-    char line[256];
-    double kib = -1;
-    while (kib < 0 && fgets(line, sizeof line, f))
-        if (sscanf(line, "MemTotal: %lf kB", &kib) != 1) kib = -1;
-    fclose(f);
-    return kib < 0 ? -1 : kib * 1024;
 }
 
 static void human_seconds(char *buf, size_t size, double s) {
@@ -270,7 +258,7 @@ typedef struct {
     int list, check, porcelain;
     double gflops, metric_ns;
     long long ranks;
-    double mem; /* --mem SIZE: the memory limit (0: SLURM's or MemAvailable, plan.h) */
+    double mem; /* --mem SIZE: the memory limit (0: SLURM's or MemTotal, plan.h) */
 } plan_args;
 
 /* --mem SIZE of plan and run (cli.h). */
@@ -309,7 +297,7 @@ static int parse_plan_args(plan_args *p, int argc, char **argv, int *code) {
         OPT_INT("ranks", "P", &p->ranks, 1, 1000000, "also the time and node memory of P ranks on one node"),
         OPT_CALLBACK("mem", "SIZE", &p->mem, cli_parse_mem,
                      "the memory of a node (4G, 512M); default SLURM_MEM_PER_NODE,\n"
-                     "else MemAvailable: --check fails when the node would not fit"),
+                     "else MemTotal: --check fails when the node would not fit"),
         OPT_END()};
     arg_spec spec = {.prog = "attnsweep plan", .positional = "CONFIG|OUT.h5", .min_pos = 1, .max_pos = 1,
                      .pos = &pos, .description = plan_about, .epilogue = plan_porcelain_keys,
@@ -471,6 +459,16 @@ static void print_memory(const as_plan *p, size_t ranks, double limit, const cha
         human_bytes(b1, sizeof b1, limit);
         printf("          limit %s (%s): run and plan --check refuse a node that does not fit\n", b1, source);
     }
+    /* within the limit but beyond what is free now: not refused (other processes come and
+     * go), but the run may swap or meet the OOM killer */
+    size_t P = ranks ? ranks : 1, need = grid_node_memory(p->grid, P);
+    double avail = plan_meminfo("MemAvailable");
+    if (avail > 0 && (double)need > avail && !(limit > 0 && (double)need > limit)) {
+        human_bytes(b1, sizeof b1, (double)need);
+        human_bytes(b2, sizeof b2, avail);
+        fprintf(stderr, "attnsweep plan: warning: %zu rank%s on a node need %s, more than the %s free now "
+                        "(MemAvailable): other processes hold the rest\n", P, P > 1 ? "s" : "", b1, b2);
+    }
 }
 
 /* The output, disk and bandwidth lines, then the warnings (stderr, one line each; plan
@@ -510,7 +508,7 @@ static void print_output(const as_config *cfg, const as_plan *p) {
     }
     /* rank 0 holds 2 x commit_every + 1 result blocks (grid_rank_memory): more than the
      * machine has, and `run` fails once they are touched (or is killed by the OOM killer) */
-    double ram = machine_memory();
+    double ram = plan_meminfo("MemTotal");
     if (ram > 0 && (double)p->mem.master > ram) {
         human_bytes(b1, sizeof b1, (double)p->mem.master);
         human_bytes(b2, sizeof b2, ram);

@@ -68,7 +68,7 @@ static int parse_run_args(run_opts *opts, arg_list *sets, int argc, char **argv,
                  "of its file system (refused by default, before any write)"),
         OPT_CALLBACK("mem", "SIZE", &opts->mem_limit, cli_parse_mem,
                      "the memory of a node (4G, 512M); default SLURM_MEM_PER_NODE,\n"
-                     "else MemAvailable: a grid whose ranks on a node need more is\n"
+                     "else MemTotal: a grid whose ranks on a node need more is\n"
                      "refused before any work (attnsweep plan shows the need)"),
         OPT_END()};
     arg_spec spec = {.prog = "attnsweep run", .usage_prefix = "mpirun -np P [--oversubscribe] attnsweep run",

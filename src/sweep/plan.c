@@ -227,13 +227,14 @@ double plan_parse_bytes(const char *s) {
     return *end ? -1 : v;
 }
 
-static double mem_available(void) {
+double plan_meminfo(const char *key) {
     FILE *f = fopen("/proc/meminfo", "r");
     if (!f) return 0;
     char line[256];
+    size_t n = strlen(key);
     double kib = -1;
     while (kib < 0 && fgets(line, sizeof line, f))
-        if (sscanf(line, "MemAvailable: %lf kB", &kib) != 1) kib = -1;
+        if (strncmp(line, key, n) || line[n] != ':' || sscanf(line + n + 1, "%lf", &kib) != 1) kib = -1;
     fclose(f);
     return kib < 0 ? 0 : kib * 1024;
 }
@@ -248,8 +249,11 @@ double plan_memory_limit(double given, const char **source) {
         *source = "SLURM_MEM_PER_NODE";
         return mb * 1024 * 1024;
     }
-    *source = "MemAvailable";
-    return mem_available();
+    /* Not MemAvailable: it moves with every other process (page cache, other jobs), so a
+     * loaded machine would refuse a run by chance; what exceeds the whole machine's memory
+     * clearly cannot fit (cmd_plan warns about MemAvailable) */
+    *source = "MemTotal";
+    return plan_meminfo("MemTotal");
 }
 
 static void gib(char *buf, size_t n, double b) { /* "1.9 GiB", "288.0 KiB" */

@@ -8,7 +8,8 @@
 #     line saying run refuses it, one warning line, and `--check` fails naming the key;
 #   - with --porcelain, only key=value lines, the same numbers as the human output;
 #   - a node that cannot fit its memory limit (--mem, SLURM_MEM_PER_NODE) is refused by
-#     plan --check and by run, in one line, before run writes anything;
+#     plan --check and by run, in one line, before run writes anything; by default the
+#     limit is MemTotal;
 #   - metrics.query_rows = "sample:K" costs less metrics time and more output.
 set -u
 BIN=$1 MODEL=$2 SCRATCH=$3
@@ -79,6 +80,11 @@ check "memory: --porcelain memory.limit=20971520, memory.activations" $?
 test $rc -eq 1 && ! ls mem.h5* >/dev/null 2>&1 && test "$(wc -l <run.log)" -eq 1 && grep -q "of --mem" run.log
 check "memory: run --mem 20M refuses before writing anything ($(cat run.log))" $?
 "$BIN" plan s.cfg --mem 20x >h.out 2>h.err; test $? -eq 2; check "memory: --mem 20x is bad usage" $?
+# without --mem or SLURM the limit is the machine's MemTotal, not MemAvailable (it moves with
+# the other processes: a loaded machine must not refuse a run that fits by chance)
+env -u SLURM_MEM_PER_NODE "$BIN" plan s.cfg --check >h.out 2>h.err; rc=$?
+test $rc -eq 0 && grep -q "^check     memory: 1 rank on a node fit the limit (MemTotal)" h.out
+check "memory: the default limit is MemTotal ($(grep 'limit' h.out | head -1))" $?
 
 # sampling: the metrics cost less (the per-row work of 8 of the L - 1 rows), the output more
 "$BIN" plan s.cfg --set 'output="all.h5"' --porcelain >p.out 2>&1
