@@ -5,8 +5,9 @@
  * same rows for every head of a cell (the per-N means, which do not depend on the head's
  * directions, are equal across head ids); the sampled means and their standard errors
  * against a float64 recomputation from the per-row values (taken as differences of the
- * unsampled head's prefix cuts, 1e-9 relative); and the sampled means within 5 SE of the
- * full ones on random heads. */
+ * unsampled head's prefix cuts, 1e-9 relative), dist_random and dist_random_upper among them
+ * (metrics.dist_random on: their row-sampling SE beside the Monte-Carlo dist_random_se, which
+ * has none); and the sampled means within 5 SE of the full ones on random heads. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,7 +88,20 @@ static const met_normalizer norms[] = {MET_SOFTMAX, MET_SPARSEMAX};
 static met_axes axes(int full_row, size_t K, int64_t head) {
     return (met_axes){.N = Ns, .n_N = 3, .T = Ts, .n_T = 3, .eps = eps, .n_eps = 1, .norm = norms,
                       .n_norm = 2, .seed = 11, .window = 6, .layer = 2, .head = head,
-                      .full_row = full_row, .sample_rows = K};
+                      .full_row = full_row, .sample_rows = K, .random_subsets = 4};
+}
+
+/* The N index of output i when it is a per-N mean (the per-N family or dist_random's block,
+ * section 4.6), else -1; *var gets its variable: MET_* of the per-N family, MET_NPERN +
+ * MET_DIST_RANDOM* of the random block, -1 for the rest. */
+static long n_index(const met_axes *a, size_t i, int *var) {
+    size_t blk = a->n_T * a->n_norm, nperN = MET_NPERN * a->n_N * blk;
+    size_t rnd0 = met_at_random(a, 0, 0, 0, 0);
+    *var = -1;
+    if (i < nperN) return *var = (int)(i / (a->n_N * blk)), (long)((i / blk) % a->n_N);
+    if (i < rnd0) return -1;
+    *var = MET_NPERN + (int)((i - rnd0) / (a->n_N * blk));
+    return (long)(((i - rnd0) / blk) % a->n_N);
 }
 
 /* K >= the rows: the unsampled bits, SE 0 (NaN where the mean is) */
@@ -122,18 +136,13 @@ static void row_values(double *x, const head_in *h, const met_axes *a0, size_t n
     run(o, h, cuts, L, a0);
     for (size_t c = 0; c < L; c++)
         for (size_t i = 0; i < nm; i++) {
-            size_t iN = 0, at = i;
-            double cnt;
-            if (at < MET_NPERN * a0->n_N * a0->n_T * a0->n_norm) {
-                iN = (at / (a0->n_T * a0->n_norm)) % a0->n_N;
-                cnt = (double)c + 1 > Ns[iN] ? (double)c + 1 - Ns[iN] : 0;
-            } else {
-                cnt = (double)c; /* rows 1 .. c */
-            }
+            int var;
+            long iN = n_index(a0, i, &var);
+            double cnt = iN < 0 ? (double)c /* rows 1 .. c */
+                                : (double)c + 1 > Ns[iN] ? (double)c + 1 - Ns[iN] : 0;
             double s = cnt > 0 ? o[c * nm + i] * cnt : 0, sp = 0;
             if (c) {
-                double cp = at < MET_NPERN * a0->n_N * a0->n_T * a0->n_norm
-                                ? ((double)c > Ns[iN] ? (double)c - Ns[iN] : 0) : (double)c - 1;
+                double cp = iN < 0 ? (double)c - 1 : (double)c > Ns[iN] ? (double)c - Ns[iN] : 0;
                 sp = cp > 0 ? o[(c - 1) * nm + i] * cp : 0;
             }
             x[c * nm + i] = s - sp;
@@ -155,14 +164,21 @@ static void sampled_against_rows(const head_in *h) {
     uint32_t rows[64];
     size_t k = met_sample_rows(rows, K, 1, L, met_row_key(11, 6, (int64_t)L));
     CHECK(k == K, "%zu rows", k);
-    long same = 0, close_mean = 0, close_se = 0, within = 0, checked = 0;
+    long same = 0, close_mean = 0, close_se = 0, within = 0, checked = 0, rnd_checked = 0, mc_se = 0;
     size_t nperN = MET_NPERN * a0.n_N * a0.n_T * a0.n_norm;
     for (size_t i = 0; i < nm; i++) {
-        int perN = i < nperN, v = perN ? (int)(i / (a0.n_N * a0.n_T * a0.n_norm)) : -1;
+        int v;
+        long n_at = n_index(&a0, i, &v);
+        int perN = n_at >= 0;
+        size_t iN = perN ? (size_t)n_at : 0;
         if (v == MET_ROWS_USED) continue;
-        size_t iN = perN ? (i / (a0.n_T * a0.n_norm)) % a0.n_N : 0;
-        /* the same rows for head 1 and head 9: per-N means do not see the head id */
-        if (perN) same += memcmp(&oK[i], &oK2[i], sizeof oK[i]) == 0;
+        if (v == MET_NPERN + MET_DIST_RANDOM_SE) { /* the Monte-Carlo SE: no row SE of its own */
+            mc_se += isnan(oK[nm + i]) && oK[i] >= 0;
+            continue;
+        }
+        /* the same rows for head 1 and head 9: the per-N family does not see the head id
+         * (dist_random's subsets do) */
+        if (i < nperN) same += memcmp(&oK[i], &oK2[i], sizeof oK[i]) == 0;
         double S = 0, Q = 0, kk = 0, pop = perN ? (double)(L - (size_t)Ns[iN]) : (double)(L - 1);
         for (size_t r = 0; r < k; r++) {
             if (perN && rows[r] < (uint32_t)Ns[iN]) continue; /* a row with <= N keys */
@@ -179,6 +195,7 @@ static void sampled_against_rows(const head_in *h) {
         double se = sqrt(var / (kk - 1) / kk * (1 - kk / pop)); /* two-pass, independent */
         double scale = fabs(mean) + sqrt(Q / kk); /* 1e-12 absolute below: the differences round */
         checked++;
+        rnd_checked += v >= MET_NPERN;
         close_mean += fabs(oK[i] - mean) <= 1e-12 + 1e-9 * scale;
         close_se += fabs(oK[nm + i] - se) <= 1e-12 + 1e-9 * scale;
         /* the continuous means; a rare event (sep_lower, sep_marginal, sep_ratio near 0 or 1)
@@ -189,6 +206,9 @@ static void sampled_against_rows(const head_in *h) {
             fprintf(stderr, "  at %zu (var %d): sampled %.12g rows' mean %.12g\n", i, v, oK[i], mean);
     }
     CHECK(checked > 100, "only %ld means checked", checked);
+    CHECK(rnd_checked >= (long)(2 * 2 * a0.n_T * a0.n_norm), "only %ld dist_random means checked", rnd_checked);
+    CHECK(mc_se == (long)(a0.n_N * a0.n_T * a0.n_norm), "dist_random_se: %ld of %zu a number with a NaN row SE",
+          mc_se, a0.n_N * a0.n_T * a0.n_norm);
     CHECK(same == (long)(nperN - a0.n_N * a0.n_T * a0.n_norm), "per-N means differ across heads (%ld same)", same);
     CHECK(close_mean == checked, "%ld of %ld sampled means off the rows' mean", checked - close_mean, checked);
     CHECK(close_se == checked, "%ld of %ld SE off the two-pass SE", checked - close_se, checked);
