@@ -138,6 +138,9 @@ typedef struct {
     int sigmoid_bias_set;         /* metrics.sigmoid_bias given: sigmoid's b; else b = -ln n */
     double sigmoid_bias;
     int64_t seed;
+    /* metrics.query_rows: 0 = "all", K = "sample:K" (K query rows per head and cut, drawn by
+     * docs/metrics.md section 9.1's rule; K >= a cut's rows takes them all) */
+    int64_t query_rows;
 
     int blas_threads;             /* per rank */
     int commit_every;             /* cells per commit batch */

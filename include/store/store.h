@@ -107,6 +107,9 @@ typedef struct {
     const char *const *model_config_sha256; /* [n_model] of each config.json; NULL = not recorded
                                              * (a file from before it: the provenance's, or "") */
     const uint8_t *head_valid;        /* [n_model][n_layer][n_head] 1 present, 0 masked; NULL = all 1 */
+    /* metrics.query_rows = "sample:K": the cells hold the SE variables (cellresult.h); an
+     * existing output says so by its root attribute query_rows */
+    int sampled;
 } store_axes;
 
 /* Provenance (docs/results.md "Root attributes") and this run segment. Strings may
@@ -124,6 +127,7 @@ typedef struct {
     const char *vectors_name, *rows_name; /* their config spellings ("value", "visible"); when
                                            * given, stored instead of the numbers */
     const char *logits_name;            /* metrics.logits ("raw" | "scaled"); NULL/"" = "raw" */
+    const char *query_rows_name;        /* metrics.query_rows ("all" | "sample:K"); NULL/"" = "all" */
     const char *model_kind;             /* model_kind() of the model directory; NULL = not stored */
     const char *distance_name;          /* metrics.distance ("per_token" | "aggregate") */
     double ks_alpha;

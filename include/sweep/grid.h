@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cellresult.h"
 #include "config.h"
 #include "errors.h"
 
@@ -70,6 +71,11 @@ static inline void grid_cell_of(const as_grid *g, size_t cell, size_t *window, s
 }
 /* The cell of (window, L value), or -1 when the window or L is not in the grid. */
 long grid_cell_find(const as_grid *g, size_t window, int32_t L);
+
+/* One cell's block layout for cfg (cellresult.h): the union axes of every model, with the
+ * sampled variables when metrics.query_rows = "sample:K" (docs/metrics.md 9.1). The run's
+ * blocks and the plan's sizes both come from it. */
+void grid_block_layout(cr_layout *lay, const as_config *cfg);
 
 /* The unit of work: the pending L values of one window of one model, computed from one
  * forward pass (cell.h). l_mask bit k stands for L index l_lo + k; a window with more

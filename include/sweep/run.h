@@ -6,6 +6,7 @@
  * touched; "rank 0" steps run on the rank that owns the output):
  *   1. run_config: the config (a file, or the text stored in an output: run_stored_config)
  *      and its grid; the output's path (a shard's: run_shard_path); every rank;
+ *      run_check_memory (rank 0): the ranks of a node against its memory, before any work;
  *   2. run_load_text (rank 0): the text, tokenized once, checked against the windows;
  *   3. run_check_models (rank 0): the model axis' files checked, so a bad one is refused
  *      before any results file exists; model 0 loaded (run_model_loaded records it);
@@ -60,6 +61,9 @@ typedef struct {
      * will not fit in the free space of its file system; by default such a
      * run is refused before anything is written. */
     int ignore_disk_space;
+    double mem_limit;   /* --mem: a node's memory in bytes (0: SLURM_MEM_PER_NODE, else
+                         * MemTotal; plan_memory_limit) that run_check_memory holds the
+                         * grid's ranks on a node against */
 } run_opts;
 
 typedef enum { RUN_COMPLETE = 0, RUN_INTERRUPTED = 1, RUN_CELLS_FAILED = 2 } run_outcome;
@@ -144,6 +148,12 @@ int run_config(run *r, const char *stored_text, as_err *err);
 /* The config text OUT.h5 was made with (its journal's newest config record, else the
  * file's config_text attribute), malloc'd into *text. */
 int run_stored_config(const char *path, char **text, as_err *err);
+
+/* Step 1, rank 0 (before the text, the weights or the output are touched): node_ranks
+ * ranks on one node (the launcher counts them: rank 0's node) against the node's memory
+ * (plan_memory_limit of opts->mem_limit; plan_memory_check's one line when they cannot
+ * fit). */
+int run_check_memory(const run *r, size_t node_ranks, as_err *err);
 
 /* The text the config names, as textsrc_load takes it (`run` and `plan` read it so). */
 textsrc_spec run_text_spec(const as_config *cfg);

@@ -66,6 +66,10 @@ static int parse_run_args(run_opts *opts, arg_list *sets, int argc, char **argv,
         OPT_FLAG("ignore-disk-space", &opts->ignore_disk_space,
                  "start even when the output will not fit in the free space\n"
                  "of its file system (refused by default, before any write)"),
+        OPT_CALLBACK("mem", "SIZE", &opts->mem_limit, cli_parse_mem,
+                     "the memory of a node (4G, 512M); default SLURM_MEM_PER_NODE,\n"
+                     "else MemTotal: a grid whose ranks on a node need more is\n"
+                     "refused before any work (attnsweep plan shows the need)"),
         OPT_END()};
     arg_spec spec = {.prog = "attnsweep run", .usage_prefix = "mpirun -np P [--oversubscribe] attnsweep run",
                      .usage_extra = "       mpirun -np P attnsweep run OUT.h5 [--set key=value]...   (or --from OUT.h5)\n",

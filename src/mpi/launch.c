@@ -66,6 +66,19 @@ static int share_config(launch *l, as_err *err) {
     return all_ok(l->comm, ok) ? 0 : -1;
 }
 
+/* Step 1, before any work: the ranks on rank 0's node against its memory (run_check_memory),
+ * decided by rank 0 alone so that every rank has the one answer. */
+static int check_node_memory(launch *l, as_err *err) {
+    MPI_Comm node;
+    int node_ranks = 1;
+    if (MPI_Comm_split_type(l->comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
+        MPI_Comm_size(node, &node_ranks);
+        MPI_Comm_free(&node);
+    }
+    int ok = l->r.rank != 0 || run_check_memory(&l->r, (size_t)node_ranks, err) == 0;
+    return all_ok(l->comm, ok) ? 0 : -1;
+}
+
 /* Step 2: rank 0 loads the text; every rank gets the token ids. */
 static int share_text(launch *l, as_err *err) {
     run *r = &l->r;
@@ -226,7 +239,7 @@ int launch_run(MPI_Comm comm, const run_opts *opts, run_summary *sum, as_err *er
     size_t *before = NULL;
     if (share_config(&l, e)) goto out;
     snprintf(sum->output, sizeof sum->output, "%s", r->out_path);
-    if (share_text(&l, e) || load_first_model(&l, e)) goto out;
+    if (check_node_memory(&l, e) || share_text(&l, e) || load_first_model(&l, e)) goto out;
     before = calloc(r->cfg.n_model, sizeof *before);
     if (!all_ok(comm, before != NULL)) srun = as_fail(e, "out of memory");
     else if (share_units(&l, sum, before, e)) srun = -1;

@@ -28,18 +28,20 @@ uint64_t store_axes_fingerprint(const store_axes *a) {
     for (size_t i = 0; i < a->n_norm; i++) h = fnv1a(h, a->normalizer[i], strlen(a->normalizer[i]) + 1);
     h = fnv1a(h, a->layer, a->n_layer * sizeof *a->layer);
     h = fnv1a(h, a->head, a->n_head * sizeof *a->head);
+    if (a->sampled) h = fnv1a(h, "query_rows", 10); /* unsampled: the fingerprint as before */
     return h;
 }
 
 size_t store_payload_bytes(const store_axes *a) {
     cr_layout lay;
     cr_layout_init(&lay, a->n_N, a->n_T, a->n_eps, a->n_norm, a->n_layer, a->n_head);
+    cr_layout_sample(&lay, a->sampled);
     size_t at = 0;
     for (int v = 0; v < N_METRICS; v++) at += lay.count[v] * cw_type_size(cw_var_type[v]);
     return at;
 }
 
-enum { DESC_STRINGS = 15 };
+enum { DESC_STRINGS = 16 };
 typedef struct {
     int64_t *window_start;
     int32_t *L, *N, *layer, *head;
@@ -259,6 +261,11 @@ int store_describe(const char *path, store_description *d, as_err *err) {
         o->str[14] = desc_attr_str(file, "model_config_sha256");
         if (!bad && !o->str[14]) bad = "model_config_sha256";
         p->model_config_sha256 = o->str[14];
+        /* absent in older files: "" (every row); "sample:K": the SE variables are there */
+        o->str[15] = desc_attr_str(file, "query_rows");
+        if (!bad && !o->str[15]) bad = "query_rows";
+        p->query_rows_name = o->str[15];
+        a->sampled = o->str[15] && !strncmp(o->str[15], "sample:", 7);
     } H5E_END_TRY;
     H5Fclose(file);
     if (bad) {

@@ -240,6 +240,7 @@ static int copy_axes(store *s, const store_axes *a, as_err *err) {
     s->ax.normalizer = (const char *const *)s->normv;
     if (copy_models(s, a, err)) return -1;
     cr_layout_init(&s->lay, a->n_N, a->n_T, a->n_eps, a->n_norm, a->n_layer, a->n_head);
+    cr_layout_sample(&s->lay, a->sampled);
     size_t at = 0;
     for (int v = 0; v < N_METRICS; v++) {
         s->var_offset[v] = at;

@@ -68,7 +68,8 @@ cell_spec cell_spec_of_model(const as_config *cfg, size_t m) {
                        .skip = (cfg->grad_exact ? 0u : MET_SKIP_GRAD_EXACT) |
                                (cfg->dist_expect ? 0u : MET_SKIP_DIST_EXPECT),
                        .random_subsets = cfg->dist_random ? (uint32_t)cfg->random_subsets : 0,
-                       .ks_random = cfg->ks_against == AS_KS_RANDOM};
+                       .ks_random = cfg->ks_against == AS_KS_RANDOM,
+                       .sample_rows = (size_t)cfg->query_rows};
 }
 
 /* Whether the grid's (layer index il, head index ih) exists in the worker's model: the
@@ -88,6 +89,7 @@ static int worker_plan(cell_worker *w, const gpt2_model *model, const cell_spec 
     w->rank = rank;
     const as_axes *a = spec->axes;
     cr_layout_init(&w->layout, a->n_N, a->n_T, a->n_eps, a->n_norm, a->n_layer, a->n_head);
+    cr_layout_sample(&w->layout, spec->sample_rows != 0);
     w->axes = (met_axes){
         .N = a->N, .n_N = a->n_N, .T = a->T, .n_T = a->n_T, .eps = a->eps, .n_eps = a->n_eps,
         .norm = a->normalizer, .n_norm = a->n_norm, .ssmax_scale = spec->ssmax_scale,
@@ -96,6 +98,7 @@ static int worker_plan(cell_worker *w, const gpt2_model *model, const cell_spec 
         .full_row = spec->rows == AS_ROWS_FULL_ROW, .seed = (uint64_t)spec->seed,
         .aggregate = spec->distance == AS_DISTANCE_AGGREGATE,
         .per_n_T = a->per_N_at, .skip = spec->skip, .random_subsets = spec->random_subsets,
+        .sample_rows = spec->sample_rows,
     };
 
     size_t max_L = a->n_L ? (size_t)a->L[a->n_L - 1] : 0; /* L is sorted ascending */
@@ -314,6 +317,9 @@ int cell_compute(cell_worker *w, int64_t window, const int32_t *tokens, const si
     for (size_t c = 0; c < ncuts; c++) {
         blocks[c][w->layout.offset[CR_WALL_TIME]] = seconds;
         blocks[c][w->layout.offset[CR_RANK]] = w->rank;
+        /* docs/metrics.md 9.1: min(K, the cut's rows with a metric) -- met_sample_rows' count */
+        size_t first = w->axes.full_row ? 0 : 1, m = cuts[c] - first, K = w->spec.sample_rows;
+        if (w->layout.sampled) blocks[c][w->layout.offset[CR_ROWS_SAMPLED]] = (double)(K < m ? K : m);
     }
     return 0;
 }

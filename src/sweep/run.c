@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "plan.h"
 
 void run_init(run *r, const run_opts *opts, int rank) {
     memset(r, 0, sizeof *r);
@@ -90,6 +91,12 @@ int run_config(run *r, const char *stored_text, as_err *err) {
         return as_fail(err, "output: '%s' is too long for a shard name", r->cfg.output);
     openblas_set_num_threads(r->cfg.blas_threads);
     return 0;
+}
+
+int run_check_memory(const run *r, size_t node_ranks, as_err *err) {
+    const char *source;
+    double limit = plan_memory_limit(r->opts->mem_limit, &source);
+    return plan_memory_check(&r->grid, node_ranks, limit, source, err);
 }
 
 /* --- step 2: the text --------------------------------------------------------- */
@@ -286,14 +293,11 @@ static size_t slot_doubles(const cr_layout *lay, int deflate) {
     return 2 + (bytes + sizeof(double) - 1) / sizeof(double);
 }
 
-static void union_layout(cr_layout *lay, const as_axes *a) {
-    cr_layout_init(lay, a->n_N, a->n_T, a->n_eps, a->n_norm, a->n_layer, a->n_head);
-}
-
 void run_layout(run *r) {
     r->unit_cells = grid_unit_cells(&r->grid);
-    /* the master's block layout: the union axes, the same for every model */
-    union_layout(&r->layout, &r->cfg.axes);
+    /* the master's block layout: the union axes, the same for every model (and the
+     * sampled variables of metrics.query_rows = "sample:K") */
+    grid_block_layout(&r->layout, &r->cfg);
     r->slot_doubles = slot_doubles(&r->layout, r->deflate);
 }
 

@@ -348,7 +348,10 @@ int run_open_output(run *st, const run_env *env, as_err *err) {
                      .n_window = st->grid.n_windows, .window_start = st->grid.window_start,
                      .n_L = a->n_L, .L = a->L, .n_N = a->n_N, .N = a->N, .n_T = a->n_T, .T = a->T,
                      .n_eps = a->n_eps, .eps = a->eps, .n_norm = a->n_norm, .normalizer = norm_names,
-                     .n_layer = a->n_layer, .layer = a->layer, .n_head = a->n_head, .head = a->head};
+                     .n_layer = a->n_layer, .layer = a->layer, .n_head = a->n_head, .head = a->head,
+                     .sampled = c->query_rows != 0};
+    char query_rows[40] = "all"; /* the root attribute query_rows (docs/results.md) */
+    if (c->query_rows) snprintf(query_rows, sizeof query_rows, "sample:%lld", (long long)c->query_rows);
     char tok_files[1024];
     if (c->text_format == AS_TEXT_TOKENS)
         snprintf(tok_files, sizeof tok_files, "(pre-tokenized text)");
@@ -362,7 +365,8 @@ int run_open_output(run *st, const run_env *env, as_err *err) {
         .text_sha256 = st->text_sha, .tokenizer_files = tok_files, .vectors = c->vectors,
         .rows = c->rows, .vectors_name = config_vectors_name(c->vectors),
         .rows_name = config_rows_name(c->rows),
-        .logits_name = config_logits_name(c->logits), .model_kind = root_kind, .ks_alpha = c->ks_alpha,
+        .logits_name = config_logits_name(c->logits), .query_rows_name = query_rows,
+        .model_kind = root_kind, .ks_alpha = c->ks_alpha,
         .seed = (uint64_t)c->seed,
         .ks_random = c->ks_against == AS_KS_RANDOM, .random_subsets = c->dist_random ? c->random_subsets : 0,
         .distance_name = config_distance_name(c->distance),

@@ -16,6 +16,9 @@
  *             contradicts, naming the file; run_model_loaded refuses model 1 rewritten
  *             after the check ("changed during the run"), and the host list of the
  *             provenance names each host once.
+ *   memory    run_check_memory: a node of ranks that cannot fit --mem (or, without it,
+ *             SLURM_MEM_PER_NODE) is refused in one line naming the limit, one with room
+ *             passes (the limit set explicitly: the machine's load plays no part).
  * Values are compared as the file stores them (HDF5, every dataset but the per-run
  * bookkeeping wall_time, rank, attempts). */
 #include <hdf5.h>
@@ -320,6 +323,31 @@ static void test_shard_path(void) {
     CHECK(run_shard_path(out, 8, "long-name.h5", 1, 3) == -1, "a name too long for the buffer");
 }
 
+static int check_memory_with(double mem_limit, size_t ranks, as_err *err) {
+    run_opts o = {.config_path = "run.cfg", .mem_limit = mem_limit};
+    run r;
+    run_init(&r, &o, 0);
+    int rc = run_config(&r, NULL, err) ? -2 : run_check_memory(&r, ranks, err);
+    run_free(&r);
+    return rc;
+}
+
+static void test_memory(void) {
+    as_err err = {{0}};
+    unsetenv("SLURM_MEM_PER_NODE");
+    int rc = check_memory_with(1 << 20, 2, &err);
+    CHECK(rc == -1 && strstr(err.msg, "2 ranks on a node need") && strstr(err.msg, "of --mem") &&
+          !strchr(err.msg, '\n'), "1 MiB for 2 ranks: %d %s", rc, err.msg);
+    rc = check_memory_with(1e12, 2, &err);
+    CHECK(rc == 0, "1 TB for 2 ranks: %d %s", rc, rc ? err.msg : "");
+    setenv("SLURM_MEM_PER_NODE", "1", 1); /* MB */
+    rc = check_memory_with(0, 1, &err);
+    CHECK(rc == -1 && strstr(err.msg, "of SLURM_MEM_PER_NODE"), "SLURM_MEM_PER_NODE=1: %d %s", rc, err.msg);
+    rc = check_memory_with(1e12, 1, &err);
+    CHECK(rc == 0, "--mem before SLURM_MEM_PER_NODE: %d %s", rc, rc ? err.msg : "");
+    unsetenv("SLURM_MEM_PER_NODE");
+}
+
 int main(void) {
     snprintf(dir, sizeof dir, "/tmp/test_run.XXXXXX");
     if (!mkdtemp(dir) || chdir(dir)) {
@@ -334,6 +362,7 @@ int main(void) {
     write_tokens("tokens.bin", 1024);
     write_config();
     test_shard_path();
+    test_memory();
     test_units_and_resume();
     test_shards();
     test_models();
