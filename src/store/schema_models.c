@@ -47,7 +47,8 @@ int st_create_model_coords(hid_t file, const store *s) {
     rc |= create_model_var(file, s, "model_n_embd", H5T_STD_I32LE, H5T_NATIVE_INT32, s->model_n_embd,
                            "residual stream width of the model", "1");
     rc |= create_model_var(file, s, "training_step", H5T_STD_I64LE, H5T_NATIVE_INT64, s->training_step,
-                           "training step of the checkpoint (config.json training_step; -1: not given)", "1");
+                           "training step of the checkpoint (config.json training_step, else the "
+                           "directory name stepN or checkpoint-N; -1: neither)", "1");
     H5Tclose(str);
     return rc;
 }
