@@ -116,14 +116,21 @@ static int load_pre_tokenizer(loader *L, const json_value *p) {
     if (type && !strcmp(type, "Sequence")) {
         const json_value *list = json_get(p, "pretokenizers");
         if (!list || list->type != JSON_ARRAY) return refuse(L, "pre_tokenizer", "Sequence without \"pretokenizers\"", "malformed");
-        if (list->u.array.count == 1 && !strcmp(str_of(&list->u.array.items[0], "type") ? str_of(&list->u.array.items[0], "type") : "", "ByteLevel"))
-            return byte_level(L, &list->u.array.items[0], 1);
-        const char *t0 = list->u.array.count == 2 ? str_of(&list->u.array.items[0], "type") : NULL;
-        const char *t1 = list->u.array.count == 2 ? str_of(&list->u.array.items[1], "type") : NULL;
-        if (!t0 || !t1 || strcmp(t0, "Split") || strcmp(t1, "ByteLevel"))
+        size_t n = list->u.array.count;
+        const json_value *it = list->u.array.items;
+        /* a member we do not implement (Metaspace, Digits, Punctuation, ...) is named itself */
+        for (size_t i = 0; i < n; i++) {
+            const char *ti = str_of(&it[i], "type");
+            if (ti && (!strcmp(ti, "Split") || !strcmp(ti, "ByteLevel"))) continue;
+            char field[64];
+            snprintf(field, sizeof field, "pre_tokenizer.pretokenizers[%zu].type", i);
+            return refuse(L, field, ti, "inside a Sequence only Split and ByteLevel are implemented");
+        }
+        if (n == 1 && !strcmp(str_of(&it[0], "type"), "ByteLevel")) return byte_level(L, &it[0], 1);
+        if (n != 2 || strcmp(str_of(&it[0], "type"), "Split") || strcmp(str_of(&it[1], "type"), "ByteLevel"))
             return refuse(L, "pre_tokenizer", "this Sequence", "only [Split, ByteLevel] or [ByteLevel]");
-        if (split_rule(L, &list->u.array.items[0])) return -1;
-        return byte_level(L, &list->u.array.items[1], 0);
+        if (split_rule(L, &it[0])) return -1;
+        return byte_level(L, &it[1], 0);
     }
     return refuse(L, "pre_tokenizer.type", type, "ByteLevel, a Sequence of Split and ByteLevel, or null");
 }

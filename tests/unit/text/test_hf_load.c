@@ -139,6 +139,18 @@ static void test_refusals(void) {
         {"BPE", "null", "{\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"Split\", \"pattern\": {\"Regex\": \"\\\\s+\"}, "
                         "\"behavior\": \"Isolated\", \"invert\": false}, {\"type\": \"ByteLevel\", \"add_prefix_space\": false, "
                         "\"use_regex\": false}]}", "false", "null", "", "pattern.Regex = \\s+"},
+        /* a pre-tokenizer we do not implement is named, alone or inside a Sequence */
+        {"BPE", "null", "{\"type\": \"WhitespaceSplit\"}", "false", "null", "", "pre_tokenizer.type = WhitespaceSplit"},
+        {"BPE", "null", "{\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"Metaspace\", \"replacement\": \"x\", "
+                        "\"prepend_scheme\": \"always\", \"split\": false}]}", "false", "null", "",
+         "pre_tokenizer.pretokenizers[0].type = Metaspace"},
+        {"BPE", "null", "{\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"ByteLevel\", \"add_prefix_space\": false, "
+                        "\"use_regex\": false}, {\"type\": \"Digits\", \"individual_digits\": true}]}", "false", "null", "",
+         "pre_tokenizer.pretokenizers[1].type = Digits"},
+        {"BPE", "null", "{\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"ByteLevel\"}, {\"use_regex\": false}]}",
+         "false", "null", "", "pre_tokenizer.pretokenizers[1].type = (missing)"},
+        {"BPE", "null", "{\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"ByteLevel\"}, {\"type\": \"Split\"}]}",
+         "false", "null", "", "pre_tokenizer = this Sequence"},
         {"BPE", "null", "null", "true", "null", "", "added_tokens[0].lstrip = true"},
         {"BPE", "null", "null", "false", "{\"type\": \"BertProcessing\"}", "", "post_processor.type = BertProcessing"},
         {"BPE", "null", "null", "false", "{\"type\": \"TemplateProcessing\", \"single\": [{\"Sequence\": {\"id\": \"A\"}}, "
