@@ -94,7 +94,7 @@ typedef struct {
     char dir[AS_PATH_MAX];        /* absolute, as the canonical text holds it */
     char name[256];               /* the directory's basename: unique in the sweep */
     gpt2_config cfg;              /* dir/config.json */
-    int64_t training_step;        /* config.json "training_step", -1 when absent */
+    int64_t training_step;        /* config.json "training_step", else the stepN / checkpoint-N of the name; -1: neither */
     double ssmax_scale;           /* metrics.ssmax_scale resolved for this model (never 0) */
 } as_model_spec;
 

@@ -106,6 +106,8 @@ typedef struct {
     const char *const *model_kind;    /* [n_model] model_kind() of each; NULL = the provenance's */
     const char *const *model_config_sha256; /* [n_model] of each config.json; NULL = not recorded
                                              * (a file from before it: the provenance's, or "") */
+    const char *const *model_family;  /* [n_model] the family config.json's model_type picks
+                                       * (model_family_name); NULL = not recorded ("") */
     const uint8_t *head_valid;        /* [n_model][n_layer][n_head] 1 present, 0 masked; NULL = all 1 */
     /* metrics.query_rows = "sample:K": the cells hold the SE variables (cellresult.h); an
      * existing output says so by its root attribute query_rows */

@@ -51,7 +51,7 @@ typedef struct {
     char *str[DESC_STRINGS];
     /* the model axis (absent in files from before it: n_model 0) */
     size_t n_model;
-    char **model_name, **model_path, **model_sha, **model_kind, **model_cfg_sha;
+    char **model_name, **model_path, **model_sha, **model_kind, **model_cfg_sha, **model_family;
     int32_t *model_n_layer, *model_n_head, *model_n_embd;
     int64_t *training_step;
     uint8_t *head_valid;
@@ -72,7 +72,7 @@ void store_description_free(store_description *d) {
     for (int i = 0; i < DESC_STRINGS; i++) free(o->str[i]);
     free_strings(o->model_name, o->n_model), free_strings(o->model_path, o->n_model);
     free_strings(o->model_sha, o->n_model), free_strings(o->model_kind, o->n_model);
-    free_strings(o->model_cfg_sha, o->n_model);
+    free_strings(o->model_cfg_sha, o->n_model), free_strings(o->model_family, o->n_model);
     free(o->model_n_layer), free(o->model_n_head), free(o->model_n_embd), free(o->training_step);
     free(o->head_valid);
     free(o);
@@ -148,6 +148,11 @@ static const char *desc_models(hid_t file, desc_owned *o, store_axes *a) {
         o->model_cfg_sha = desc_read_strings(file, "model_config_sha256", &k);
         if (!o->model_cfg_sha || k != n) return "model_config_sha256";
     }
+    /* model_family came with the families: absent, nothing is recorded (NULL) */
+    if (H5Lexists(file, "model_family", H5P_DEFAULT) > 0) {
+        o->model_family = desc_read_strings(file, "model_family", &k);
+        if (!o->model_family || k != n) return "model_family";
+    }
     o->model_n_layer = st_read_1d(file, "model_n_layer", H5T_NATIVE_INT32, 4, &k);
     if (!o->model_n_layer || k != n) return "model_n_layer";
     o->model_n_head = st_read_1d(file, "model_n_head", H5T_NATIVE_INT32, 4, &k);
@@ -169,6 +174,7 @@ static const char *desc_models(hid_t file, desc_owned *o, store_axes *a) {
     a->model_sha256 = (const char *const *)o->model_sha;
     a->model_kind = (const char *const *)o->model_kind;
     a->model_config_sha256 = (const char *const *)o->model_cfg_sha;
+    a->model_family = (const char *const *)o->model_family;
     a->model_n_layer = o->model_n_layer, a->model_n_head = o->model_n_head;
     a->model_n_embd = o->model_n_embd, a->training_step = o->training_step;
     a->head_valid = o->head_valid;

@@ -6,13 +6,16 @@ pre-tokenized text (ids below every vocabulary), swept as one results file.
   models   writes the three model directories and a qwen2 (2 x 2) for `extend` (fixture),
            the qwen2 in two shards (model.safetensors.index.json)
   axis     the three models, 2 ranks: each model's cells bit for bit those of its own
-           single run; union layer/head axes with head_valid; model_n_layer/n_head
+           single run; union layer/head axes with head_valid; model_n_layer/n_head; each
+           model's family (model_family, a coordinate xarray reads through
+           analysis/attnsweep_results.py and selects by)
   resume   the same sweep killed (SIGKILL) while held at a commit inside the second model
-           (the store's test hook, no timing) and resumed: equal to the uninterrupted file
+           (the store's test hook, no timing) and resumed: equal to the uninterrupted file,
+           the families kept
   extend   the three models, then the list with the qwen2 appended: only its cells are
            computed, and model 3 equals its single run (a sharded model after the first is
-           checked and hashed from its shards, as its load hashes it)
-  merge    two shards of the three-model sweep merged: equal to the one run
+           checked and hashed from its shards, as its load hashes it); its family is added
+  merge    two shards of the three-model sweep merged: equal to the one run, the families kept
   sampled  metrics.query_rows = "sample:8" (docs/metrics.md 9.1) on the three models, 2 ranks:
            each model's cells bit for bit its single sampled run's (the rows do not depend
            on the model or the rank); K >= the rows keeps the llama's all-rows values; the
@@ -33,6 +36,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "analysis"))
 from sweeptest import ENV, check, same_model_values, same_values, summary, values, wait_for_phase  # noqa: E402
 import bruteforce  # noqa: E402
 
@@ -67,6 +71,20 @@ windows = {{ count = 3; offset = 0; stride = 64; }};
 grid = {GRID};
 output = "{output}";
 {extra}""")
+
+
+FAMILIES = ["gpt2", "gpt_neox", "llama"]
+
+
+def families(path, want, what):
+    """The file's model_family, read with h5py, is `want`, and a CF coordinate of the data."""
+    with h5py.File(path, "r") as f:
+        got = [v.decode() if isinstance(v, bytes) else v for v in f["model_family"][()]] \
+            if "model_family" in f else None
+        check(got == want, f"{what}: model_family {got}, want {want}")
+        coords = f["dist_true"].attrs.get("coordinates", b"")
+        coords = coords.decode() if isinstance(coords, bytes) else str(coords)
+        check("model_family" in coords.split(), f"{what}: model_family is a coordinate of dist_true")
 
 
 def clean(prefix):
@@ -118,6 +136,16 @@ def case_axis():
         mask = np.broadcast_to(hv.reshape((3,) + (1,) * (a.ndim - 3) + (3, 6)), a.shape)
         check(np.isnan(a[mask == 0]).all() and np.isfinite(a[mask == 1]).mean() > 0.5,
               "dist_true: masked heads NaN, present heads numbers")
+    families(f"{SCRATCH}/fa3.h5", FAMILIES, "three families")
+    for i, d in enumerate(MODELS):
+        families(f"{SCRATCH}/{os.path.basename(d)}.h5", FAMILIES[i:i + 1], f"{os.path.basename(d)} alone")
+    import attnsweep_results as ar
+    ds = ar.load(f"{SCRATCH}/fa3.h5")
+    check("model_family" in ds.coords and ar.model_families(ds) == FAMILIES,
+          f"xarray: model_family a coordinate {list(ds.coords)}, families {ar.model_families(ds)}")
+    neox = ds.sel(model=ds.model_family == "gpt_neox")
+    check([str(v) for v in neox.model.values] == ["neox"], f"sel by family: {neox.model.values}")
+    check("family gpt_neox" in ar.summary(ds), "the summary names each model's family")
 
 
 def case_resume():
@@ -139,6 +167,7 @@ def case_resume():
     if ok(r, "resume"):
         check("5 this run" in r.stdout + r.stderr, f"the resume computes the 5 windows left: {r.stdout}")
     same_values(f"{SCRATCH}/fakill.h5", f"{SCRATCH}/fa3.h5", "killed + resumed vs uninterrupted")
+    families(f"{SCRATCH}/fakill.h5", FAMILIES, "killed + resumed")
 
 
 def case_extend():
@@ -151,6 +180,7 @@ def case_extend():
         out = r.stdout + r.stderr
         check("3 this run" in out and "(cells 24/24, 18 before this run)" in out, f"only the new model's windows: {out}")
     same_model_values(f"{SCRATCH}/faext.h5", 3, f"{SCRATCH}/qwen.h5", "the appended qwen2 vs alone")
+    families(f"{SCRATCH}/faext.h5", FAMILIES + ["qwen2"], "qwen2 appended")
     for i, d in enumerate(MODELS):
         same_model_values(f"{SCRATCH}/faext.h5", i, f"{SCRATCH}/{os.path.basename(d)}.h5",
                           f"model {i} after the extension vs alone")
@@ -165,6 +195,7 @@ def case_merge():
                        capture_output=True, text=True)
     ok(r, "merge")
     same_values(f"{SCRATCH}/fash.h5", f"{SCRATCH}/fa3.h5", "merged shards vs one run")
+    families(f"{SCRATCH}/fash.h5", FAMILIES, "merged shards")
 
 
 def prefix_rows(mean, counts):
