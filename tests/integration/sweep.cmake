@@ -6,7 +6,7 @@
 # the file's metrics equal numpy's evaluation of docs/metrics.md on a dump, and
 # ATTNSWEEP_TIMINGS' per-window line divides by the windows the run computed.
 foreach(case ranks changed_config extend dump_crosscheck sigterm compress compress_resume compress_kill
-             stop_grace switches timings)
+             stop_grace switches rows timings)
   # sigterm and stop_grace hold the writer through the store's test hook, which only
   # attnsweep_test has
   if(case STREQUAL "sigterm" OR case STREQUAL "stop_grace" OR case STREQUAL "compress_kill")
