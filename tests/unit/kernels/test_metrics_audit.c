@@ -141,13 +141,23 @@ static void quad_count(double *lo, double *hi, const float *scores, const float 
     *lo += (double)nlo / N, *hi += (double)nhi / N;
 }
 
-static void test_sep_underflow(void) {
+/* shape 0: the sink's vector 0.02 of the others' scale, the rest isotropic (about half the
+ * selected keys point away from s^y); shape 1: every vector a common mean plus noise
+ * (x_j = m + e_j, as value vectors are), so the selected keys lie inside the ball: at
+ * T = 0.1, N = 16 the definition counts 1.0 where tying every underflowed key at g = 0
+ * leaves little more than the sink (0.070; shape 0: 0.625 against 0.070). want_min is the
+ * least referee count the case must reach at softmax, T = 0.1, N = 16 (so that it stays
+ * the case it is about). */
+static void test_sep_underflow_shape(int shape, double want_min) {
     enum { L = 24, d = 8 };
-    float scores[L * L], vec[L * d];
+    float scores[L * L], vec[L * d], mean[d];
     for (int t = 0; t < L; t++)
         for (int j = 0; j < L; j++)
             scores[t * L + j] = j > t ? NAN : (float)(100 * gs() + (j == 0 ? 300 + 40 * ur() : 0));
-    for (int i = 0; i < L * d; i++) vec[i] = (float)gs() * (i < d ? 0.02f : 1.0f);
+    for (int k = 0; k < d && shape == 1; k++) mean[k] = (float)gs();
+    for (int i = 0; i < L * d; i++)
+        vec[i] = shape == 0 ? (float)gs() * (i < d ? 0.02f : 1.0f)
+                            : mean[i % d] + 1.5f * (float)gs();
     static const int32_t N1[] = {1, 2, 4, 8, 16};
     static const double T1[] = {1, 0.3, 0.1};
     static const met_normalizer z1[] = {MET_SOFTMAX, MET_SSMAX};
@@ -167,10 +177,18 @@ static void test_sep_underflow(void) {
                 lo /= rows, hi /= rows;
                 double sr = got[met_at_per_n(&ax, MET_SEP_RATIO, iN, iT, iZ)];
                 CHECK(sr >= lo - 1e-12 && sr <= hi + 1e-12,
-                      "sep_ratio %s T=%g N=%d (weights underflow): %.6f, quad referee [%.6f, %.6f]",
-                      met_normalizer_name(z1[iZ]), T1[iT], N1[iN], sr, lo, hi);
+                      "sep_ratio shape %d %s T=%g N=%d (weights underflow): %.6f, quad referee "
+                      "[%.6f, %.6f]", shape, met_normalizer_name(z1[iZ]), T1[iT], N1[iN], sr, lo, hi);
+                if (iZ == 0 && T1[iT] == 0.1 && N1[iN] == 16)
+                    CHECK(lo >= want_min, "shape %d: the referee counts %.6f at T = 0.1, N = 16, "
+                          "not the case this test is about (>= %.3f)", shape, lo, want_min);
             }
     free(got);
+}
+
+static void test_sep_underflow(void) {
+    test_sep_underflow_shape(0, 0.6);
+    test_sep_underflow_shape(1, 0.9);
 }
 
 /* Exact twins straddling the cut (section 6.2): key 1 and key 2 have the same logit and the
