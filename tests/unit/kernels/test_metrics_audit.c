@@ -54,6 +54,39 @@ static void test_grad_fd_tiny_changes(void) {
     free(got), free(want);
 }
 
+/* The same for the normalizers of section 10.1 whose weights can all be tiny: sigmoid (each
+ * weight its own sigmoid) and softmax1 (the null entry takes the mass) when every logit lies
+ * 380-420 below 0 at T = 1 (weights ~1e-170, changes ~1e-173 at eps = 1e-3). Their norms
+ * used to come out exactly 0; the quad brute force keeps them. */
+static void test_grad_fd_tiny_changes_ext(void) {
+    enum { L = 8, d = 4 };
+    float scores[L * L], vec[L * d];
+    for (int i = 0; i < L * d; i++) vec[i] = (float)(0.3 * ((i * 7) % 11) - 1.2);
+    for (int t = 0; t < L; t++)
+        for (int j = 0; j < L; j++)
+            scores[t * L + j] = j > t ? NAN : (float)(-380 - 5 * ((j * 3 + t) % 9));
+    static const int32_t N1[] = {1};
+    static const double T1[] = {1, 2};
+    static const double E1[] = {1e-3, 10};
+    static const met_normalizer z1[] = {MET_SIGMOID, MET_SOFTMAX1};
+    met_axes ax = {.N = N1, .n_N = 1, .T = T1, .n_T = 2, .eps = E1, .n_eps = 2, .norm = z1,
+                   .n_norm = 2, .seed = 7, .window = 1, .layer = 2, .head = 3};
+    double *got = run_head(scores, vec, L, d, &ax);
+    double *want = calloc(met_out_count(&ax), sizeof *want);
+    ref_head(want, scores, L, vec, L, d, &ax);
+    for (size_t iT = 0; iT < 2; iT++)
+        for (size_t iE = 0; iE < 2; iE++)
+            for (size_t iZ = 0; iZ < 2; iZ++) {
+                size_t at = met_at_grad_fd(&ax, iT, iE, iZ);
+                char lab[96];
+                snprintf(lab, sizeof lab, "grad_fd T=%g eps=%g %s (tiny changes)", T1[iT], E1[iE],
+                         met_normalizer_name(z1[iZ]));
+                CHECK(want[at] > 0, "%s: the brute force gives %g", lab, want[at]);
+                CHECK_CLOSE(got[at], want[at], 0, 1e-8, lab);
+            }
+    free(got), free(want);
+}
+
 /* Aggregate dist_true (section 4.5) where the unselected sum nearly cancels s: L = 2, row 1's
  * logits 1, 0 at T = 1 / (ln 2 (1 + 3e-14)), so a_0 = 2 a_1 (1 + 3e-14), and x_1 = 2 x_0:
  * a_1 x_1 - a_0 x_0 is ~1e-14 |x|. Formed as S - 2 s it carries S's rounding (~1e-16 |x|,
@@ -262,6 +295,7 @@ static void test_twins_top(void) {
 
 int main(void) {
     test_grad_fd_tiny_changes();
+    test_grad_fd_tiny_changes_ext();
     test_aggregate_cancel();
     test_sep_underflow();
     test_twins_straddling();
