@@ -267,6 +267,10 @@ double met_grad_exact_ext(const double *a, const double *l, size_t nv, size_t n,
 double met_change_norm_ext(const double *a, size_t p, const double *l, const double *u,
                            double eps, size_t nv, size_t n, double T, met_normalizer zn,
                            const met_axes *ax, double *ap, double *x, double *y);
+/* Section 6.1: xi [N] of the selected weights sa [N] (A, Q: their sum and sum of squares,
+ * delta: the row's smallest distance between normalized vectors), B = A - a_i and Q - a_i^2
+ * taken as sums over the other keys for the one key above A / 2 (metrics.c). */
+void met_sep_xi(double *xi, const double *sa, size_t N, double A, double Q, double delta);
 /* Section 3 for sa_softmax: order [K] = the K largest weights z_j softmax(z)_j, z = l / T,
  * ties to the lower index, compared without forming the weights (positive logits by logit,
  * then zeros, then negative ones by ln|z| + z ascending); masked entries nv..n-1 after every

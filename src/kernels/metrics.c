@@ -560,38 +560,46 @@ static void gather_rows(met_ws *w, size_t K) {
     }
 }
 
-/* docs/metrics.md section 6 over the selected set of one T: N_s = #{i in I_N : D_i < r}
- * (returned), decided as g_i < g_min with g = D^2 - |s^y|^2 = a_i^2 |y_i|^2 - 2 a_i c^y_i
- * (the exact rewrite), *marginal = #{i : |g_i - g_min| <= MET_MARGINAL |s^y|^2}, and the
- * reconstructed bounds' sums, *xi_sum = sum_i xi_i and *upper_sum =
- * sum_i exp(-(max(0, xi_i - r))^2 / 2). Lanes keep it vectorizable; the exponents (<= 0) go
- * to exp_nonpos. */
-static size_t separability(double *xi_sum, double *upper_sum, size_t *marginal, const double *sa,
-                           double *sel_gather, size_t K, size_t N, double A, double Q,
-                           double sy_sq, double g_min, double r, double delta) {
-    const double *sxi = sel_gather, *syy = sel_gather + 3 * K;
-    double *sarg = sel_gather + 4 * K;
-    double d2h = 0.5 * delta * delta, nsl[LANES] = {0}, nml[LANES] = {0}, xil[LANES] = {0};
-    double tie = MET_MARGINAL * sy_sq;
-    /* section 6.1's B = A - a_i and Q - a_i^2 cancel where a_i holds most of A (the dominant
-     * key: B of 1e-7 A came out 2e-9 off): for the one selected key above A / 2 they are
-     * the sums over the others (positive terms, no cancellation); elsewhere A - a_i loses at
-     * most 2 ulp of A / B <= 2 */
+/* docs/metrics.md section 6.1: xi [N] of the selected weights sa [N]. A and Q are their sum
+ * and sum of squares as the walk accumulated them; B = A - a_i and Q_i = Q - a_i^2 cancel
+ * where a_i holds most of A (the dominant key: its B of 1e-7 A came out 2e-9 off, of 1e-12 A
+ * 1e-4 off), so for the one selected key above A / 2 they are the sums over the others
+ * (positive terms, no cancellation); elsewhere A - a_i loses at most 2 ulp of A / B <= 2. */
+void met_sep_xi(double *xi, const double *sa, size_t N, double A, double Q, double delta) {
+    double d2h = 0.5 * delta * delta, Bs = 0, Qs = 0;
     size_t qs = N;
-    double Bs = 0, Qs = 0;
     for (size_t q = 0; q < N && qs == N; q++)
         if (sa[q] > 0.5 * A) qs = q;
     for (size_t q = 0; q < N && qs < N; q++)
         if (q != qs) Bs += sa[q], Qs += sa[q] * sa[q];
+    for (size_t q = 0; q < N; q++) {
+        double ai = sa[q], B = q == qs ? Bs : A - ai, Qi = q == qs ? Qs : Q - ai * ai;
+        double xi2 = B * B - d2h * (B * B - Qi);
+        xi[q] = sqrt(xi2 > 0 ? xi2 : 0);
+    }
+}
+
+/* docs/metrics.md section 6 over the selected set of one T: N_s = #{i in I_N : D_i < r}
+ * (returned), decided as g_i < g_min with g = D^2 - |s^y|^2 = a_i^2 |y_i|^2 - 2 a_i c^y_i
+ * (the exact rewrite), *marginal = #{i : |g_i - g_min| <= MET_MARGINAL |s^y|^2}, and the
+ * reconstructed bounds' sums, *xi_sum = sum_i xi_i (met_sep_xi) and *upper_sum =
+ * sum_i exp(-(max(0, xi_i - r))^2 / 2). Lanes keep it vectorizable; the exponents (<= 0) go
+ * to exp_nonpos. sel_gather's row 1 (|s|^2's gather, read by then) takes xi. */
+static size_t separability(double *xi_sum, double *upper_sum, size_t *marginal, const double *sa,
+                           double *sel_gather, size_t K, size_t N, double A, double Q,
+                           double sy_sq, double g_min, double r, double delta) {
+    const double *sxi = sel_gather, *syy = sel_gather + 3 * K;
+    double *sarg = sel_gather + 4 * K, *xiv = sel_gather + K;
+    double nsl[LANES] = {0}, nml[LANES] = {0}, xil[LANES] = {0};
+    double tie = MET_MARGINAL * sy_sq;
+    met_sep_xi(xiv, sa, N, A, Q, delta);
 #define MET_SEP_TERM(lane, q)                                                       \
     do {                                                                            \
         double ai = sa[q];                                                          \
         double g = ai * ai * syy[q] - 2 * ai * sxi[q] * sarg[q];                    \
         nsl[lane] += g < g_min ? 1.0 : 0.0;                                         \
         nml[lane] += fabs(g - g_min) <= tie ? 1.0 : 0.0;                            \
-        double B = (q) == qs ? Bs : A - ai, Qi = (q) == qs ? Qs : Q - ai * ai;      \
-        double xi2 = B * B - d2h * (B * B - Qi);                                    \
-        double xi = sqrt(xi2 > 0 ? xi2 : 0);                                        \
+        double xi = xiv[q];                                                         \
         xil[lane] += xi;                                                            \
         double ex = xi - r;                                                         \
         sarg[q] = ex > 0 ? -0.5 * ex * ex : 0.0;                                    \

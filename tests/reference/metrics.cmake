@@ -48,3 +48,13 @@ add_test(NAME metrics_normalizers_new COMMAND test_metrics_regimes --normalizers
 # the same with entmax_alpha = 1.25 (reference: extended-precision bisection) and
 # sigmoid_bias = 1.5
 add_test(NAME metrics_normalizers_params COMMAND test_metrics_regimes --normalizers params)
+
+# sep_xi_mpmath.py: section 6.1's xi of the dominant selected key (B = A - a_i cancels there)
+# from the exclusive sums at 50 digits, against met_sep_xi on cases test_metrics_audit writes.
+add_test(NAME metrics_sep_xi_cases
+         COMMAND test_metrics_audit --dump-xi ${CMAKE_BINARY_DIR}/metrics_sep_xi.txt)
+set_tests_properties(metrics_sep_xi_cases PROPERTIES FIXTURES_SETUP metrics_sep_xi)
+add_test(NAME metrics_sep_xi_mpmath
+         COMMAND ${AS_PYTHON} ${CMAKE_SOURCE_DIR}/tests/reference/sep_xi_mpmath.py
+                 ${CMAKE_BINARY_DIR}/metrics_sep_xi.txt)
+set_tests_properties(metrics_sep_xi_mpmath PROPERTIES FIXTURES_REQUIRED metrics_sep_xi)

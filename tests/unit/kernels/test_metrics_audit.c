@@ -293,7 +293,55 @@ static void test_twins_top(void) {
     CHECK(bad == 0, "twins at the top, N = 1 (r = 0): %d of 800 cells count a token inside", bad);
 }
 
-int main(void) {
+/* Section 6.1's xi_i for the dominant selected key, whose B = A - a_i cancels (one weight
+ * 1 - w next to many tiny ones summing to w = 1e-12 .. 1e-7): `--dump-xi FILE` writes each
+ * case's weights, delta, the walk's A and Q (summed in order, as met_head does) and
+ * met_sep_xi's xi for tests/reference/sep_xi_mpmath.py, which recomputes every xi from the
+ * exclusive sums at 50 digits (1e-11 relative; A - a_i is 1e-4 off at w = 1e-12, 2e-9 at
+ * 1e-7). Also cases without a dominant key (softmax of random logits). delta <= 1 keeps
+ * xi^2 = B^2 (1 - delta^2/2) + (delta^2/2) Q_i >= B^2 / 2: no cancellation of its own. */
+static int dump_xi(const char *path) {
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL, "cannot write %s", path);
+    if (!f) return check_summary("test_metrics_audit --dump-xi");
+    static const double tiny_total[] = {1e-12, 1e-9, 1e-7};
+    static const int M_tiny[] = {1, 4, 31, 100};
+    static const double deltas[] = {0, 0.5, 1};
+    double sa[128], xi[128];
+    int cases = 0;
+    for (int kind = 0; kind < 3 * 4 + 6; kind++)
+        for (int id = 0; id < 3; id++) {
+            int N;
+            if (kind < 12) { /* dominant weight 1 - w and M tiny ones (at a position by kind) */
+                double w = tiny_total[kind % 3], sum = 0;
+                int M = M_tiny[kind / 3];
+                N = M + 1;
+                for (int q = 0; q < M; q++) sa[q + 1] = ur(), sum += sa[q + 1];
+                for (int q = 0; q < M; q++) sa[q + 1] *= w / sum;
+                sa[0] = 1 - w;
+                int at = (kind / 3) % 2 ? M / 2 : 0; /* dominant first or in the middle */
+                double t = sa[at]; sa[at] = sa[0], sa[0] = t;
+            } else { /* softmax of random logits: no key, or one, above A / 2 by chance */
+                N = 2 + 7 * (kind - 12);
+                double z = 0, sc = 0.5 + kind - 12;
+                for (int q = 0; q < N; q++) sa[q] = exp(sc * gs()), z += sa[q];
+                for (int q = 0; q < N; q++) sa[q] /= z;
+            }
+            double A = 0, Q = 0;
+            for (int q = 0; q < N; q++) A += sa[q], Q += sa[q] * sa[q];
+            met_sep_xi(xi, sa, (size_t)N, A, Q, deltas[id]);
+            fprintf(f, "case %d %.17g %.17g %.17g\n", N, deltas[id], A, Q);
+            for (int q = 0; q < N; q++) fprintf(f, "%.17g%c", sa[q], q + 1 < N ? ' ' : '\n');
+            for (int q = 0; q < N; q++) fprintf(f, "%.17g%c", xi[q], q + 1 < N ? ' ' : '\n');
+            cases++;
+        }
+    fclose(f);
+    CHECK(cases == 54, "%d cases written", cases);
+    return check_summary("test_metrics_audit --dump-xi");
+}
+
+int main(int argc, char **argv) {
+    if (argc == 3 && !strcmp(argv[1], "--dump-xi")) return dump_xi(argv[2]);
     test_grad_fd_tiny_changes();
     test_grad_fd_tiny_changes_ext();
     test_aggregate_cancel();
