@@ -320,9 +320,10 @@ unselected_terms(double *t_true, double *t_exp, double *g_min_out, const unsel_i
 
 /* docs/metrics.md section 6's radius r = min_{j not in I_N} |s^y - a_j y_j| from g_min =
  * r^2 - |s^y|^2; where that sum cancels (an unselected a_j y_j within ~1e-3 of s^y), the
- * minimum again over explicit differences. */
-static double radius(double g_min, double sy_sq, const unsel_in *in, size_t n) {
+ * minimum again over explicit differences, whose value *r2_fb then holds (else -1). */
+static double radius(double *r2_fb, double g_min, double sy_sq, const unsel_in *in, size_t n) {
     double r2 = g_min + sy_sq;
+    *r2_fb = -1;
     if (!(r2 < MET_CANCEL * sy_sq)) return sqrt(r2 > 0 ? r2 : 0);
     form_s(in->s_vec, in, in->x_norm);
     double best = INFINITY;
@@ -331,7 +332,25 @@ static double radius(double g_min, double sy_sq, const unsel_in *in, size_t n) {
         double d = sq_diff_y(in->X + j * in->dim, in->x_norm[j], in->a[j], in->s_vec, in->dim);
         best = d < best ? d : best;
     }
+    *r2_fb = best;
     return sqrt(best);
+}
+
+/* Section 6.2 where the radius took its explicit fallback (r^2 = r2 below MET_CANCEL
+ * |s^y|^2): g = D^2 - |s^y|^2 then carries a rounding of ~1e-16 a_i |s^y| against margins of
+ * size r^2, so N_s counts D_i^2 < r2 with each D_i^2 = |s^y - a_i y_i|^2 an explicit
+ * difference, as r2's own terms are (twins: equal bits, so the strict < keeps them out).
+ * O(N d), only on such rows. */
+static size_t direct_count(const unsel_in *in, double r2) {
+    form_s(in->s_vec, in, in->x_norm);
+    size_t Ns = 0;
+    for (size_t q = 0; q < in->N; q++) {
+        uint32_t i = in->order[q];
+        double D2 = sq_diff_y(in->X + (size_t)i * in->dim, in->x_norm[i], in->a[i], in->s_vec,
+                              in->dim);
+        Ns += D2 < r2;
+    }
+    return Ns;
 }
 
 /* Which T are sparse: with finite vectors, a T with at most n/4 nonzero weights lists them
@@ -875,11 +894,12 @@ static void row_per_n(met_ws *w, size_t n, size_t nv, size_t K, double delta, si
                                  w->nnz_T[iT], w->zero_sel_T[iT], 0);
             else
                 unselected_terms(&t_true, &t_exp, &g_min, &in, n, NULL, n, 0, 0);
-            double r = radius(g_min, sy_sq, &in, n);
+            double r2_fb, r = radius(&r2_fb, g_min, sy_sq, &in, n);
             double xisum, up, U = w->U_T[iT * w->U_ld + N];
             const double *sa = w->sel_w + 2 * iT * K;
             size_t Nm, Ns = separability(&xisum, &up, &Nm, sa, w->sel_gather, K, N, A, Q, sy_sq,
                                          g_min, r, delta);
+            if (r2_fb >= 0) Ns = direct_count(&in, r2_fb); /* r^2 too small for g (6.2) */
             size_t qv = N; /* the last visible selected key has the least visible weight */
             while (qv > 0 && w->order[qv - 1] >= nv) qv--;
             /* g_i ~ 2 a_i (s^y . y_i) underflows (6.2): decide in the log domain */

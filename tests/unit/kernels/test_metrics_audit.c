@@ -293,6 +293,75 @@ static void test_twins_top(void) {
     CHECK(bad == 0, "twins at the top, N = 1 (r = 0): %d of 800 cells count a token inside", bad);
 }
 
+/* D_i < r where the radius took its explicit fallback (section 6.2) and the rewrite's g has
+ * no digits left for the margin. Keys 0 and 1 share the top (logits 0 and -eta, x_1 = -x_0
+ * exactly), so their part of s^y cancels to a_0 (1 - e^-eta) y_0, ~1e-9; key 2 (logit -4.6)
+ * is selected too (N = 3), and key 3, one float step below it with the same vector or one
+ * perturbed by 1e-7, is unselected: D_2 = |a_0 y_0 + a_1 y_1| and r = |s^y - a_3 y_3| are both
+ * ~1e-9 while g = D^2 - |s^y|^2 carries a rounding of ~1e-16 a_2 a_0 ~ 1e-19 against margins
+ * D^2 - r^2 of ~1e-19 too. The referee: D_i and r as explicit differences in extended
+ * precision; a decision whose margin is below 1e-6 r^2 may go either way. 200 heads. */
+static void test_sep_fallback_margin(void) {
+    enum { L = 8, d = 6 };
+    float scores[L * L], vec[L * d];
+    static const int32_t N1[] = {3};
+    static const double T1[] = {1};
+    static const met_normalizer z1[] = {MET_SOFTMAX};
+    met_axes ax = {.N = N1, .n_N = 1, .T = T1, .n_T = 1, .norm = z1, .n_norm = 1, .seed = 2};
+    int bad = 0, decided = 0, inside = 0;
+    for (int h = 0; h < 200; h++) {
+        for (int i = 0; i < L * d; i++) vec[i] = (float)gs();
+        for (int k = 0; k < d; k++) vec[d + k] = -vec[k];
+        memcpy(vec + 3 * d, vec + 2 * d, d * sizeof *vec);
+        if (h % 2) vec[3 * d + h % d] *= 1 + 1e-7f; /* key 3 a near-twin of key 2 */
+        float eta = (float)(1e-11 * (1 + 3 * ur()));
+        for (int t = 0; t < L; t++)
+            for (int j = 0; j < L; j++)
+                scores[t * L + j] = j > t ? NAN : j == 0 ? 0.0f : j == 1 ? -eta
+                                  : j == 2 ? -12.0f : j == 3 ? nextafterf(-12.0f, -INFINITY)
+                                  : (float)(-40 - ur());
+        double *got = run_head(scores, vec, L, d, &ax);
+        /* rows t = 3..7 enter (n > N); each row's count from the referee */
+        double lo = 0, hi = 0;
+        for (int t = 3; t < L; t++) {
+            int n = t + 1;
+            refq z = 0, a[L], y[L][d], sy[d] = {0}, D2[L], lmax = 0;
+            for (int j = 0; j < n; j++) z += REFQ_EXP((refq)scores[t * L + j] - lmax);
+            for (int j = 0; j < n; j++) {
+                a[j] = REFQ_EXP((refq)scores[t * L + j] - lmax) / z;
+                refq nn = 0;
+                for (int k = 0; k < d; k++) nn += (refq)vec[j * d + k] * vec[j * d + k];
+                for (int k = 0; k < d; k++) y[j][k] = vec[j * d + k] / REFQ_SQRT(nn);
+            }
+            for (int j = 0; j < 3; j++) /* I_N = keys 0, 1, 2 (the logit order) */
+                for (int k = 0; k < d; k++) sy[k] += a[j] * y[j][k];
+            refq r2 = 1e30L;
+            for (int j = 0; j < n; j++) {
+                D2[j] = 0;
+                for (int k = 0; k < d; k++) D2[j] += (sy[k] - a[j] * y[j][k]) * (sy[k] - a[j] * y[j][k]);
+                if (j >= 3 && D2[j] < r2) r2 = D2[j];
+            }
+            for (int i = 0; i < 3; i++) {
+                refq m = D2[i] - r2;
+                lo += m < -1e-6L * r2, hi += m < 1e-6L * r2;
+                decided += (m < -1e-6L * r2) || !(m < 1e-6L * r2);
+                inside += m < 0 && i == 2;
+            }
+        }
+        lo /= 3.0 * (L - 3), hi /= 3.0 * (L - 3);
+        double sr = got[met_at_per_n(&ax, MET_SEP_RATIO, 0, 0, 0)];
+        if (!(sr >= lo - 1e-12 && sr <= hi + 1e-12) && bad++ < 3)
+            fprintf(stderr, "fallback margin head %d: sep_ratio %.6f, referee [%.6f, %.6f]\n", h,
+                    sr, lo, hi);
+        free(got);
+    }
+    CHECK(decided > 0.9 * 200 * 3 * (L - 3), "the referee decides %d of %d", decided, 200 * 3 * (L - 3));
+    CHECK(inside > 100 && inside < 0.9 * 200 * (L - 3),
+          "key 2 inside in %d of %d rows: both outcomes occur", inside, 200 * (L - 3));
+    CHECK(bad == 0, "D_i < r after the radius's explicit fallback: %d of 200 heads off the "
+          "extended-precision count", bad);
+}
+
 /* Section 6.1's xi_i for the dominant selected key, whose B = A - a_i cancels (one weight
  * 1 - w next to many tiny ones summing to w = 1e-12 .. 1e-7): `--dump-xi FILE` writes each
  * case's weights, delta, the walk's A and Q (summed in order, as met_head does) and
@@ -348,5 +417,6 @@ int main(int argc, char **argv) {
     test_sep_underflow();
     test_twins_straddling();
     test_twins_top();
+    test_sep_fallback_margin();
     return check_summary("test_metrics_audit");
 }
