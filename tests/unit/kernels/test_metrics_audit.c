@@ -265,8 +265,9 @@ static void test_twins_straddling(void) {
 
 /* Twins at the top with N = 1 (section 6): keys 0 and 1 share the largest logit and the
  * vector, so s^y = a_0 y_0 = a_1 y_1 and r = |s^y - a_1 y_1| = 0 exactly (the radius's
- * explicit fallback); D_0 = 0 is not < 0, N_s = 0 in every row. g_0 and g_1 (= -|s^y|^2)
- * must come from one expression: formed apart, 178 of the 800 cells counted key 0 inside. */
+ * explicit fallback); D_0 = 0 is not < 0, N_s = 0 in every row. The count is the direct
+ * D-form's there (test_sep_fallback_margin); without it g_0 and g_1 (= -|s^y|^2) must come
+ * from one expression: formed apart, 189 of the 800 cells counted key 0 inside. */
 static void test_twins_top(void) {
     enum { L = 5, d = 7 };
     float scores[L * L], vec[L * d];
