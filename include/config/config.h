@@ -51,9 +51,10 @@
 #include "model.h"
 
 #define AS_PATH_MAX 4096
-/* runtime.stop_grace: long enough for one window of the paper's grid on one core (~100 s,
- * README Performance) on a shared node (x2), so a stop loses no normal window; the SLURM job
- * script passes its warning time minus a margin instead. */
+/* runtime.stop_grace: long enough for one window of the paper's grid on one core (~65 CPU s,
+ * docs/performance.md, "One window of the paper's grid"; ~100 s when this was chosen) on a
+ * shared node (x2), so a stop loses no normal window; the SLURM job script passes its
+ * warning time minus a margin instead. */
 #define AS_STOP_GRACE_DEFAULT_S 240.0
 #define AS_STOP_GRACE_MAX_S 604800.0 /* a week: beyond any time limit */
 
@@ -93,7 +94,7 @@ typedef struct {
     char dir[AS_PATH_MAX];        /* absolute, as the canonical text holds it */
     char name[256];               /* the directory's basename: unique in the sweep */
     gpt2_config cfg;              /* dir/config.json */
-    int64_t training_step;        /* config.json "training_step", -1 when absent */
+    int64_t training_step;        /* config.json "training_step", else the stepN / checkpoint-N of the name; -1: neither */
     double ssmax_scale;           /* metrics.ssmax_scale resolved for this model (never 0) */
 } as_model_spec;
 
@@ -137,6 +138,9 @@ typedef struct {
     int sigmoid_bias_set;         /* metrics.sigmoid_bias given: sigmoid's b; else b = -ln n */
     double sigmoid_bias;
     int64_t seed;
+    /* metrics.query_rows: 0 = "all", K = "sample:K" (K query rows per head and cut, drawn by
+     * docs/metrics.md section 9.1's rule; K >= a cut's rows takes them all) */
+    int64_t query_rows;
 
     int blas_threads;             /* per rank */
     int commit_every;             /* cells per commit batch */

@@ -5,7 +5,7 @@
  * The type table: every metric variable (the cr_vars before the bookkeeping scalars) has
  * one file type, CW_F32 unless listed in cellwire.c (float32 means; int32 counts; float64
  * KS). Packing (cw_pack_cell): the variables follow each other in cr_var order, each in its
- * file type: float32 rounded to nearest (NaN stays NaN); rows_used and crit_N rounded to
+ * file type: float32 rounded to nearest (NaN stays NaN); rows_used, rows_sampled and crit_N rounded to
  * int32, NaN -> CW_INT_FILL; crit_N = -1, "no N of the grid passed", is stored as the fill
  * with crit_N_censored = 1, which the packing derives from crit_N (0 where one was found,
  * the fill where none was computed). The store writes those same bytes to the HDF5 view
@@ -26,6 +26,10 @@
 
 /* The metric variables: every cr_var but the bookkeeping scalars. */
 #define CW_N_VARS CR_WALL_TIME
+/* The metric variables a layout has, in cr_var order: all of them in a sampled layout, else
+ * those before CR_FIRST_SAMPLED (cellresult.h), so an unsampled cell packs, deflates and
+ * carries n_vars exactly as before the sampled variables existed. */
+static inline int cw_nvars(const cr_layout *lay) { return lay->sampled ? CW_N_VARS : CR_FIRST_SAMPLED; }
 /* The int32 fill (netCDF's default int fill). */
 #define CW_INT_FILL (-2147483647)
 
@@ -50,9 +54,10 @@ int cw_inflate_cell(const cr_layout *lay, const unsigned char *in, size_t len, u
                     unsigned char *scratch, as_err *err);
 /* The chunk of variable v in a deflated cell; returns its length. */
 size_t cw_deflated_var(const unsigned char *in, int v, const unsigned char **chunk);
-/* len[CW_N_VARS]; fletcher32: the "ASZ2" form (each chunk ends with its checksum) */
-void cw_deflated_header(unsigned char *out, const uint64_t *len, int fletcher32);
-size_t cw_deflated_header_bytes(void);
+/* The header of nv variables (cw_nvars of the layout), len[nv]; fletcher32: the "ASZ2"
+ * form (each chunk ends with its checksum) */
+void cw_deflated_header(unsigned char *out, const uint64_t *len, int nv, int fletcher32);
+size_t cw_deflated_header_bytes(int nv);
 /* 1 when a deflated cell is in the "ASZ2" form (chunks end with their Fletcher32). */
 int cw_deflated_summed(const unsigned char *in);
 /* A deflated cell (either form, already checked) copied into the form fletcher32 asks for

@@ -68,7 +68,9 @@ AS_ABI_EXPORT uint32_t as_abi_version(void);
 AS_ABI_EXPORT int32_t as_abi_nvars(void);
 AS_ABI_EXPORT const char *as_abi_var_name(int32_t v);
 AS_ABI_EXPORT int32_t as_abi_var_shape(int32_t v);
-/* offset [as_abi_nvars] of each variable in the block; returns the block's doubles. */
+/* offset [as_abi_nvars] of each variable in the block; returns the block's doubles. The
+ * variables of a sampled sweep (metrics.query_rows, cellresult.h) hold no doubles here: their
+ * offset is the next variable's. */
 AS_ABI_EXPORT uint64_t as_abi_layout(uint64_t *offset, uint64_t n_N, uint64_t n_T, uint64_t n_eps,
                                      uint64_t n_norm, uint64_t n_layer, uint64_t n_head);
 /* The normalizers' names by enum value ("?" past the last); -1 for an unknown name. */

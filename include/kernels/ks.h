@@ -20,6 +20,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cellresult.h"
+#include "metrics.h"
+
 /* Doubles of scratch ks_2samp_exact needs. */
 size_t ks_scratch_doubles(size_t n1, size_t n2);
 
@@ -34,5 +37,18 @@ double ks_pvalue_exact(size_t n1, size_t n2, uint64_t H, double *scratch);
 /* Algorithm 3: the smallest N[i] whose pvalue[i] > alpha (NaN never qualifies); -1 if none.
  * N may be in any order. */
 int32_t ks_critical_n(const int32_t *N, const double *pvalue, size_t n_N, double alpha);
+
+/* The cross-head test of one cell (section 5), the sweep's and the Python package's alike.
+ * b [y->total] is a cell block (cellresult.h layout y) whose per-head means are in place:
+ * per (N, T, normalizer) ks_stat and ks_pvalue of ks_2samp_exact between the heads' mean
+ * dist_true and mean dist_expect (ks_random: dist_random), the heads in (layer, head)
+ * order; per (T, normalizer) crit_N = ks_critical_n at alpha. present [n_layer * n_head]
+ * (NULL: every head) leaves out the heads that are no sample (on a model axis, those a
+ * smaller model lacks). Nothing is written where the second sample is not computed (ax->skip
+ * has MET_SKIP_DIST_EXPECT, or ks_random without ax->random_subsets) or at a T that
+ * ax->per_n_T leaves out. x, e: [n_layer * n_head], p: [n_N], scratch:
+ * ks_scratch_doubles(n_layer * n_head, n_layer * n_head). */
+void ks_cross_heads(double *b, const cr_layout *y, const met_axes *ax, int ks_random, double alpha,
+                    const unsigned char *present, double *x, double *e, double *p, double *scratch);
 
 #endif

@@ -192,6 +192,10 @@ typedef struct {
     /* metrics.dist_random: K >= 2 subsets per row (metrics.random_subsets), 0: off (the
      * random block is NaN). Subsets depend only on (seed, window, layer, head, t, N). */
     uint32_t random_subsets;
+    /* metrics.query_rows = "sample:K" (docs/metrics.md section 9.1): K query rows per cut, 0:
+     * every row. K >= a cut's rows takes them all. Nonzero doubles met_out_count: the means,
+     * then their standard errors at the same places (met_at_se). */
+    size_t sample_rows;
 } met_axes;
 /* metrics.grad_exact = false, metrics.dist_expect = false: the work is not done */
 enum { MET_SKIP_GRAD_EXACT = 1u, MET_SKIP_DIST_EXPECT = 2u };
@@ -212,7 +216,21 @@ enum { MET_DIST_TRUE, MET_DIST_BOUND, MET_DIST_EXPECT, MET_SEP_RATIO, MET_SEP_LO
 enum { MET_ENTROPY, MET_ENTROPY_NORM, MET_GRAD_EXACT, MET_GRAD_BOUND, MET_NPERT };
 enum { MET_DIST_RANDOM, MET_DIST_RANDOM_SE, MET_DIST_RANDOM_UPPER, MET_NRAND };
 
-size_t met_out_count(const met_axes *ax); /* doubles per cut */
+size_t met_mean_count(const met_axes *ax); /* doubles of the means per cut */
+size_t met_out_count(const met_axes *ax);  /* doubles per cut: the means (+ their SE, sampled) */
+/* Where the standard error of the mean at index `at` is (ax->sample_rows > 0 only): SE =
+ * s / sqrt(k) * sqrt(1 - k / rows), s the sample deviation of the k rows used out of the
+ * mean's `rows` eligible ones (section 9.1); 0 where every eligible row was used, NaN where
+ * the mean is NaN or k = 1. */
+static inline size_t met_at_se(const met_axes *ax, size_t at) { return met_mean_count(ax) + at; }
+
+/* Section 9.1, the row rule: rows [k] = the query rows of one cut, ascending: [first, L) cut
+ * into K strata [first + floor(i m / K), first + floor((i + 1) m / K)), m = L - first, one row
+ * drawn uniformly in each by a hash of (key, i); K >= m gives every row. Returns the count
+ * (min(K, m)). key = met_row_key(seed, window, L): the same rows for every layer, head,
+ * normalizer and model of the cell, whatever rank computes it. */
+uint64_t met_row_key(uint64_t seed, int64_t window, int64_t L);
+size_t met_sample_rows(uint32_t *rows, size_t K, size_t first, size_t L, uint64_t key);
 
 /* Copies one head's means (this header's order, ncuts x met_out_count) into cell result
  * blocks (cellresult.h layout y) at layer index il, head index ih: blocks[c] for cut c. */

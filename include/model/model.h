@@ -125,6 +125,10 @@ size_t model_arena_bytes(const gpt2_config *cfg);
  * not free a borrowed arena. */
 int model_load_into(gpt2_model *m, const char *dir, float *arena, int fill, as_err *err);
 
+/* The weights_sha256 model_load records for DIR, without loading: the sha256 of
+ * model.safetensors, or of the index file followed by each shard in the index's order. */
+int model_weights_sha256(const char *dir, char hex[65], as_err *err);
+
 void model_free(gpt2_model *m);
 
 #endif

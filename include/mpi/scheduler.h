@@ -1,5 +1,5 @@
 /* scheduler.h -- hands the cells of a sweep to MPI ranks and collects their
- * result blocks (architecture.md: "rank 0: scheduler").
+ * result blocks (the mpi layer of docs/hacking.md, "Layout: one library per layer").
  *
  * Contract. Every rank of `comm` calls sched_run with the same options.
  * Rank 0 is the master: it owns the list of cells (dispatch order, largest L

@@ -24,27 +24,27 @@
 
 /* Installs the handlers with sigaction (idempotent: a second call does
  * nothing). Returns 0, or -1 with err naming the signal that failed. */
-int as_signals_install(as_err *err);
+int signals_install(as_err *err);
 
-/* Puts back the handlers that were there before as_signals_install and
+/* Puts back the handlers that were there before signals_install and
  * clears the flag (for tests that install and remove repeatedly). */
-void as_signals_restore(void);
+void signals_restore(void);
 
 /* The first signal caught since install (SIGTERM, SIGINT or SIGUSR1), or 0. */
-int as_signals_caught(void);
+int signals_caught(void);
 
 /* Seconds (as_monotonic_s, CLOCK_MONOTONIC) when the first signal arrived (taken in the
  * handler), or a negative value when none was caught. */
-double as_signals_caught_at(void);
+double signals_caught_at(void);
 
 /* Seconds (as above) when a signal asked to abandon the running cells (SIGTERM, or SIGINT
  * after any stop signal), or a negative value. */
-double as_signals_abandon_at(void);
+double signals_abandon_at(void);
 
 /* 1 when a stop begun by signo lets the running cells finish (SIGUSR1, SIGINT). */
-int as_signals_graceful(int signo);
+int signals_graceful(int signo);
 
 /* Forgets a caught signal (the handlers stay installed). */
-void as_signals_clear(void);
+void signals_clear(void);
 
 #endif

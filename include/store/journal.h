@@ -1,7 +1,8 @@
 /* journal.h -- the append-only journal next to a results file (OUT.h5.journal).
  *
- * The journal, not the HDF5 file, is the truth about which cells are done
- * (so a kill at any moment loses no finished cell; README, "Reliability"):
+ * The journal, not the HDF5 file, is the truth about which cells are done (so a
+ * kill at any moment loses no finished cell; docs/reliability.md, "Finished work
+ * survives any kill"):
  * the HDF5 view can be rebuilt from it. It knows bytes, not HDF5.
  *
  * File layout (little-endian, as written by x86-64 / aarch64 hosts):

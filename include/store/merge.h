@@ -34,7 +34,7 @@
  *     an output that is one of the shards, an output locked by a live writer.
  * An existing OUT (with its journal) of the shards' config is joined, not refused: its
  * cells are merged in as a shard's are (shards started next to it skip the cells it
- * holds, sweep.h), a cell it holds and a shard holds too must be equal, and its
+ * holds, run.h), a cell it holds and a shard holds too must be equal, and its
  * provenance segments come first. force ignores it and replaces it.
  * Shard files are only read. */
 #ifndef ATTNSWEEP_MERGE_H

@@ -26,7 +26,7 @@
  * equal the stored one (a model rewritten in place is refused by the caller, src/sweep/run_output.c);
  * a view whose model names or sha256s differ from the store's is rebuilt from the journal.
  *
- * Commit protocol (README, Reliability): per batch, data into
+ * Commit protocol (docs/reliability.md, "Finished work survives any kill"): per batch, data into
  * HDF5 + H5Fflush; status/wall_time/rank/attempts + H5Fflush; journal records
  * + fsync. A cell is done only when the journal says so. At open, a file that
  * does not open, has other axes, or disagrees with the journal (a journal-done
@@ -106,7 +106,12 @@ typedef struct {
     const char *const *model_kind;    /* [n_model] model_kind() of each; NULL = the provenance's */
     const char *const *model_config_sha256; /* [n_model] of each config.json; NULL = not recorded
                                              * (a file from before it: the provenance's, or "") */
+    const char *const *model_family;  /* [n_model] the family config.json's model_type picks
+                                       * (model_family_name); NULL = not recorded ("") */
     const uint8_t *head_valid;        /* [n_model][n_layer][n_head] 1 present, 0 masked; NULL = all 1 */
+    /* metrics.query_rows = "sample:K": the cells hold the SE variables (cellresult.h); an
+     * existing output says so by its root attribute query_rows */
+    int sampled;
 } store_axes;
 
 /* Provenance (docs/results.md "Root attributes") and this run segment. Strings may
@@ -124,6 +129,7 @@ typedef struct {
     const char *vectors_name, *rows_name; /* their config spellings ("value", "visible"); when
                                            * given, stored instead of the numbers */
     const char *logits_name;            /* metrics.logits ("raw" | "scaled"); NULL/"" = "raw" */
+    const char *query_rows_name;        /* metrics.query_rows ("all" | "sample:K"); NULL/"" = "all" */
     const char *model_kind;             /* model_kind() of the model directory; NULL = not stored */
     const char *distance_name;          /* metrics.distance ("per_token" | "aggregate") */
     double ks_alpha;

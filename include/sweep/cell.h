@@ -69,6 +69,7 @@ typedef struct {
     unsigned skip;         /* MET_SKIP_* (metrics.grad_exact, metrics.dist_expect = false) */
     uint32_t random_subsets; /* metrics.dist_random: K subsets per row, 0 when off */
     int ks_random;         /* metrics.ks_against = "random": KS and crit_N against dist_random */
+    size_t sample_rows;    /* metrics.query_rows: 0 all, K "sample:K" (met_axes.sample_rows) */
 } cell_spec;
 
 cell_spec cell_spec_of(const as_config *cfg);

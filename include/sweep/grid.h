@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cellresult.h"
 #include "config.h"
 #include "errors.h"
 
@@ -29,7 +30,7 @@ typedef struct {
 } as_cost_model;
 
 /* Fitted on tests/bench/bench_paper.sh runs of the paper's grid, CPU seconds
- * (README, Performance, "plan against measured runs"): the forward pass ran at
+ * (docs/performance.md, "`attnsweep plan` against measured runs"): the forward pass ran at
  * 110 GFLOP/s (GPT-2 small, 193 GFLOP in 1.75 s) and 114 (gpt2-medium, 670 GFLOP
  * in 5.86 s); the metrics took 0.751 ns per step (small, 36 heads: 17.4 s) and
  * 0.760 (medium, all 384 heads: 188.1 s). Later kernel changes took the same paper
@@ -70,6 +71,11 @@ static inline void grid_cell_of(const as_grid *g, size_t cell, size_t *window, s
 }
 /* The cell of (window, L value), or -1 when the window or L is not in the grid. */
 long grid_cell_find(const as_grid *g, size_t window, int32_t L);
+
+/* One cell's block layout for cfg (cellresult.h): the union axes of every model, with the
+ * sampled variables when metrics.query_rows = "sample:K" (docs/metrics.md 9.1). The run's
+ * blocks and the plan's sizes both come from it. */
+void grid_block_layout(cr_layout *lay, const as_config *cfg);
 
 /* The unit of work: the pending L values of one window of one model, computed from one
  * forward pass (cell.h). l_mask bit k stands for L index l_lo + k; a window with more

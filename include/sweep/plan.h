@@ -27,9 +27,9 @@
  * names; metrics.grad_exact = false takes AS_COST_GRAD_EXACT_OPS off every softmax T,
  * metrics.dist_expect = false AS_COST_DIST_EXPECT_OPS off every walked T
  * (grid_metric_seconds). With every switch at its default this is the formula above.
- * Fitted on measured runs of the paper's grid (README, Performance): GPT-2 small
- * and gpt2-medium (every GPT-2 size has d_head = 64, so the metrics scale with
- * the head count alone). A cell's own cost (grid_cell_cost: a pass at its L plus
+ * Fitted on measured runs of the paper's grid (docs/performance.md, "`attnsweep plan`
+ * against measured runs"): GPT-2 small and gpt2-medium (every GPT-2 size has
+ * d_head = 64, so the metrics scale with the head count alone). A cell's own cost (grid_cell_cost: a pass at its L plus
  * its metrics) orders the dispatch; plan reports windows.
  * The constants are in as_cost_model (defaults below) so a measurement can
  * replace them (`attnsweep plan --sgemm-gflops X --metric-ns Y`). */
@@ -55,6 +55,11 @@
  * the paper grid, where the walk over N dominates; on a minimal grid it underestimates what
  * the switches save (bench_metrics --minimal: 1.9x with both off, the model ~1.06x). */
 #define AS_COST_WALK_OPS 4.0
+/* metrics.query_rows = "sample:K": a head's cost that does not shrink with the rows (the
+ * Gram matrix, delta, the transposes), as a share of the d term above: fitted on
+ * tests/bench/bench_long_context.sh (the fixed part of sample:64 and sample:256 at L = 1024
+ * to 4096 was 0.24-0.43 of it; docs/performance.md "Long contexts"). */
+#define AS_COST_FIXED_SHARE 0.35
 #define AS_COST_GRAD_EXACT_OPS 1.6
 #define AS_COST_DIST_EXPECT_OPS 3.0
 
@@ -103,6 +108,20 @@ typedef struct {
 void grid_rank_memory(as_rank_memory *m, const as_grid *g);
 /* Sum of PSS over `ranks` ranks on one node (all of the sweep's ranks). */
 size_t grid_node_memory(const as_grid *g, size_t ranks);
+
+/* The memory a run must fit in, bytes (docs/performance.md "Long contexts"): given > 0
+ * (--mem of plan and run), else SLURM_MEM_PER_NODE (MB, what sbatch --mem sets), else
+ * MemTotal of /proc/meminfo (MemAvailable moves with the other processes: a run is refused
+ * only where it clearly cannot fit); 0 when none is known (nothing is then refused).
+ * *source names which ("--mem", "SLURM_MEM_PER_NODE", "MemTotal"). */
+double plan_memory_limit(double given, const char **source);
+/* The /proc/meminfo line `key` ("MemTotal", "MemAvailable") in bytes; 0 when unknown. */
+double plan_meminfo(const char *key);
+/* 0 when `ranks` ranks on one node (grid_node_memory) fit limit (0: unknown, fits), else -1
+ * with one line: what a node needs at the grid's largest L, a worker's share, the limit. */
+int plan_memory_check(const as_grid *g, size_t ranks, double limit, const char *source, as_err *err);
+/* "4G", "512M", "1.5GiB", "2048" (bytes) -> bytes (binary units, K M G T); -1 if malformed. */
+double plan_parse_bytes(const char *s);
 
 /* Doubles in one cell's result block (cr_layout_init over the axes). */
 size_t grid_block_doubles(const as_config *cfg);

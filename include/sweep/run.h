@@ -6,19 +6,24 @@
  * touched; "rank 0" steps run on the rank that owns the output):
  *   1. run_config: the config (a file, or the text stored in an output: run_stored_config)
  *      and its grid; the output's path (a shard's: run_shard_path); every rank;
+ *      run_check_memory (rank 0): the ranks of a node against its memory, before any work;
  *   2. run_load_text (rank 0): the text, tokenized once, checked against the windows;
- *   3. run_open_output (rank 0, run_output.c): the checks that protect results already
+ *   3. run_check_models (rank 0): the model axis' files checked, so a bad one is refused
+ *      before any results file exists; model 0 loaded (run_model_loaded records it);
+ *      run_open_output (rank 0, run_output.c): the checks that protect results already
  *      written -- the config's changes, the inputs' hashes, the free disk -- then the store,
- *      with the run's provenance;
+ *      with the run's provenance (run_hosts_list: where it ran);
  *   4. run_plan_units (rank 0): the cells still to do (model-major, the shard's share, less
  *      what the config's own output holds done), grouped into units (grid.h, grid_unit);
  *      then run_layout on every rank: how a unit's message is laid out;
- *   5. per model with pending units: run_start_model (the cell worker for it), then
- *      run_compute_unit on the computing ranks and run_unit_dispatched / run_commit_units
- *      on rank 0 (the scheduler's callbacks);
+ *   5. per model with pending units: its weights checked against the sha256 recorded
+ *      (run_model_loaded), run_start_model (the cell worker for it), then run_compute_unit
+ *      on the computing ranks and run_unit_dispatched / run_commit_units on rank 0 (the
+ *      scheduler's callbacks; run_unit_name and run_units_per_commit say how it counts);
  *   6. run_close (rank 0): the store closed "finished", "interrupted" or "failed".
- * run_free releases everything. ATTNSWEEP_TIMINGS=1: run_print_timings prints each rank's
- * time split (forward pass, metrics, KS, transfer; wall and CPU) and the commit's. */
+ * run_free releases everything. ATTNSWEEP_TIMINGS=1 (run_timings_row): run_print_timings
+ * prints each rank's time split (forward pass, metrics, KS, transfer; wall and CPU) and
+ * the commit's. */
 #ifndef ATTNSWEEP_RUN_H
 #define ATTNSWEEP_RUN_H
 
@@ -56,6 +61,9 @@ typedef struct {
      * will not fit in the free space of its file system; by default such a
      * run is refused before anything is written. */
     int ignore_disk_space;
+    double mem_limit;   /* --mem: a node's memory in bytes (0: SLURM_MEM_PER_NODE, else
+                         * MemTotal; plan_memory_limit) that run_check_memory holds the
+                         * grid's ranks on a node against */
 } run_opts;
 
 typedef enum { RUN_COMPLETE = 0, RUN_INTERRUPTED = 1, RUN_CELLS_FAILED = 2 } run_outcome;
@@ -141,13 +149,34 @@ int run_config(run *r, const char *stored_text, as_err *err);
  * file's config_text attribute), malloc'd into *text. */
 int run_stored_config(const char *path, char **text, as_err *err);
 
+/* Step 1, rank 0 (before the text, the weights or the output are touched): node_ranks
+ * ranks on one node (the launcher counts them: rank 0's node) against the node's memory
+ * (plan_memory_limit of opts->mem_limit; plan_memory_check's one line when they cannot
+ * fit). */
+int run_check_memory(const run *r, size_t node_ranks, as_err *err);
+
 /* The text the config names, as textsrc_load takes it (`run` and `plan` read it so). */
 textsrc_spec run_text_spec(const as_config *cfg);
 /* Step 2 (rank 0): r->tokens, r->n_tokens and the inputs' sha256s. */
 int run_load_text(run *r, as_err *err);
 
+/* Step 3 (rank 0, before the store opens): allocates r->model_sha; for models 1.. the
+ * sha256 of the weights as loading computes it (model.safetensors, or the index and its
+ * shards: model_weights_sha256) and every tensor checked against config.json without
+ * reading the values (their NaN and Inf are checked when each is loaded, at its turn).
+ * Model 0, loaded in full first, gives its own sha256 (run_model_loaded). */
+int run_check_models(run *r, as_err *err);
+/* Rank 0, model m's weights just loaded: the first load of model 0 records its sha256;
+ * any other load must hash to the sha256 recorded (the one the store keeps), so a file
+ * rewritten during the run is refused in one line. */
+int run_model_loaded(run *r, size_t m, const gpt2_model *model, as_err *err);
+
 /* Step 3 (rank 0, run_output.c): r->model_sha must hold every model's weights sha256. */
 int run_open_output(run *r, const run_env *env, as_err *err);
+/* The provenance's host list (run_env.hosts): the distinct names among n records of
+ * `stride` bytes each (NUL-terminated; the launcher gathers one per rank), in the order
+ * first seen, "a,b", cut to fit out. */
+void run_hosts_list(char *out, size_t size, const char *names, size_t stride, size_t n);
 /* Rank 0, a shard: the cells the config's own output (next to the shard) holds done,
  * [n_model * n_cells], when that output exists with this run's config (its journal is the
  * truth); NULL otherwise (no output, another config, or unreadable: then nothing is
@@ -163,6 +192,12 @@ int run_alloc_units(run *r, size_t n, as_err *err);
  * the union axes, slot_doubles. */
 void run_layout(run *r);
 
+/* Step 5: what the progress lines call model m's units: "windows", or "windows of NAME"
+ * on a model axis. */
+void run_unit_name(const run *r, size_t m, char *out, size_t size);
+/* Units per commit call: runtime.commit_every counts cells, a unit holds up to
+ * unit_cells of them (at least 1). */
+size_t run_units_per_commit(const run *r);
 /* Step 5: the cell worker for model m (computes: this rank computes units). */
 int run_start_model(run *r, size_t m, const gpt2_model *model, int computes,
                     int (*should_stop)(void), as_err *err);
@@ -183,6 +218,9 @@ int run_close(run *r, int srun, size_t failed_units, int signo, run_summary *sum
 
 /* The cell worker's time split into the rank's totals (once per worker). */
 void run_add_worker_timings(run *r);
+/* ATTNSWEEP_TIMINGS=1: completes this rank's row (the last model's worker, the process's
+ * CPU time) and returns 1, and the launcher brings every row to rank 0; 0: no table. */
+int run_timings_row(run *r);
 /* Rank 0: the table, from every rank's timing rows (all: [size][TM_N]). */
 void run_print_timings(const run *r, const double *all, int size, const run_sched_totals *t);
 

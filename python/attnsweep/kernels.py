@@ -177,10 +177,13 @@ def metrics(scores, vectors, *, N, T, eps=(1e-3, 1e-1, 10.0), normalizer="softma
     sizes = {"N": N.size, "T": T.size, "eps": eps.size, "normalizer": len(norm), "layer": n_layer,
              "head": n_head}
     data = {}
+    ends = list(offset[1:]) + [total]
     for i in range(nv):
         dims = SHAPE_DIMS.get(lib.as_abi_var_shape(i))
         if dims is None:
             continue  # wall_time, rank: bookkeeping of a sweep
+        if ends[i] == offset[i]:
+            continue  # a variable of sampled sweeps only (metrics.query_rows): not in this block
         name = lib.as_abi_var_name(i).decode()
         count = int(np.prod([sizes[d] for d in dims]))
         data[name] = (("L",) + dims,

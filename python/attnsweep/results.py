@@ -39,8 +39,8 @@ HEAD_DIMS = ("layer", "head")
 
 # The model axis (docs/results.md): per-model auxiliary coordinates, and which (layer, head)
 # each model has (head_valid: 1 present, 0 masked -- the union of the models' heads is stored)
-MODEL_COORDS = ("model_path", "model_sha256", "model_config_sha256", "model_kind", "model_n_layer",
-                "model_n_head", "model_n_embd", "training_step")
+MODEL_COORDS = ("model_path", "model_sha256", "model_config_sha256", "model_kind", "model_family",
+                "model_n_layer", "model_n_head", "model_n_embd", "training_step")
 HEAD_PRESENT = 1
 
 # What the file's model_kind attribute says, in words (figure titles, summary.csv): a
@@ -162,6 +162,14 @@ def model_kinds(ds):
     return [str(ds.attrs.get("model_kind", "unknown"))] * ds.sizes["model"]
 
 
+def model_families(ds):
+    """model_family per model (gpt2, gpt_neox, llama, qwen2: config.json's model_type);
+    "unknown" for a file that does not record it (written before the families)."""
+    if "model_family" not in ds.variables:
+        return ["unknown"] * ds.sizes["model"]
+    return [str(v) or "unknown" for v in ds["model_family"].values]
+
+
 def training_steps(ds):
     """training_step per model (-1: not given), as int64."""
     if "training_step" not in ds.variables:
@@ -172,7 +180,7 @@ def training_steps(ds):
 def select_model(ds, m):
     """The one-model Dataset of model index m, as a single-model file of it would read:
     no model dimension, only the layers and heads it has (head_valid), and its root
-    attributes model_dir / weights_sha256 / model_kind set from the model coordinates."""
+    attributes model_dir / weights_sha256 / model_kind / model_family set from the model coordinates."""
     one = ds.isel(model=m)
     if "head_valid" in one.variables:
         valid = np.asarray(one["head_valid"].values) == HEAD_PRESENT
@@ -184,6 +192,7 @@ def select_model(ds, m):
     if "model_sha256" in one.variables:
         one.attrs["weights_sha256"] = str(one["model_sha256"].values)
     one.attrs["model_kind"] = model_kinds(ds)[m]
+    one.attrs["model_family"] = model_families(ds)[m]
     one.attrs["model_name"] = model_names(ds)[m]
     return one
 
@@ -263,7 +272,8 @@ def summary(ds):
         size = ", ".join(f"{k[6:]} {int(ds[k].values[m])}" for k in
                          ("model_n_layer", "model_n_head", "model_n_embd") if k in ds.variables)
         lines.append(f"  model {m}: {name}" + (f", step {steps[m]}" if steps[m] >= 0 else "")
-                     + (f", {size}" if size else "") + f", kind {model_kinds(ds)[m]}")
+                     + (f", {size}" if size else "") + f", kind {model_kinds(ds)[m]}"
+                     + f", family {model_families(ds)[m]}")
     status = ds["status"].transpose("model", "window", "L")
     lines.append(f"cells (model x window x L): {done} done, {failed} failed, "
                  f"{total - done - failed} pending, {total} total")

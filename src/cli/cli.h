@@ -14,4 +14,9 @@ int cmd_run(int argc, char **argv);
 int cmd_status(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
 
+/* --mem SIZE of plan and run: plan_parse_bytes (plan.h) into the double the option points at
+ * (an OPT_CALLBACK of args.h). */
+struct arg_opt;
+int cli_parse_mem(const struct arg_opt *o, const char *v, const char **why);
+
 #endif

@@ -37,7 +37,8 @@ static const char plan_porcelain_keys[] =
     "window_seconds (the mean window), rank_seconds (all windows); progress = new | resumes |\n"
     "refused (an output run refuses), with an output: windows_done, windows_left, cells_left,\n"
     "rank_seconds_to_go; ranks.P.seconds (P = 2, 8, 32, --ranks); memory.weights, memory.worker,\n"
-    "memory.master, node.P.memory (P = 1, 2, 4, 8, 16, --ranks; bytes); output_bytes,\n"
+    "memory.master, memory.activations, memory.metrics (a worker's two largest parts),\n"
+    "memory.limit (--mem, SLURM_MEM_PER_NODE or MemTotal; 0 unknown), node.P.memory (P = 1, 2, 4, 8, 16, --ranks; bytes); output_bytes,\n"
     "disk_bytes, free_bytes (-1: unknown), compressed, deflate_ratio, write_bytes_per_window,\n"
     "write_bytes_per_second, write_workers; warning.disk_short, warning.disk_huge,\n"
     "warning.too_long (0 or 1); check=passed last, with --check. Errors: stderr, exit 1.\n";
@@ -47,18 +48,6 @@ static void human_bytes(char *buf, size_t size, double b) {
     int u = 0;
     while (b >= 1024 && u < 5) b /= 1024, u++;
     snprintf(buf, size, u ? "%.1f %s" : "%.0f %s", b, unit[u]);
-}
-
-/* This machine's memory (MemTotal of /proc/meminfo) in bytes; -1 when unknown. */
-static double machine_memory(void) {
-    FILE *f = fopen("/proc/meminfo", "r");
-    if (!f) return -1;
-    char line[256];
-    double kib = -1;
-    while (kib < 0 && fgets(line, sizeof line, f))
-        if (sscanf(line, "MemTotal: %lf kB", &kib) != 1) kib = -1;
-    fclose(f);
-    return kib < 0 ? -1 : kib * 1024;
 }
 
 static void human_seconds(char *buf, size_t size, double s) {
@@ -269,7 +258,19 @@ typedef struct {
     int list, check, porcelain;
     double gflops, metric_ns;
     long long ranks;
+    double mem; /* --mem SIZE: the memory limit (0: SLURM's or MemTotal, plan.h) */
 } plan_args;
+
+/* --mem SIZE of plan and run (cli.h). */
+int cli_parse_mem(const arg_opt *o, const char *v, const char **why) {
+    double b = plan_parse_bytes(v);
+    if (!(b > 0)) {
+        *why = "is not a size such as 4G, 512M or 2.5GiB";
+        return -1;
+    }
+    *(double *)o->value = b;
+    return 0;
+}
 
 /* 0 to go on, else 1 with *code; p->sets is freed by the caller. */
 static int parse_plan_args(plan_args *p, int argc, char **argv, int *code) {
@@ -294,6 +295,9 @@ static int parse_plan_args(plan_args *p, int argc, char **argv, int *code) {
         OPT_POSITIVE("sgemm-gflops", "X", &p->gflops, gflops_help),
         OPT_POSITIVE("metric-ns", "Y", &p->metric_ns, ns_help),
         OPT_INT("ranks", "P", &p->ranks, 1, 1000000, "also the time and node memory of P ranks on one node"),
+        OPT_CALLBACK("mem", "SIZE", &p->mem, cli_parse_mem,
+                     "the memory of a node (4G, 512M); default SLURM_MEM_PER_NODE,\n"
+                     "else MemTotal: --check fails when the node would not fit"),
         OPT_END()};
     arg_spec spec = {.prog = "attnsweep plan", .positional = "CONFIG|OUT.h5", .min_pos = 1, .max_pos = 1,
                      .pos = &pos, .description = plan_about, .epilogue = plan_porcelain_keys,
@@ -422,7 +426,7 @@ static void print_time(const as_config *cfg, const as_plan *p, const char *refus
            p->grid->cost.metric_ns, p->grid->cost.row_ops);
 }
 
-static void print_memory(const as_plan *p, size_t ranks) {
+static void print_memory(const as_plan *p, size_t ranks, double limit, const char *source) {
     const as_rank_memory *mem = &p->mem;
     char b1[32], b2[32], b3[32], b4[32], b5[32];
     human_bytes(b1, sizeof b1, (double)mem->weights);
@@ -450,6 +454,20 @@ static void print_memory(const as_plan *p, size_t ranks) {
         human_bytes(b1, sizeof b1, (double)p->node_bytes[PLAN_NODE_ROWS]);
         printf("          node total for %zu rank%s (--ranks): %s (%.0f MB)\n", ranks, ranks > 1 ? "s" : "",
                b1, (double)p->node_bytes[PLAN_NODE_ROWS] / 1e6);
+    }
+    if (limit > 0) {
+        human_bytes(b1, sizeof b1, limit);
+        printf("          limit %s (%s): run and plan --check refuse a node that does not fit\n", b1, source);
+    }
+    /* within the limit but beyond what is free now: not refused (other processes come and
+     * go), but the run may swap or meet the OOM killer */
+    size_t P = ranks ? ranks : 1, need = grid_node_memory(p->grid, P);
+    double avail = plan_meminfo("MemAvailable");
+    if (avail > 0 && (double)need > avail && !(limit > 0 && (double)need > limit)) {
+        human_bytes(b1, sizeof b1, (double)need);
+        human_bytes(b2, sizeof b2, avail);
+        fprintf(stderr, "attnsweep plan: warning: %zu rank%s on a node need %s, more than the %s free now "
+                        "(MemAvailable): other processes hold the rest\n", P, P > 1 ? "s" : "", b1, b2);
     }
 }
 
@@ -490,7 +508,7 @@ static void print_output(const as_config *cfg, const as_plan *p) {
     }
     /* rank 0 holds 2 x commit_every + 1 result blocks (grid_rank_memory): more than the
      * machine has, and `run` fails once they are touched (or is killed by the OOM killer) */
-    double ram = machine_memory();
+    double ram = plan_meminfo("MemTotal");
     if (ram > 0 && (double)p->mem.master > ram) {
         human_bytes(b1, sizeof b1, (double)p->mem.master);
         human_bytes(b2, sizeof b2, ram);
@@ -518,7 +536,8 @@ static void print_list(const as_grid *g) {
 
 /* --porcelain: the plan as key=value lines (the keys: plan_porcelain_keys). Numbers are
  * plain (seconds and bytes, %.6g or whole), never humanised; one key per line. */
-static void print_porcelain(const as_config *cfg, const as_plan *p, const char *refused_what) {
+static void print_porcelain(const as_config *cfg, const as_plan *p, const char *refused_what,
+                            double mem_limit) {
     printf("config=%s\nconfig_sha256=%s\noutput=%s\n", cfg->path, cfg->sha256, cfg->output);
     printf("models=%zu\nwindows=%zu\nL_values=%zu\ncells=%zu\nL_max=%zu\n", p->n_models, p->n_windows,
            p->n_L, p->n_cells, p->L_max);
@@ -533,8 +552,9 @@ static void print_porcelain(const as_config *cfg, const as_plan *p, const char *
                p->windows_done, p->windows_left, p->cells_left, p->to_go_s);
     for (size_t i = 0; i < p->n_rounds; i++)
         printf("ranks.%zu.seconds=%.6g\n", p->rounds[i].ranks, p->rounds[i].seconds);
-    printf("memory.weights=%zu\nmemory.worker=%zu\nmemory.master=%zu\n", p->mem.weights, p->mem.worker,
-           p->mem.master);
+    printf("memory.weights=%zu\nmemory.worker=%zu\nmemory.master=%zu\nmemory.activations=%zu\n"
+           "memory.metrics=%zu\nmemory.limit=%.0f\n", p->mem.weights, p->mem.worker, p->mem.master,
+           p->mem.activations, p->mem.metrics, mem_limit);
     for (size_t i = 0; i < p->n_node; i++) printf("node.%zu.memory=%zu\n", p->node_ranks[i], p->node_bytes[i]);
     printf("output_bytes=%.0f\ndisk_bytes=%.0f\nfree_bytes=%.0f\ncompressed=%d\ndeflate_ratio=%g\n",
            p->output_bytes, p->disk_bytes, p->free_bytes, cfg->compress ? 1 : 0, p->deflate_ratio);
@@ -579,18 +599,26 @@ int cmd_plan(int argc, char **argv) {
     if (out_state != OUTPUT_REFUSED) done = read_done(cfg.output, &g);
     plan_opts po = {.ranks = (size_t)pa.ranks, .done = done};
     if (plan_compute(&plan, &g, &po, &err)) goto fail;
+    const char *mem_source;
+    double mem_limit = plan_memory_limit(pa.mem, &mem_source);
     const char *refused_what = out_state == OUTPUT_REFUSED ? what : NULL;
     if (pa.porcelain) {
-        print_porcelain(&cfg, &plan, refused_what);
+        print_porcelain(&cfg, &plan, refused_what, mem_limit);
     } else {
         print_time(&cfg, &plan, refused_what);
-        print_memory(&plan, (size_t)pa.ranks);
+        print_memory(&plan, (size_t)pa.ranks, mem_limit, mem_source);
         print_output(&cfg, &plan);
         if (refused_what)
             fprintf(stderr, "attnsweep plan: warning: %s was made with another config (%s): `attnsweep run` "
                             "refuses it (plan --check fails)\n", cfg.output, what);
     }
     if (pa.check && check_inputs(&cfg, pa.porcelain ? NULL : stdout, &err)) goto fail;
+    /* what run refuses before its first cell: a node of --ranks P ranks (1) that cannot fit */
+    if (pa.check && plan_memory_check(&g, pa.ranks ? (size_t)pa.ranks : 1, mem_limit, mem_source, &err))
+        goto fail;
+    if (pa.check && !pa.porcelain && mem_limit > 0)
+        printf("check     memory: %zu rank%s on a node fit the limit (%s)\n", pa.ranks ? (size_t)pa.ranks : 1,
+               pa.ranks > 1 ? "s" : "", mem_source);
     if (pa.porcelain && pa.check) printf("check=passed\n");
     if (pa.list && !pa.porcelain) print_list(&g);
     rc = AS_EXIT_OK;

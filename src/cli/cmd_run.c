@@ -6,7 +6,7 @@
 #include "args.h"
 #include "cli.h"
 #include "store.h"
-#include "sweep.h"
+#include "launch.h"
 
 static const char run_about[] =
     "Runs the sweep CONFIG describes (configs/example.cfg documents every key) and\n"
@@ -66,6 +66,10 @@ static int parse_run_args(run_opts *opts, arg_list *sets, int argc, char **argv,
         OPT_FLAG("ignore-disk-space", &opts->ignore_disk_space,
                  "start even when the output will not fit in the free space\n"
                  "of its file system (refused by default, before any write)"),
+        OPT_CALLBACK("mem", "SIZE", &opts->mem_limit, cli_parse_mem,
+                     "the memory of a node (4G, 512M); default SLURM_MEM_PER_NODE,\n"
+                     "else MemTotal: a grid whose ranks on a node need more is\n"
+                     "refused before any work (attnsweep plan shows the need)"),
         OPT_END()};
     arg_spec spec = {.prog = "attnsweep run", .usage_prefix = "mpirun -np P [--oversubscribe] attnsweep run",
                      .usage_extra = "       mpirun -np P attnsweep run OUT.h5 [--set key=value]...   (or --from OUT.h5)\n",
@@ -109,7 +113,7 @@ int cmd_run(int argc, char **argv) {
     run_summary sum;
     as_err err = {{0}};
     int rank = 0;
-    int rc = sweep_main(&argc, &argv, &opts, &sum, &rank, &err);
+    int rc = launch_main(&argc, &argv, &opts, &sum, &rank, &err);
     code = AS_EXIT_OK;
     if (rc < 0) {
         if (rank == 0) fprintf(stderr, "attnsweep run: %s\n", err.msg);

@@ -28,7 +28,7 @@ const char *const config_known_keys[] = {
     "metrics.ks_alpha",
     "metrics.ssmax_scale", "metrics.seed", "metrics.per_N_T", "metrics.grad_exact",
     "metrics.dist_expect", "metrics.entmax_alpha", "metrics.sigmoid_bias",
-    "metrics.dist_random", "metrics.random_subsets", "metrics.ks_against",
+    "metrics.dist_random", "metrics.random_subsets", "metrics.ks_against", "metrics.query_rows",
     "runtime.blas_threads", "runtime.commit_every", "runtime.compress", "runtime.stop_grace",
     NULL,
 };
@@ -599,6 +599,24 @@ static int read_random(ctx *c, as_config *cfg) {
     return 0;
 }
 
+/* metrics.query_rows = "all" | "sample:K" (docs/metrics.md section 9.1). A K above a cut's
+ * row count is not an error (that cut takes every row): one K serves a grid of several L. */
+static int read_query_rows(ctx *c, as_config *cfg) {
+    const char *v;
+    if (get_string(c, "metrics.query_rows", "all", &v)) return -1;
+    cfg->query_rows = 0;
+    if (!strcmp(v, "all")) return 0;
+    char *end = NULL;
+    long long k = -1;
+    if (!strncmp(v, "sample:", 7) && v[7] >= '0' && v[7] <= '9') k = strtoll(v + 7, &end, 10);
+    if (k < 1 || k > INT32_MAX || !end || *end)
+        return cfg_fail_key(c, cfg_get(c, "metrics.query_rows"), "metrics.query_rows",
+                            "\"%s\": expected \"all\" or \"sample:K\" with K in 1..%d query rows "
+                            "per head and context length", v, INT32_MAX);
+    cfg->query_rows = k;
+    return 0;
+}
+
 /* metrics.* numbers and switches (the readings are read with the text keys). */
 static int read_metrics(ctx *c, as_config *cfg) {
     if (cfg_get_double(c, "metrics.ks_alpha", 0.01, &cfg->ks_alpha) ||
@@ -632,7 +650,8 @@ static int read_metrics(ctx *c, as_config *cfg) {
     if (get_bool(c, "metrics.grad_exact", 1, &cfg->grad_exact) ||
         get_bool(c, "metrics.dist_expect", 1, &cfg->dist_expect) || cfg_read_per_N_T(c, &cfg->axes))
         return -1;
-    return read_random(c, cfg);
+    if (read_random(c, cfg)) return -1;
+    return read_query_rows(c, cfg);
 }
 
 static int read_runtime(ctx *c, as_config *cfg) {
@@ -647,7 +666,8 @@ static int read_runtime(ctx *c, as_config *cfg) {
     if (ce < 1 || ce > 4096)
         return cfg_fail_key(c, cfg_get(c, "runtime.commit_every"), "runtime.commit_every", "must be in 1..4096");
     cfg->blas_threads = (int)bt, cfg->commit_every = (int)ce;
-    /* on by default: the workers deflate, the master stores the bytes (README, Performance) */
+    /* on by default: the workers deflate, the master stores the bytes (docs/performance.md,
+     * "Compressed results at no cost to the master") */
     if (get_bool(c, "runtime.compress", 1, &cfg->compress)) return -1;
     /* Not part of the canonical text: how long a stop waits changes no result, and the job
      * script passes a different value whenever the warning time differs. */

@@ -5,7 +5,8 @@
  *   model = ["ckpt/wp-step100", "ckpt/wp-step400", "ckpt/wp"]; a model axis, in this order
  *
  * Each directory is read and checked here, before any weight is touched: config.json
- * (model_config_read) and its optional integer "training_step"; the name of a model is
+ * (model_config_read) and its optional integer "training_step" (else the step a name like
+ * Pythia's "step1000" states); the name of a model is
  * its directory's basename and must be unique (the `model` coordinate); every model must
  * read text with the same tokenizer (vocab.json, merges.txt, tokenizer.json and
  * tokenizer_config.json identical by sha256, or
@@ -23,8 +24,23 @@
 #include "json.h"
 #include "sha256.h"
 
-/* "training_step" of dir/config.json: -1 when absent; an error when not an integer >= 0. */
-static int read_training_step(const char *dir, int64_t *step, as_err *err) {
+/* The step a checkpoint's directory name states: "stepN" (Pythia's revisions, fetched by
+ * jobs/fetch-model.sh --revisions into DIR/stepN) or "checkpoint-N" (Stanford CRFM's GPT-2
+ * runs), N decimal digits only; -1 for any other name. */
+static int64_t step_of_name(const char *name) {
+    const char *d = !strncmp(name, "step", 4) ? name + 4 : !strncmp(name, "checkpoint-", 11) ? name + 11 : NULL;
+    if (!d || !*d || strlen(d) > 18) return -1; /* 18 digits fit an int64 */
+    int64_t v = 0;
+    for (; *d; d++) {
+        if (*d < '0' || *d > '9') return -1;
+        v = 10 * v + (*d - '0');
+    }
+    return v;
+}
+
+/* The checkpoint's training step: "training_step" of dir/config.json when it has one (an
+ * error when not an integer >= 0), else the step its directory name states, else -1. */
+static int read_training_step(const char *dir, const char *name, int64_t *step, as_err *err) {
     char path[AS_PATH_MAX + 16];
     snprintf(path, sizeof path, "%s/config.json", dir);
     *step = -1;
@@ -34,6 +50,8 @@ static int read_training_step(const char *dir, int64_t *step, as_err *err) {
     int rc = 0;
     if (v && v->type != JSON_NULL && (json_get_int64(v, step) || *step < 0))
         rc = as_fail(err, "%s: key \"training_step\" must be an integer >= 0", path);
+    else if (!v || v->type == JSON_NULL)
+        *step = step_of_name(name);
     json_free(doc);
     return rc;
 }
@@ -96,7 +114,7 @@ int cfg_read_models(ctx *c, as_config *cfg) {
                                     "coordinate is the directory's name, so give them distinct names",
                                     ms->name, cfg->models[k].dir, ms->dir);
         if (model_config_read(&ms->cfg, ms->dir, c->err) ||
-            read_training_step(ms->dir, &ms->training_step, c->err))
+            read_training_step(ms->dir, ms->name, &ms->training_step, c->err))
             return cfg_fail_key(c, s, "model", "%s", c->err->msg);
         if (ms->cfg.n_layer > cfg->max_n_layer) cfg->max_n_layer = ms->cfg.n_layer;
         if (ms->cfg.n_head > cfg->max_n_head) cfg->max_n_head = ms->cfg.n_head;

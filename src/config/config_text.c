@@ -155,6 +155,7 @@ char *cfg_canonical_text(const as_config *cfg) {
         if (v) sb_f64_list(&b, v, k);
         free(v);
     }
+    if (cfg->query_rows) sb_printf(&b, ";\n  query_rows = \"sample:%lld\"", (long long)cfg->query_rows);
     if (cfg->dist_random) sb_printf(&b, ";\n  random_subsets = %d", cfg->random_subsets);
     sb_printf(&b, ";\n  rows = \"%s\";\n  seed = ", config_rows_name(cfg->rows));
     sb_int64(&b, cfg->seed);

@@ -7,12 +7,12 @@
 /* The variables not float32 (the rest are: CW_F32 is 0). */
 const cw_type cw_var_type[CW_N_VARS] = {
     [CR_ROWS_USED] = CW_I32, [CR_KS_STAT] = CW_F64, [CR_KS_PVALUE] = CW_F64,
-    [CR_CRIT_N] = CW_I32, [CR_CRIT_N_CENSORED] = CW_I32,
+    [CR_CRIT_N] = CW_I32, [CR_CRIT_N_CENSORED] = CW_I32, [CR_ROWS_SAMPLED] = CW_I32,
 };
 
 size_t cw_pack_bytes(const cr_layout *lay) {
     size_t at = 0;
-    for (int v = 0; v < CW_N_VARS; v++) at += lay->count[v] * cw_type_size(cw_var_type[v]);
+    for (int v = 0; v < cw_nvars(lay); v++) at += lay->count[v] * cw_type_size(cw_var_type[v]);
     return at;
 }
 
@@ -30,7 +30,7 @@ static double packed_int(const cr_layout *lay, const double *block, int v, size_
 }
 
 void cw_pack_cell(const cr_layout *lay, const double *block, unsigned char *out) {
-    for (int v = 0; v < CW_N_VARS; v++) {
+    for (int v = 0; v < cw_nvars(lay); v++) {
         const double *src = block + lay->offset[v];
         unsigned char *dst = out;
         size_t n = lay->count[v];

@@ -20,7 +20,7 @@
  *
  * The deflated form of a cell (what the workers send, the journal holds with JF_DEFLATE
  * and the view's chunks hold piece by piece), little-endian:
- *   "ASZ1" or "ASZ2"  uint32 n_vars (CW_N_VARS)  uint64 len[n_vars]  then the n_vars
+ *   "ASZ1" or "ASZ2"  uint32 n_vars (cw_nvars)  uint64 len[n_vars]  then the n_vars
  *   chunks in cr_var order, len[v] bytes each; "ASZ2": each chunk ends with its Fletcher32
  *   checksum (len[v] counts it), the chunk of a view with the fletcher32 filter.
  * It is self-describing, so the store checks a payload before writing it. */
@@ -34,13 +34,13 @@
 #define DZ_MAGIC "ASZ1"
 #define DZ_MAGIC_SUM "ASZ2" /* chunks end with their Fletcher32 checksum */
 #define DZ_SUM 4
-#define DZ_HEADER_BYTES (8 + 8 * (size_t)CW_N_VARS)
+#define DZ_HEADER_BYTES(nv) (8 + 8 * (size_t)(nv))
 /* HDF5's deflate level for runtime.compress (src/store/schema.c create_var). */
 #define DZ_LEVEL 1
 
 size_t cw_deflate_bound(const cr_layout *lay) {
-    size_t at = DZ_HEADER_BYTES;
-    for (int v = 0; v < CW_N_VARS; v++)
+    size_t at = DZ_HEADER_BYTES(cw_nvars(lay));
+    for (int v = 0; v < cw_nvars(lay); v++)
         at += (size_t)compressBound((uLong)(lay->count[v] * cw_type_size(cw_var_type[v]))) + DZ_SUM;
     return at;
 }
@@ -81,12 +81,12 @@ static uint64_t get64(const unsigned char *p) {
 
 int cw_deflate_cell(const cr_layout *lay, const unsigned char *packed, unsigned char *out,
                        size_t cap, size_t *len, unsigned char *scratch, int fletcher32, as_err *err) {
-    if (cap < DZ_HEADER_BYTES) return as_fail(err, "deflate: %zu-byte buffer below the header", cap);
+    uint32_t nv = (uint32_t)cw_nvars(lay);
+    if (cap < DZ_HEADER_BYTES(nv)) return as_fail(err, "deflate: %zu-byte buffer below the header", cap);
     memcpy(out, fletcher32 ? DZ_MAGIC_SUM : DZ_MAGIC, 4);
-    uint32_t nv = CW_N_VARS;
     for (int i = 0; i < 4; i++) out[4 + i] = (unsigned char)(nv >> (8 * i));
-    size_t at = DZ_HEADER_BYTES;
-    for (int v = 0; v < CW_N_VARS; v++) {
+    size_t at = DZ_HEADER_BYTES(nv);
+    for (int v = 0; v < (int)nv; v++) {
         size_t k = cw_type_size(cw_var_type[v]), n = lay->count[v];
         shuffle(scratch, packed, n, k);
         packed += n * k;
@@ -110,14 +110,19 @@ int cw_deflate_cell(const cr_layout *lay, const unsigned char *packed, unsigned 
 }
 
 int cw_deflated_summed(const unsigned char *in) { return memcmp(in, DZ_MAGIC_SUM, 4) == 0; }
+/* n_vars of a deflated cell's header (the caller checked the magic, or wrote it) */
+static uint32_t dz_nv(const unsigned char *in) {
+    return (uint32_t)in[4] | (uint32_t)in[5] << 8 | (uint32_t)in[6] << 16 | (uint32_t)in[7] << 24;
+}
 
 size_t cw_deflated_size(const cr_layout *lay, const unsigned char *in, size_t avail) {
-    if (avail < DZ_HEADER_BYTES || (memcmp(in, DZ_MAGIC, 4) && memcmp(in, DZ_MAGIC_SUM, 4))) return 0;
+    if (avail < 8 || (memcmp(in, DZ_MAGIC, 4) && memcmp(in, DZ_MAGIC_SUM, 4))) return 0;
     size_t sum = cw_deflated_summed(in) ? DZ_SUM : 0;
-    uint32_t nv = (uint32_t)in[4] | (uint32_t)in[5] << 8 | (uint32_t)in[6] << 16 | (uint32_t)in[7] << 24;
-    if (nv != CW_N_VARS) return 0;
-    size_t at = DZ_HEADER_BYTES;
-    for (int v = 0; v < CW_N_VARS; v++) {
+    /* the layout's count: a sampled cell is not one of an unsampled layout, nor the reverse */
+    uint32_t nv = dz_nv(in);
+    if (nv != (uint32_t)cw_nvars(lay) || avail < DZ_HEADER_BYTES(nv)) return 0;
+    size_t at = DZ_HEADER_BYTES(nv);
+    for (int v = 0; v < (int)nv; v++) {
         uint64_t l = get64(in + 8 + 8 * (size_t)v);
         /* a zlib stream is at least 8 bytes (header + Adler-32) and never far above
          * compressBound of what it holds (then the checksum, in "ASZ2") */
@@ -129,27 +134,26 @@ size_t cw_deflated_size(const cr_layout *lay, const unsigned char *in, size_t av
 }
 
 size_t cw_deflated_var(const unsigned char *in, int v, const unsigned char **chunk) {
-    size_t at = DZ_HEADER_BYTES;
+    size_t at = DZ_HEADER_BYTES(dz_nv(in));
     for (int u = 0; u < v; u++) at += (size_t)get64(in + 8 + 8 * (size_t)u);
     *chunk = in + at;
     return (size_t)get64(in + 8 + 8 * (size_t)v);
 }
 
-void cw_deflated_header(unsigned char *out, const uint64_t *len, int fletcher32) {
+void cw_deflated_header(unsigned char *out, const uint64_t *len, int nv, int fletcher32) {
     memcpy(out, fletcher32 ? DZ_MAGIC_SUM : DZ_MAGIC, 4);
-    uint32_t nv = CW_N_VARS;
-    for (int i = 0; i < 4; i++) out[4 + i] = (unsigned char)(nv >> (8 * i));
-    for (int v = 0; v < CW_N_VARS; v++) put64(out + 8 + 8 * (size_t)v, len[v]);
+    for (int i = 0; i < 4; i++) out[4 + i] = (unsigned char)((uint32_t)nv >> (8 * i));
+    for (int v = 0; v < nv; v++) put64(out + 8 + 8 * (size_t)v, len[v]);
 }
 
-size_t cw_deflated_header_bytes(void) { return DZ_HEADER_BYTES; }
+size_t cw_deflated_header_bytes(int nv) { return DZ_HEADER_BYTES(nv); }
 
 int cw_inflate_cell(const cr_layout *lay, const unsigned char *in, size_t len, unsigned char *packed,
                        unsigned char *scratch, as_err *err) {
     if (cw_deflated_size(lay, in, len) != len)
         return as_fail(err, "inflate: %zu bytes are not a deflated cell of this layout", len);
     int summed = cw_deflated_summed(in);
-    for (int v = 0; v < CW_N_VARS; v++) {
+    for (int v = 0; v < cw_nvars(lay); v++) {
         size_t k = cw_type_size(cw_var_type[v]), n = lay->count[v];
         const unsigned char *chunk;
         size_t cl = cw_deflated_var(in, v, &chunk);
@@ -173,8 +177,10 @@ int cw_inflate_cell(const cr_layout *lay, const unsigned char *in, size_t len, u
 size_t cw_deflated_convert(const unsigned char *in, unsigned char *out, size_t cap, int fletcher32) {
     int summed = cw_deflated_summed(in);
     uint64_t lens[CW_N_VARS];
-    size_t at = DZ_HEADER_BYTES;
-    for (int v = 0; v < CW_N_VARS; v++) {
+    if (dz_nv(in) > CW_N_VARS) return 0;
+    int nv = (int)dz_nv(in);
+    size_t at = DZ_HEADER_BYTES(nv);
+    for (int v = 0; v < nv; v++) {
         const unsigned char *chunk;
         size_t cl = cw_deflated_var(in, v, &chunk), body = summed ? cl - DZ_SUM : cl;
         size_t want = body + (fletcher32 ? DZ_SUM : 0);
@@ -184,6 +190,6 @@ size_t cw_deflated_convert(const unsigned char *in, unsigned char *out, size_t c
         lens[v] = want;
         at += want;
     }
-    cw_deflated_header(out, lens, fletcher32);
+    cw_deflated_header(out, lens, nv, fletcher32);
     return at;
 }

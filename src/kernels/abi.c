@@ -1,6 +1,6 @@
-/* abi.c -- see abi.h. The per-head loop and the cross-head test follow src/sweep/cell.c
- * step for step (same kernels, same order of heads and of the KS samples): that is what
- * makes a foreign caller's numbers the sweep's bit for bit. */
+/* abi.c -- see abi.h. The per-head loop follows src/sweep/cell.c step for step (same
+ * kernels, same order of heads) and the cross-head test is the sweep's own
+ * (ks_cross_heads): that is what makes a foreign caller's numbers the sweep's bit for bit. */
 #include "abi.h"
 
 #include <math.h>
@@ -56,29 +56,6 @@ static int axes_of(met_axes *ax, const as_abi_options *o, as_err *err) {
         .random_subsets = o->random_subsets,
     };
     return 0;
-}
-
-/* Section 5 over every head of the block, heads in (layer, head) order as the sweep
- * samples them, against dist_expect or (ks_random) dist_random; skipped where the sweep
- * skips it (per_N_T, the expectation off). */
-static void ks_block(double *b, const cr_layout *y, const met_axes *ax, int ks_random,
-                     double alpha, double *x, double *e, double *p, double *scratch) {
-    size_t heads = y->n_layer * y->n_head;
-    const cr_var against = ks_random ? CR_DIST_RANDOM : CR_DIST_EXPECT;
-    if (ks_random ? !ax->random_subsets : (ax->skip & MET_SKIP_DIST_EXPECT) != 0) return;
-    for (size_t t = 0; t < y->n_T; t++)
-        for (size_t z = 0; z < y->n_norm; z++) {
-            if (ax->per_n_T && !ax->per_n_T[t]) continue;
-            for (size_t n = 0; n < y->n_N; n++) {
-                for (size_t i = 0; i < heads; i++) {
-                    x[i] = b[cr_at_per_n(y, CR_DIST_TRUE, n, t, z, i / y->n_head, i % y->n_head)];
-                    e[i] = b[cr_at_per_n(y, against, n, t, z, i / y->n_head, i % y->n_head)];
-                }
-                ks_2samp_exact(&b[cr_at_ks(y, CR_KS_STAT, n, t, z)], &p[n], x, heads, e, heads, scratch);
-                b[cr_at_ks(y, CR_KS_PVALUE, n, t, z)] = p[n];
-            }
-            b[cr_at_crit(y, t, z)] = ks_critical_n(ax->N, p, y->n_N, alpha);
-        }
 }
 
 typedef struct {
@@ -160,7 +137,7 @@ static int cell(double *out, const float *scores, const float *vectors, uint64_t
         }
     for (uint64_t c = 0; c < ncuts; c++) {
         double *b = out + c * y.total;
-        ks_block(b, &y, &ax, opt->ks_random, opt->ks_alpha, m.x, m.e, m.p, m.scratch);
+        ks_cross_heads(b, &y, &ax, opt->ks_random, opt->ks_alpha, NULL, m.x, m.e, m.p, m.scratch);
         b[y.offset[CR_RANK]] = -1;
     }
     buffers_free(&m);

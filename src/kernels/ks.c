@@ -82,3 +82,27 @@ int32_t ks_critical_n(const int32_t *N, const double *pvalue, size_t n_N, double
         if (pvalue[i] > alpha && (best < 0 || N[i] < best)) best = N[i];
     return best;
 }
+
+void ks_cross_heads(double *b, const cr_layout *y, const met_axes *ax, int ks_random, double alpha,
+                    const unsigned char *present, double *x, double *e, double *p, double *scratch) {
+    const cr_var against = ks_random ? CR_DIST_RANDOM : CR_DIST_EXPECT;
+    /* the second sample switched off: its values are NaN, and so stay the test's */
+    if (ks_random ? !ax->random_subsets : (ax->skip & MET_SKIP_DIST_EXPECT) != 0) return;
+    size_t all = y->n_layer * y->n_head, heads = 0;
+    for (size_t i = 0; i < all; i++) heads += !present || present[i];
+    for (size_t t = 0; t < y->n_T; t++)
+        for (size_t z = 0; z < y->n_norm; z++) {
+            if (ax->per_n_T && !ax->per_n_T[t]) continue; /* metrics.per_N_T */
+            for (size_t n = 0; n < y->n_N; n++) {
+                size_t k = 0;
+                for (size_t i = 0; i < all; i++) {
+                    if (present && !present[i]) continue;
+                    x[k] = b[cr_at_per_n(y, CR_DIST_TRUE, n, t, z, i / y->n_head, i % y->n_head)];
+                    e[k++] = b[cr_at_per_n(y, against, n, t, z, i / y->n_head, i % y->n_head)];
+                }
+                ks_2samp_exact(&b[cr_at_ks(y, CR_KS_STAT, n, t, z)], &p[n], x, heads, e, heads, scratch);
+                b[cr_at_ks(y, CR_KS_PVALUE, n, t, z)] = p[n];
+            }
+            b[cr_at_crit(y, t, z)] = ks_critical_n(ax->N, p, y->n_N, alpha);
+        }
+}

@@ -1111,7 +1111,7 @@ static void sa_row_per_n(met_ws *w, size_t t, size_t n, size_t K, double delta, 
         return;
     }
     met_axes ax1 = *ax;
-    ax1.n_T = 1, ax1.norm = ax->norm + iZ, ax1.n_norm = 1;
+    ax1.n_T = 1, ax1.norm = ax->norm + iZ, ax1.n_norm = 1, ax1.sample_rows = 0;
     uint32_t *order = w->order;
     double *a_T = w->a_T, *acc = w->acc, *d1_N = w->d1_N, *m_N = w->m_N;
     int d1_valid = w->d1_valid;
@@ -1203,33 +1203,47 @@ void met_process_rows(met_ws *w, size_t t0, size_t nrows) {
     select_slot(w, 0);
 }
 
-/* metrics.h: the head's means into the cell blocks, every cut. */
+/* The variable a value of mean variable v goes to: v itself, or with se its standard
+ * error's (section 9.1; CR_NVARS: the mean has none, as rows_used and dist_random_se). */
+static cr_var scatter_dst(cr_var v, int se) { return se ? cr_var_se(v) : v; }
+
+/* One cut's values o into block b at (il, ih): the means (se = 0), or a sampled block's
+ * standard errors (se = 1), which have their means' shapes and sit at met_at_se. */
+static void scatter_cut(double *b, const cr_layout *y, const met_axes *ax, const double *o,
+                        size_t il, size_t ih, int se) {
+    o += se ? met_mean_count(ax) : 0;
+    for (int v = 0; v < MET_NPERN + MET_NRAND; v++) {
+        int rnd = v >= MET_NPERN; /* the random block: its own place in o, its own cr_vars */
+        cr_var dst = scatter_dst((cr_var)(rnd ? CR_DIST_RANDOM + v - MET_NPERN : CR_DIST_TRUE + v), se);
+        if (dst == CR_NVARS) continue;
+        for (size_t n = 0; n < ax->n_N; n++)
+            for (size_t t = 0; t < ax->n_T; t++)
+                for (size_t z = 0; z < ax->n_norm; z++)
+                    b[cr_at_per_n(y, dst, n, t, z, il, ih)] =
+                        o[rnd ? met_at_random(ax, v - MET_NPERN, n, t, z) : met_at_per_n(ax, v, n, t, z)];
+    }
+    for (int v = 0; v < MET_NPERT; v++) {
+        cr_var dst = scatter_dst((cr_var)(CR_ENTROPY + v), se);
+        if (dst == CR_NVARS) continue;
+        for (size_t t = 0; t < ax->n_T; t++)
+            for (size_t z = 0; z < ax->n_norm; z++)
+                b[cr_at_per_t(y, dst, t, z, il, ih)] = o[met_at_per_t(ax, v, t, z)];
+    }
+    /* grad_fd_se has grad_fd's shape: grad_fd's index moved to the SE variable's offset */
+    size_t fd = y->offset[scatter_dst(CR_GRAD_FD, se)] - y->offset[CR_GRAD_FD];
+    for (size_t t = 0; t < ax->n_T; t++)
+        for (size_t e = 0; e < ax->n_eps; e++)
+            for (size_t z = 0; z < ax->n_norm; z++)
+                b[fd + cr_at_grad_fd(y, t, e, z, il, ih)] = o[met_at_grad_fd(ax, t, e, z)];
+}
+
+/* metrics.h: the head's means into the cell blocks, every cut (and their standard errors
+ * where both the block and the job are sampled). */
 void met_scatter_head(double *const *blocks, const cr_layout *y, const met_axes *ax,
                       const double *head_out, size_t ncuts, size_t il, size_t ih) {
     size_t per_cut = met_out_count(ax);
     for (size_t c = 0; c < ncuts; c++) {
-        const double *o = head_out + c * per_cut;
-        double *b = blocks[c];
-        for (int v = 0; v < MET_NPERN; v++)
-            for (size_t n = 0; n < ax->n_N; n++)
-                for (size_t t = 0; t < ax->n_T; t++)
-                    for (size_t z = 0; z < ax->n_norm; z++)
-                        b[cr_at_per_n(y, (cr_var)(CR_DIST_TRUE + v), n, t, z, il, ih)] =
-                            o[met_at_per_n(ax, v, n, t, z)];
-        for (int v = 0; v < MET_NPERT; v++)
-            for (size_t t = 0; t < ax->n_T; t++)
-                for (size_t z = 0; z < ax->n_norm; z++)
-                    b[cr_at_per_t(y, (cr_var)(CR_ENTROPY + v), t, z, il, ih)] =
-                        o[met_at_per_t(ax, v, t, z)];
-        for (size_t t = 0; t < ax->n_T; t++)
-            for (size_t e = 0; e < ax->n_eps; e++)
-                for (size_t z = 0; z < ax->n_norm; z++)
-                    b[cr_at_grad_fd(y, t, e, z, il, ih)] = o[met_at_grad_fd(ax, t, e, z)];
-        for (int v = 0; v < MET_NRAND; v++)
-            for (size_t n = 0; n < ax->n_N; n++)
-                for (size_t t = 0; t < ax->n_T; t++)
-                    for (size_t z = 0; z < ax->n_norm; z++)
-                        b[cr_at_per_n(y, (cr_var)(CR_DIST_RANDOM + v), n, t, z, il, ih)] =
-                            o[met_at_random(ax, v, n, t, z)];
+        scatter_cut(blocks[c], y, ax, head_out + c * per_cut, il, ih, 0);
+        if (y->sampled && ax->sample_rows) scatter_cut(blocks[c], y, ax, head_out + c * per_cut, il, ih, 1);
     }
 }

@@ -167,9 +167,11 @@ static size_t axes_unique_n(const met_axes *ax, uint32_t *uN, uint32_t *uOf) {
     return nU;
 }
 
-size_t met_out_count(const met_axes *ax) {
+size_t met_mean_count(const met_axes *ax) {
     return ((MET_NPERN + MET_NRAND) * ax->n_N + MET_NPERT + ax->n_eps) * ax->n_T * ax->n_norm;
 }
+
+size_t met_out_count(const met_axes *ax) { return met_mean_count(ax) * (ax->sample_rows ? 2 : 1); }
 
 static size_t carve(met_ws *w, char *base, size_t L, size_t dim, const met_axes *ax) {
     size_t nout = met_out_count(ax), at = 0;
@@ -248,6 +250,12 @@ static size_t carve(met_ws *w, char *base, size_t L, size_t dim, const met_axes 
     TAKE(w->rnd_d, Kr ? met_random_scratch_doubles(L, n_T, Kr) : 0, double);
     TAKE(w->rnd_out, Kr ? 3 * n_T : 0, double);
     TAKE(w->rnd_i, Kr ? 2 * L : 0, uint32_t);
+    if (ax->sample_rows) { /* section 9.1: the cut's rows, one row's values, their squares */
+        size_t nmean = met_mean_count(ax);
+        TAKE(w->samp_rows, L, uint32_t);
+        TAKE(w->row_acc, nmean, double);
+        TAKE(w->acc_sq, nmean, double);
+    }
 #undef TAKE
     w->order0 = w->order, w->sparse_T0 = w->sparse_T, w->nz_idx_T0 = w->nz_idx_T;
     w->nnz_T0 = w->nnz_T, w->a_T0 = w->a_T, w->S_T0 = w->S_T, w->e_T0 = w->e_T;
@@ -261,7 +269,7 @@ size_t met_workspace_bytes(size_t L_max, size_t dim, const met_axes *ax) {
 }
 
 
-static void finish_cut(double *out, met_ws *w) {
+void met_finish_cut(double *out, met_ws *w) {
     const met_axes *ax = w->ax;
     for (size_t iN = 0; iN < ax->n_N; iN++)
         for (size_t iT = 0; iT < ax->n_T; iT++)
@@ -329,7 +337,7 @@ void met_random_row(met_ws *w, size_t t, size_t n, size_t iZ) {
     }
 }
 
-static void reset_acc(met_ws *w) {
+void met_reset_acc(met_ws *w) {
     memset(w->acc, 0, w->nout * sizeof *w->acc);
     memset(w->cntN, 0, (w->ax->n_N ? w->ax->n_N : 1) * sizeof *w->cntN);
     w->cntT = 0;
@@ -476,13 +484,19 @@ static void delta_runs(met_ws *w, size_t Lmax) {
 
 }
 
-/* The rows of every cut (section 9): visible rows once for all cuts, full_row rows per cut. */
+/* The rows of every cut (section 9): visible rows once for all cuts, full_row rows per cut;
+ * metrics.query_rows = "sample:K" below a cut's rows: K of them (section 9.1). */
 static void head_rows(met_ws *w, double *out, const size_t *cuts, size_t ncuts) {
     const met_axes *ax = w->ax;
     const size_t Lmax = cuts[ncuts - 1];
     size_t nout = w->nout;
+    size_t first = ax->full_row ? 0 : 1; /* section 9: row 0 of a visible pass has no metric */
+    if (ax->sample_rows && ax->sample_rows < Lmax - first) {
+        met_sampled_cuts(out, w, cuts, ncuts);
+        return;
+    }
     if (!ax->full_row) {
-        reset_acc(w);
+        met_reset_acc(w);
         size_t c = 0;
         size_t B = w->finite ? w->rows_per_block : 1; /* a block adds 0 * x terms: finite x */
         for (size_t t = 0; t < Lmax;) {
@@ -494,7 +508,7 @@ static void head_rows(met_ws *w, double *out, const size_t *cuts, size_t ncuts) 
             else
                 met_process_row(w, t, t + 1, w->delta_run[t]);
             t = end;
-            while (c < ncuts && cuts[c] == t) finish_cut(out + nout * c++, w);
+            while (c < ncuts && cuts[c] == t) met_finish_cut(out + nout * c++, w);
         }
     } else {
         for (size_t c = 0; c < ncuts; c++) {
@@ -502,12 +516,15 @@ static void head_rows(met_ws *w, double *out, const size_t *cuts, size_t ncuts) 
                 memcpy(out + nout * c, out + nout * (c - 1), nout * sizeof *out);
                 continue;
             }
-            reset_acc(w);
+            met_reset_acc(w);
             size_t Lc = cuts[c];
             for (size_t t = 0; t < Lc; t++) met_process_row(w, t, Lc, w->delta_run[Lc - 1]);
-            finish_cut(out + nout * c, w);
+            met_finish_cut(out + nout * c, w);
         }
     }
+    /* every row taken although sampling was asked for (K >= the rows): exact means, SE 0 */
+    if (ax->sample_rows)
+        for (size_t c = 0; c < ncuts; c++) met_exact_se(out + nout * c, ax);
 }
 
 int met_head(double *out, void *workspace, size_t workspace_bytes, const float *scores,

@@ -241,6 +241,10 @@ typedef struct {
     /* grid bookkeeping and accumulators */
     double *acc, *cntN;
     double cntT;
+    /* metrics.query_rows = "sample:K" (section 9.1; carved only then): the cut's rows, one
+     * row's values (acc while a row runs) and the sums of their squares */
+    uint32_t *samp_rows;
+    double *row_acc, *acc_sq;
     int finite; /* every vector entry finite: zero weights may be skipped (0 * x = 0) */
     /* metrics.per_N_T (metrics.h): the walk over N runs for the n_W grid T wT [n_W] only;
      * grid T iT keeps its weights in slot slotT [iT] of a_T, the walked T in slots 0 .. n_W
@@ -293,6 +297,13 @@ static inline size_t met_rows_per_block(const met_axes *ax) {
 /* metrics.c: one row of the head job (called once per row by met_head in metrics_head.c), or
  * the visible rows t0 .. t0 + nrows - 1 (nrows <= rows_per_block, finite vectors) as a block */
 void met_process_row(met_ws *w, size_t t, size_t n, double delta);
+/* the means of a cut from acc and the counts (section 9); zeroing them for the next cut */
+void met_finish_cut(double *out, met_ws *w);
+void met_reset_acc(met_ws *w);
+/* metrics_rows.c (section 9.1): every cut on its sampled rows, means and SE into out (nout
+ * per cut); met_exact_se: SE 0 where a mean of out is a number (every row was taken) */
+void met_sampled_cuts(double *out, met_ws *w, const size_t *cuts, size_t ncuts);
+void met_exact_se(double *out, const met_axes *ax);
 void met_process_rows(met_ws *w, size_t t0, size_t nrows);
 /* metrics_head.c: dist_random of row t (n keys) at normalizer iZ, every walked T and grid N */
 void met_random_row(met_ws *w, size_t t, size_t n, size_t iZ);

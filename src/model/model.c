@@ -141,8 +141,8 @@ static int family_of(model_family *f, const json_value *root, const char *path, 
                    path, t ? "\"" : "a ", t ? t : json_type_name(mt->type), t ? "\"" : "");
 }
 
-static int config_from_json(gpt2_config *cfg, const json_value *root, const char *path,
-                            as_err *err) {
+static int model_config_from_json(gpt2_config *cfg, const json_value *root, const char *path,
+                                  as_err *err) {
     if (root->type != JSON_OBJECT)
         return as_fail(err, "%s: top level is a %s, expected an object", path,
                        json_type_name(root->type));
@@ -156,7 +156,7 @@ int model_config_read(gpt2_config *cfg, const char *dir, as_err *err) {
     memset(cfg, 0, sizeof *cfg);
     json_doc *doc = json_parse_file(path, err);
     if (!doc) return -1;
-    int rc = config_from_json(cfg, json_root(doc), path, err);
+    int rc = model_config_from_json(cfg, json_root(doc), path, err);
     json_free(doc);
     return rc;
 }
@@ -173,7 +173,7 @@ const char *model_kind(const char *dir) {
     gpt2_config c = {0};
     if (synth && synth->type == JSON_TRUE) {
         kind = "synthetic-random";
-    } else if (!json_get(root, "training_note") && config_from_json(&c, root, path, &err) == 0 &&
+    } else if (!json_get(root, "training_note") && model_config_from_json(&c, root, path, &err) == 0 &&
                c.family == MODEL_GPT2 && c.vocab_size == 50257 && c.n_positions == 1024) {
         static const size_t release[][3] = {{12, 12, 768}, {24, 16, 1024}, {36, 20, 1280}, {48, 25, 1600}};
         for (size_t i = 0; i < 4; i++)
@@ -295,6 +295,14 @@ static int match_tensors(model_slot *slots, size_t n_slots, const model_files *m
             return as_fail(err, "%s: missing tensor %s",
                            mf->index_path[0] ? mf->index_path : mf->files[0].path, slots[k].name);
     return 0;
+}
+
+int model_weights_sha256(const char *dir, char hex[65], as_err *err) {
+    model_files mf;
+    if (model_files_open(&mf, dir, err)) return -1;
+    int rc = model_files_sha256(&mf, hex, err);
+    model_files_close(&mf);
+    return rc;
 }
 
 void model_free(gpt2_model *m) {

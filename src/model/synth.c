@@ -157,7 +157,7 @@ void synth_tensor_add(synth_tensor *t, size_t *n, const char *name, size_t ndim,
 }
 
 /* The tensors of a Hugging Face GPT-2 file, in our file order. */
-static size_t plan_tensors(synth_tensor *t, const gpt2_config *c, double qk_std) {
+static size_t tensors_gpt2(synth_tensor *t, const gpt2_config *c, double qk_std) {
     size_t n = 0, C = c->n_embd, P = c->n_positions;
     double proj_std = INIT_STD / sqrt(2.0 * (double)c->n_layer);
     char name[64];
@@ -267,7 +267,7 @@ static int write_weights(const char *dir, const gpt2_config *c, uint64_t seed, d
     size_t max_tensors = 4 + 13 * c->n_layer;
     synth_tensor *t = calloc(max_tensors, sizeof *t);
     if (!t) return as_fail(err, "out of memory");
-    size_t n = plan_tensors(t, c, qk_std);
+    size_t n = tensors_gpt2(t, c, qk_std);
     char final[4200];
     snprintf(final, sizeof final, "%s/model.safetensors", dir);
     int rc = synth_write_tensors(final, t, n, seed, dtype, err);

@@ -1,7 +1,7 @@
-/* launch.c -- see sweep.h: the collectives of a run. The run itself (its steps, what they
+/* launch.c -- see launch.h: the collectives of a run. The run itself (its steps, what they
  * check and write) is include/sweep/run.h's; this file broadcasts what rank 0 found, keeps
  * one model's weights per node (weights.h) and hands the units to the scheduler. */
-#include "sweep.h"
+#include "launch.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,6 +66,19 @@ static int share_config(launch *l, as_err *err) {
     return all_ok(l->comm, ok) ? 0 : -1;
 }
 
+/* Step 1, before any work: the ranks on rank 0's node against its memory (run_check_memory),
+ * decided by rank 0 alone so that every rank has the one answer. */
+static int check_node_memory(launch *l, as_err *err) {
+    MPI_Comm node;
+    int node_ranks = 1;
+    if (MPI_Comm_split_type(l->comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
+        MPI_Comm_size(node, &node_ranks);
+        MPI_Comm_free(&node);
+    }
+    int ok = l->r.rank != 0 || run_check_memory(&l->r, (size_t)node_ranks, err) == 0;
+    return all_ok(l->comm, ok) ? 0 : -1;
+}
+
 /* Step 2: rank 0 loads the text; every rank gets the token ids. */
 static int share_text(launch *l, as_err *err) {
     run *r = &l->r;
@@ -80,22 +93,25 @@ static int share_text(launch *l, as_err *err) {
     return 0;
 }
 
+/* Model m into the node's shared copy (weights.h), then on rank 0 the run's check of
+ * what was loaded (run_model_loaded); every rank learns the result. */
+static int load_model(launch *l, size_t m, as_err *err) {
+    run *r = &l->r;
+    if (weights_load(&l->w, l->comm, r->cfg.models[m].dir, (long)m, err)) return -1;
+    return all_ok(l->comm, r->rank != 0 || run_model_loaded(r, m, &l->w.model, err) == 0) ? 0 : -1;
+}
+
 /* Step 3: the models checked (rank 0) and model 0 loaded, one copy per node; the others
  * are loaded when their cells run. */
 static int load_first_model(launch *l, as_err *err) {
     run *r = &l->r;
     double t = as_monotonic_s();
-    r->model_sha = calloc(r->cfg.n_model, sizeof *r->model_sha);
-    if (!all_ok(l->comm, r->model_sha != NULL)) return as_fail(err, "out of memory");
-    if (weights_check_models(&r->cfg, l->comm, r->model_sha, err) ||
-        weights_load(&l->w, l->comm, r->cfg.models[0].dir, 0, NULL, err))
-        return -1;
-    if (r->rank == 0) memcpy(r->model_sha[0], l->w.model.weights_sha256, sizeof r->model_sha[0]);
+    if (!all_ok(l->comm, r->rank != 0 || run_check_models(r, err) == 0) || load_model(l, 0, err)) return -1;
     r->timing[TM_LOAD] = as_monotonic_s() - t;
     return 0;
 }
 
-/* The distinct host names of the ranks, "a,b" (rank 0). */
+/* The ranks' host names gathered on rank 0, for the provenance (run_hosts_list). */
 static void hosts_list(char *out, size_t size, MPI_Comm comm, int rank, int nranks) {
     char name[MPI_MAX_PROCESSOR_NAME] = {0};
     int len = 0;
@@ -104,15 +120,7 @@ static void hosts_list(char *out, size_t size, MPI_Comm comm, int rank, int nran
     MPI_Gather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, 0,
                comm);
     if (rank != 0) return;
-    out[0] = 0;
-    for (int q = 0; all && q < nranks; q++) {
-        const char *h = all + (size_t)q * MPI_MAX_PROCESSOR_NAME;
-        int seen = 0;
-        for (int p = 0; p < q && !seen; p++) seen = !strcmp(h, all + (size_t)p * MPI_MAX_PROCESSOR_NAME);
-        if (seen) continue;
-        if (out[0]) strncat(out, ",", size - strlen(out) - 1);
-        strncat(out, h, size - strlen(out) - 1);
-    }
+    run_hosts_list(out, size, all, MPI_MAX_PROCESSOR_NAME, all ? (size_t)nranks : 0);
     free(all);
 }
 
@@ -171,9 +179,7 @@ static int launch_model(launch *l, size_t m, const int64_t *unit_ids, size_t bef
     size_t lo = r->model_units[m], hi = r->model_units[m + 1];
     if (hi == lo) return SCHED_COMPLETE;
     double tl = as_monotonic_s();
-    int ok = l->w.index == (long)m ||
-             weights_load(&l->w, l->comm, r->cfg.models[m].dir, (long)m,
-                          r->rank == 0 ? r->model_sha[m] : NULL, err) == 0;
+    int ok = l->w.index == (long)m || load_model(l, m, err) == 0;
     r->timing[TM_LOAD] += as_monotonic_s() - tl;
     if (!ok) return -1;
     int computes = l->size == 1 || r->rank != 0;
@@ -183,18 +189,16 @@ static int launch_model(launch *l, size_t m, const int64_t *unit_ids, size_t bef
         return -1;
     }
     char unit[300];
-    if (r->cfg.n_model > 1) snprintf(unit, sizeof unit, "windows of %s", r->cfg.models[m].name);
-    else snprintf(unit, sizeof unit, "windows");
-    /* commit_every counts cells; the scheduler counts units */
-    size_t per_commit = (size_t)r->cfg.commit_every / r->unit_cells;
+    run_unit_name(r, m, unit, sizeof unit);
     const char *sync_env = getenv("ATTNSWEEP_SYNC_COMMIT");
     sched_opts so = {.block_doubles = r->unit_cells * r->slot_doubles, .compute = compute_cb,
                      .compute_ctx = r, .commit = commit_cb, .dispatched = dispatched_cb,
-                     .master_ctx = r, .commit_every = per_commit ? per_commit : 1,
+                     .master_ctx = r, .commit_every = run_units_per_commit(r),
                      .progress_every_s = r->opts->progress_every_s, .unit = unit,
                      .grace_usr1_s = r->cfg.stop_grace,
                      /* the commit on the receiving thread, as before the writer thread:
-                      * for benchmarks against the old path (README, Performance) */
+                      * for benchmarks against the old path (docs/performance.md,
+                      * "The writer thread under real MPI") */
                      .sync_commit = sync_env && !strcmp(sync_env, "1"),
                      .done_before = r->rank == 0 ? before : 0};
     sched_stats ms = {0};
@@ -206,11 +210,8 @@ static int launch_model(launch *l, size_t m, const int64_t *unit_ids, size_t bef
 
 /* ATTNSWEEP_TIMINGS=1: every rank's row to rank 0, which prints the table. */
 static void print_timings(launch *l, const sched_stats *s) {
-    const char *on = getenv("ATTNSWEEP_TIMINGS");
-    if (!on || on[0] != '1') return;
     run *r = &l->r;
-    run_add_worker_timings(r); /* the last model's worker (the earlier ones at their switch) */
-    r->timing[TM_CPU] = as_process_cpu_s();
+    if (!run_timings_row(r)) return;
     double *all = r->rank == 0 ? malloc((size_t)l->size * TM_N * sizeof(double)) : NULL;
     MPI_Gather(r->timing, TM_N, MPI_DOUBLE, all, TM_N, MPI_DOUBLE, 0, l->comm);
     run_sched_totals t = {.elapsed_s = s->elapsed_s, .master_cpu_s = s->master_cpu_s,
@@ -220,7 +221,7 @@ static void print_timings(launch *l, const sched_stats *s) {
     free(all);
 }
 
-int sweep_run(MPI_Comm comm, const run_opts *opts, run_summary *sum, as_err *err) {
+int launch_run(MPI_Comm comm, const run_opts *opts, run_summary *sum, as_err *err) {
     double t0 = as_wall_s();
     launch l = {.comm = comm};
     int rank;
@@ -238,7 +239,7 @@ int sweep_run(MPI_Comm comm, const run_opts *opts, run_summary *sum, as_err *err
     size_t *before = NULL;
     if (share_config(&l, e)) goto out;
     snprintf(sum->output, sizeof sum->output, "%s", r->out_path);
-    if (share_text(&l, e) || load_first_model(&l, e)) goto out;
+    if (check_node_memory(&l, e) || share_text(&l, e) || load_first_model(&l, e)) goto out;
     before = calloc(r->cfg.n_model, sizeof *before);
     if (!all_ok(comm, before != NULL)) srun = as_fail(e, "out of memory");
     else if (share_units(&l, sum, before, e)) srun = -1;
@@ -265,14 +266,14 @@ out:
     return rc;
 }
 
-int sweep_main(int *argc, char ***argv, const run_opts *opts, run_summary *sum, int *rank, as_err *err) {
+int launch_main(int *argc, char ***argv, const run_opts *opts, run_summary *sum, int *rank, as_err *err) {
     int thread_level = MPI_THREAD_SINGLE;
     store_library_init(); /* before MPI: a full disk must not crash the exit (store.h) */
     MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &thread_level);
     MPI_Comm_rank(MPI_COMM_WORLD, rank);
     memset(sum, 0, sizeof *sum);
     int rc = -1;
-    if (all_ok(MPI_COMM_WORLD, as_signals_install(err) == 0)) rc = sweep_run(MPI_COMM_WORLD, opts, sum, err);
+    if (all_ok(MPI_COMM_WORLD, signals_install(err) == 0)) rc = launch_run(MPI_COMM_WORLD, opts, sum, err);
     else if (*rank == 0 && !err->msg[0]) as_fail(err, "a rank could not install its stop signal handlers");
     MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
     MPI_Finalize();

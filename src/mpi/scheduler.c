@@ -139,7 +139,7 @@ static int resolve_opts(const sched_opts *o, int rank, int size, resolved_opts *
 
 /* The grace a stop begun by signo gives the running cells (signals.h: graceful or not). */
 static double grace_for(const resolved_opts *o, int signo) {
-    return as_signals_graceful(signo) ? o->grace_usr1_s : o->grace_term_s;
+    return signals_graceful(signo) ? o->grace_usr1_s : o->grace_term_s;
 }
 
 /* Seconds a stop begun at t0 by signo still waits at `now`: its own grace, cut short to the
@@ -221,14 +221,14 @@ static void note_abandon(master_state *m, double t);
 int sched_should_stop(void) {
     int stop = 0;
     if (active_worker) stop = worker_poll_master(active_worker);
-    int signo = as_signals_caught();
+    int signo = signals_caught();
     if (signo && active_alone) alone_stop_begins(active_alone, signo); /* says so, once */
-    if (signo && active_alone && as_signals_abandon_at() >= 0) note_abandon(active_alone, as_signals_abandon_at());
+    if (signo && active_alone && signals_abandon_at() >= 0) note_abandon(active_alone, signals_abandon_at());
     /* A worker's grace is the master's to end (its STOP arrives through the poll
      * above): a worker timing its own copy from its own catch of the signal ran
      * out a few ms before the master and gave its cell up unannounced. */
     if (!stop && signo && !active_worker)
-        stop = !active_opts || stop_left(active_opts, signo, as_signals_caught_at(), as_signals_abandon_at(),
+        stop = !active_opts || stop_left(active_opts, signo, signals_caught_at(), signals_abandon_at(),
                                          as_monotonic_s()) <= 0;
     return stop;
 }
@@ -312,12 +312,12 @@ static int worker_loop(MPI_Comm comm, const sched_opts *o, const resolved_opts *
     backoff b;
     backoff_reset(&b);
     while (!worker_poll_master(&w)) {
-        int signo = as_signals_caught();
+        int signo = signals_caught();
         if (signo && !told_signal) {
             send_small(comm, UP_SIGNAL, -1, signo);
             told_signal = 1;
         }
-        if (signo && !told_abandon && as_signals_abandon_at() >= 0) {
+        if (signo && !told_abandon && signals_abandon_at() >= 0) {
             send_small(comm, UP_ABANDON, -1, signo);
             told_abandon = 1;
         }
@@ -353,7 +353,7 @@ static int worker_loop(MPI_Comm comm, const sched_opts *o, const resolved_opts *
                      : o->compute(o->compute_ctx, cell, (double *)(void *)(slot + sizeof h), &cerr);
         h.compute_s = as_monotonic_s() - t0;
         if (worker_poll_master(&w)) break; /* stopped while computing: the result is not wanted */
-        if (rc != 0 && (as_signals_caught() || w.halted) && sched_should_stop())
+        if (rc != 0 && (signals_caught() || w.halted) && sched_should_stop())
             continue; /* gave up because of the stop: the cell stays pending, not failed */
         if (rc == 0) {
             h.payload_bytes = (int64_t)(r->block_doubles * sizeof(double));
@@ -363,7 +363,7 @@ static int worker_loop(MPI_Comm comm, const sched_opts *o, const resolved_opts *
             h.payload_bytes = (int64_t)strlen(cerr.msg) + 1;
             if (!out_of_memory) memcpy(slot + sizeof h, cerr.msg, (size_t)h.payload_bytes);
         }
-        h.signo = as_signals_caught();
+        h.signo = signals_caught();
         if (out_of_memory) {
             /* Only the header: the master reads an empty message as this failure. */
             h.payload_bytes = 0;
@@ -491,7 +491,7 @@ static void announce_stop(master_state *m, size_t running, size_t queued) {
 /* A signal that abandons the running cells, noticed once (the grace it cuts short says so;
  * a stop begun by SIGTERM has the short grace already). */
 static void note_abandon(master_state *m, double t) {
-    if (!m->stopping || m->abandon_t0 >= 0 || !as_signals_graceful(m->signo)) return;
+    if (!m->stopping || m->abandon_t0 >= 0 || !signals_graceful(m->signo)) return;
     m->abandon_t0 = t;
     char grace[32];
     format_grace(grace, sizeof grace, m->r->grace_term_s);
@@ -654,7 +654,7 @@ static void alone_stop_begins(master_state *m, int signo) {
     if (m->stopping) return;
     m->stopping = 1;
     m->signo = signo;
-    m->stop_t0 = as_signals_caught_at();
+    m->stop_t0 = signals_caught_at();
     announce_stop(m, m->in_flight, 0);
 }
 
@@ -663,7 +663,7 @@ static int master_alone(master_state *m, as_err *err) {
     active_opts = m->r;
     active_alone = m;
     while (m->next < m->ncells) {
-        int signo = as_signals_caught();
+        int signo = signals_caught();
         if (signo) {
             alone_stop_begins(m, signo);
             break;
@@ -738,12 +738,12 @@ static int master_loop(master_state *m, as_err *err) {
             failed = 1;
             break;
         }
-        int signo = as_signals_caught();
+        int signo = signals_caught();
         if (signo && !m->stopping && begin_stop(m, signo, err) != 0) {
             failed = 1;
             break;
         }
-        if (m->stopping && as_signals_abandon_at() >= 0) note_abandon(m, as_signals_abandon_at());
+        if (m->stopping && signals_abandon_at() >= 0) note_abandon(m, signals_abandon_at());
         if (m->stopping && !all_stopped(m) &&
             stop_left(m->r, m->signo, m->stop_t0, m->abandon_t0, as_monotonic_s()) < 0) {
             char grace[32];
@@ -827,7 +827,7 @@ int sched_run(MPI_Comm comm, const int64_t *cells, size_t ncells, const sched_op
      * others in the collective call below rather than leaving them in it. */
     int cannot = 0;
     if (rank == 0 && ncells > 0 && !cells) cannot = 1, as_fail(err, "scheduler: %zu cells but no list", ncells);
-    else if (as_signals_install(err) != 0) cannot = 1;
+    else if (signals_install(err) != 0) cannot = 1;
 
     /* A block size that differs between ranks would truncate a message and
      * abort the job inside MPI; one collective call turns it into an error. */

@@ -35,7 +35,7 @@ static void on_stop_signal(int signo) {
     caught_signal = signo;
 }
 
-int as_signals_install(as_err *err) {
+int signals_install(as_err *err) {
     if (installed) return 0;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -53,29 +53,29 @@ int as_signals_install(as_err *err) {
     return 0;
 }
 
-void as_signals_restore(void) {
+void signals_restore(void) {
     if (!installed) return;
     for (int i = 0; i < N_STOP_SIGNALS; i++) sigaction(stop_signals[i], &previous[i], NULL);
     installed = 0;
-    as_signals_clear();
+    signals_clear();
 }
 
-int as_signals_caught(void) { return caught_signal; }
+int signals_caught(void) { return caught_signal; }
 
-double as_signals_caught_at(void) {
+double signals_caught_at(void) {
     if (!caught_signal) return -1.0;
     long long ns = atomic_load(&caught_ns);
     return ns < 0 ? as_monotonic_s() : 1e-9 * (double)ns; /* the flag is set after the time */
 }
 
-double as_signals_abandon_at(void) {
+double signals_abandon_at(void) {
     long long ns = atomic_load(&abandon_ns);
     return ns < 0 ? -1.0 : 1e-9 * (double)ns;
 }
 
-int as_signals_graceful(int signo) { return signo == SIGUSR1 || signo == SIGINT; }
+int signals_graceful(int signo) { return signo == SIGUSR1 || signo == SIGINT; }
 
-void as_signals_clear(void) {
+void signals_clear(void) {
     caught_signal = 0;
     atomic_store(&caught_ns, -1);
     atomic_store(&abandon_ns, -1);

@@ -2,12 +2,10 @@
 #include "weights.h"
 
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "fileio.h"
-#include "sha256.h"
 
 static int all_ok(MPI_Comm comm, int ok) {
     int all = 0;
@@ -35,8 +33,7 @@ void weights_unload(node_weights *w) {
     w->index = -1;
 }
 
-int weights_load(node_weights *w, MPI_Comm comm, const char *dir, long index, const char *want_sha,
-                 as_err *err) {
+int weights_load(node_weights *w, MPI_Comm comm, const char *dir, long index, as_err *err) {
     weights_unload(w);
     int rank = 0;
     MPI_Comm_rank(comm, &rank);
@@ -96,44 +93,6 @@ int weights_load(node_weights *w, MPI_Comm comm, const char *dir, long index, co
         if (rank == 0 && w->ok) as_fail(err, "the model failed to load on another rank");
         return -1;
     }
-    /* the weights computed with must be the ones the store recorded at its open */
-    ok = 1;
-    if (rank == 0 && want_sha && want_sha[0] && w->model.weights_sha256[0] &&
-        strcmp(w->model.weights_sha256, want_sha)) {
-        as_fail(err, "%s/model.safetensors: changed during the run (sha256 %s, recorded %s at the "
-                "start); restore it and resume", dir, w->model.weights_sha256, want_sha);
-        ok = 0;
-    }
-    if (!all_ok(comm, ok)) return -1;
     w->index = index;
     return 0;
 }
-
-/* Rank 0, before the store opens (so a bad model file is refused before any result
- * file exists): the sha256 of models 1.. and every tensor of their model.safetensors
- * checked against config.json (model_load_into without filling: the arena is reserved,
- * never touched); model 0 is loaded in full (load_model) and gives its own sha256. The
- * values of models 1.. (NaN, Inf) are checked when they are loaded, at their turn. */
-int weights_check_models(const as_config *cfg, MPI_Comm comm, char (*sha)[65], as_err *err) {
-    int ok = 1, rank = 0;
-    MPI_Comm_rank(comm, &rank);
-    if (rank == 0) {
-        for (size_t m = 1; ok && m < cfg->n_model; m++) {
-            const as_model_spec *ms = &cfg->models[m];
-            char path[AS_PATH_MAX + 32];
-            snprintf(path, sizeof path, "%s/model.safetensors", ms->dir);
-            ok = sha256_file_hex(sha[m], path, err) == 0;
-            void *arena = ok ? malloc(model_arena_bytes(&ms->cfg) + 64) : NULL;
-            if (ok && !arena) ok = 0, as_fail(err, "%s: out of memory", ms->dir);
-            if (ok) {
-                gpt2_model probe;
-                float *aligned = (float *)(void *)((char *)arena + (64 - (uintptr_t)arena % 64) % 64);
-                ok = model_load_into(&probe, ms->dir, aligned, 0, err) == 0;
-                if (ok) model_free(&probe);
-            }
-            free(arena);
-        }
-    }
-    return all_ok(comm, ok) ? 0 : -1;
-}
-

@@ -6,7 +6,7 @@
  * against config.json), so an extra rank costs its activations alone.
  * ATTNSWEEP_PRIVATE_WEIGHTS=1 gives every rank its own copy (for comparison).
  *
- * The model axis (README, "Several models in one sweep"): one model is resident at a
+ * The model axis (docs/usage.md, "Several models in one sweep"): one model is resident at a
  * time. weights_load is collective over comm and first frees the resident model (its
  * window: MPI_Win_free is collective over the node's ranks), then maps the next one, so
  * two models never share the memory -- no transient at a switch. */
@@ -15,7 +15,6 @@
 
 #include <mpi.h>
 
-#include "config.h"
 #include "errors.h"
 #include "model.h"
 
@@ -32,15 +31,8 @@ void weights_init(node_weights *w);
 void weights_unload(node_weights *w);
 void weights_free(node_weights *w);
 
-/* Loads DIR (model `index`) in place of the resident model; collective over comm. When
- * want_sha is given (rank 0), the weights must hash to it (the sha256 the store recorded
- * at its open): a file rewritten during the run is refused. */
-int weights_load(node_weights *w, MPI_Comm comm, const char *dir, long index, const char *want_sha,
-                 as_err *err);
-
-/* Rank 0, before the store opens (a bad model file is refused before any result file
- * exists): sha[m] for models 1.. and every tensor of their model.safetensors checked
- * against config.json (without reading the values). Collective over comm. */
-int weights_check_models(const as_config *cfg, MPI_Comm comm, char (*sha)[65], as_err *err);
+/* Loads DIR (model `index`) in place of the resident model; collective over comm. What
+ * the weights must hash to is the run's to check (run_model_loaded, run.h). */
+int weights_load(node_weights *w, MPI_Comm comm, const char *dir, long index, as_err *err);
 
 #endif

@@ -98,7 +98,7 @@ int st_write_cell_chunks(store *s, size_t m, size_t w, size_t l, const unsigned 
         if (st_dz_buffers(s) || !cw_deflated_convert(dz, s->dz_conv, s->dz_cap, s->fletcher)) return -1;
         dz = s->dz_conv;
     }
-    for (int v = 0; v < N_METRICS; v++) {
+    for (int v = 0; v < cw_nvars(&s->lay); v++) {
         hsize_t off[9];
         const unsigned char *chunk;
         size_t n = cw_deflated_var(dz, v, &chunk);
@@ -111,11 +111,11 @@ int st_write_cell_chunks(store *s, size_t m, size_t w, size_t l, const unsigned 
 
 int st_read_cell_chunks(const store *s, hid_t f, size_t m, size_t w, size_t l, int fletcher32,
                         unsigned char *out, size_t cap, size_t *len) {
-    (void)s;
     uint64_t lens[N_METRICS];
-    size_t at = cw_deflated_header_bytes();
+    int nv = cw_nvars(&s->lay);
+    size_t at = cw_deflated_header_bytes(nv);
     int rc = 0;
-    for (int v = 0; v < N_METRICS && !rc; v++) {
+    for (int v = 0; v < nv && !rc; v++) {
         hid_t ds = H5Dopen2(f, cr_var_name((cr_var)v), H5P_DEFAULT);
         if (ds < 0) return -1;
         hsize_t off[9], size = 0;
@@ -131,7 +131,7 @@ int st_read_cell_chunks(const store *s, hid_t f, size_t m, size_t w, size_t l, i
         at += (size_t)size;
     }
     if (rc) return -1;
-    cw_deflated_header(out, lens, fletcher32);
+    cw_deflated_header(out, lens, nv, fletcher32);
     *len = at;
     return 0;
 }

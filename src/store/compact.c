@@ -172,6 +172,7 @@ void st_layout_store(store *s, const store_axes *axes) {
     s->ax = *axes;
     cr_layout_init(&s->lay, axes->n_N, axes->n_T, axes->n_eps, axes->n_norm, axes->n_layer,
                    axes->n_head);
+    cr_layout_sample(&s->lay, axes->sampled);
     size_t at = 0;
     for (int v = 0; v < N_METRICS; v++) {
         s->var_offset[v] = at;

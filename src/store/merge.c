@@ -443,6 +443,7 @@ static int append_cells_of(merge_state *m, journal *out, size_t s, as_err *err) 
                 store_axes a = *m->axes;
                 cr_layout lay;
                 cr_layout_init(&lay, a.n_N, a.n_T, a.n_eps, a.n_norm, a.n_layer, a.n_head);
+                cr_layout_sample(&lay, a.sampled);
                 m->dz_cap = cw_deflate_bound(&lay);
                 if (!(m->buf_dz = malloc(m->dz_cap))) rc = as_fail(err, "%s: out of memory", m->shards[s].path);
             }

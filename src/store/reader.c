@@ -28,18 +28,20 @@ uint64_t store_axes_fingerprint(const store_axes *a) {
     for (size_t i = 0; i < a->n_norm; i++) h = fnv1a(h, a->normalizer[i], strlen(a->normalizer[i]) + 1);
     h = fnv1a(h, a->layer, a->n_layer * sizeof *a->layer);
     h = fnv1a(h, a->head, a->n_head * sizeof *a->head);
+    if (a->sampled) h = fnv1a(h, "query_rows", 10); /* unsampled: the fingerprint as before */
     return h;
 }
 
 size_t store_payload_bytes(const store_axes *a) {
     cr_layout lay;
     cr_layout_init(&lay, a->n_N, a->n_T, a->n_eps, a->n_norm, a->n_layer, a->n_head);
+    cr_layout_sample(&lay, a->sampled);
     size_t at = 0;
     for (int v = 0; v < N_METRICS; v++) at += lay.count[v] * cw_type_size(cw_var_type[v]);
     return at;
 }
 
-enum { DESC_STRINGS = 15 };
+enum { DESC_STRINGS = 16 };
 typedef struct {
     int64_t *window_start;
     int32_t *L, *N, *layer, *head;
@@ -49,7 +51,7 @@ typedef struct {
     char *str[DESC_STRINGS];
     /* the model axis (absent in files from before it: n_model 0) */
     size_t n_model;
-    char **model_name, **model_path, **model_sha, **model_kind, **model_cfg_sha;
+    char **model_name, **model_path, **model_sha, **model_kind, **model_cfg_sha, **model_family;
     int32_t *model_n_layer, *model_n_head, *model_n_embd;
     int64_t *training_step;
     uint8_t *head_valid;
@@ -70,7 +72,7 @@ void store_description_free(store_description *d) {
     for (int i = 0; i < DESC_STRINGS; i++) free(o->str[i]);
     free_strings(o->model_name, o->n_model), free_strings(o->model_path, o->n_model);
     free_strings(o->model_sha, o->n_model), free_strings(o->model_kind, o->n_model);
-    free_strings(o->model_cfg_sha, o->n_model);
+    free_strings(o->model_cfg_sha, o->n_model), free_strings(o->model_family, o->n_model);
     free(o->model_n_layer), free(o->model_n_head), free(o->model_n_embd), free(o->training_step);
     free(o->head_valid);
     free(o);
@@ -146,6 +148,11 @@ static const char *desc_models(hid_t file, desc_owned *o, store_axes *a) {
         o->model_cfg_sha = desc_read_strings(file, "model_config_sha256", &k);
         if (!o->model_cfg_sha || k != n) return "model_config_sha256";
     }
+    /* model_family came with the families: absent, nothing is recorded (NULL) */
+    if (H5Lexists(file, "model_family", H5P_DEFAULT) > 0) {
+        o->model_family = desc_read_strings(file, "model_family", &k);
+        if (!o->model_family || k != n) return "model_family";
+    }
     o->model_n_layer = st_read_1d(file, "model_n_layer", H5T_NATIVE_INT32, 4, &k);
     if (!o->model_n_layer || k != n) return "model_n_layer";
     o->model_n_head = st_read_1d(file, "model_n_head", H5T_NATIVE_INT32, 4, &k);
@@ -167,6 +174,7 @@ static const char *desc_models(hid_t file, desc_owned *o, store_axes *a) {
     a->model_sha256 = (const char *const *)o->model_sha;
     a->model_kind = (const char *const *)o->model_kind;
     a->model_config_sha256 = (const char *const *)o->model_cfg_sha;
+    a->model_family = (const char *const *)o->model_family;
     a->model_n_layer = o->model_n_layer, a->model_n_head = o->model_n_head;
     a->model_n_embd = o->model_n_embd, a->training_step = o->training_step;
     a->head_valid = o->head_valid;
@@ -259,6 +267,11 @@ int store_describe(const char *path, store_description *d, as_err *err) {
         o->str[14] = desc_attr_str(file, "model_config_sha256");
         if (!bad && !o->str[14]) bad = "model_config_sha256";
         p->model_config_sha256 = o->str[14];
+        /* absent in older files: "" (every row); "sample:K": the SE variables are there */
+        o->str[15] = desc_attr_str(file, "query_rows");
+        if (!bad && !o->str[15]) bad = "query_rows";
+        p->query_rows_name = o->str[15];
+        a->sampled = o->str[15] && !strncmp(o->str[15], "sample:", 7);
     } H5E_END_TRY;
     H5Fclose(file);
     if (bad) {

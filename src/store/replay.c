@@ -128,7 +128,7 @@ static int replay_cell(store *s, const journal_record *r, as_err *err) {
         size_t dz_max = cw_deflate_bound(&s->lay);
         if (r->status == STORE_DONE &&
             (compact ? r->payload_len != JOURNAL_COMPACT_BYTES
-                     : dz ? r->payload_len < cw_deflated_header_bytes() || r->payload_len > dz_max
+                     : dz ? r->payload_len < cw_deflated_header_bytes(cw_nvars(&s->lay)) || r->payload_len > dz_max
                           : r->payload_len != s->payload_bytes))
             return as_fail(err, "%s: cell (window %d, L %d) has %llu payload bytes, expected %s%zu",
                            s->journal_path, r->window, r->L, (unsigned long long)r->payload_len,

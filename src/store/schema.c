@@ -49,6 +49,21 @@ const st_metric_def st_metric_defs[N_METRICS] = {
     [CR_DIST_RANDOM_SE] = {"Monte-Carlo standard error of dist_random's mean over rows (0 where every row is exact)", "1"},
     [CR_DIST_RANDOM_UPPER] = {"mean over rows of sqrt(E||Z||^2) for a uniformly random choice of N keys: the second-moment upper bound of dist_random", "1"},
     [CR_CRIT_N_CENSORED] = {"1 where no N of the grid passed the Kolmogorov-Smirnov test (crit_N is then missing: the critical N is at least the largest N tested), 0 where crit_N was found", "1"},
+    /* metrics.query_rows = "sample:K" only (docs/metrics.md section 9.1) */
+    [CR_DIST_TRUE_SE] = {"standard error of dist_true's mean over the sampled rows", "1"},
+    [CR_DIST_BOUND_SE] = {"standard error of dist_bound's mean over the sampled rows", "1"},
+    [CR_DIST_EXPECT_SE] = {"standard error of dist_expect's mean over the sampled rows", "1"},
+    [CR_SEP_RATIO_SE] = {"standard error of sep_ratio's mean over the sampled rows", "1"},
+    [CR_SEP_LOWER_SE] = {"standard error of sep_lower's mean over the sampled rows", "1"},
+    [CR_SEP_UPPER_SE] = {"standard error of sep_upper's mean over the sampled rows", "1"},
+    [CR_SEP_MARGINAL_SE] = {"standard error of sep_marginal's mean over the sampled rows", "1"},
+    [CR_ENTROPY_SE] = {"standard error of entropy's mean over the sampled rows", "1"},
+    [CR_ENTROPY_NORM_SE] = {"standard error of entropy_norm's mean over the sampled rows", "1"},
+    [CR_GRAD_EXACT_SE] = {"standard error of grad_exact's mean over the sampled rows", "1"},
+    [CR_GRAD_FD_SE] = {"standard error of grad_fd's mean over the sampled rows", "1"},
+    [CR_DIST_RANDOM_ROWS_SE] = {"standard error of dist_random's mean over the sampled rows (which rows; dist_random_se is the Monte-Carlo standard error of the draws)", "1"},
+    [CR_DIST_RANDOM_UPPER_SE] = {"standard error of dist_random_upper's mean over the sampled rows", "1"},
+    [CR_ROWS_SAMPLED] = {"number of sampled query rows in the N-independent means (entropy, entropy_norm, grad_exact, grad_fd); rows_used counts the per-N means' rows", "1"},
 };
 
 /* The distance variables of the aggregate reading (docs/metrics.md section 4.5): other
@@ -118,7 +133,7 @@ void st_pack_block(const store *s, const double *block, unsigned char *out) {
 
 /* The packed image of a cell never written: the fill values. */
 void st_fill_packed(const store *s, unsigned char *out) {
-    for (int v = 0; v < N_METRICS; v++) {
+    for (int v = 0; v < cw_nvars(&s->lay); v++) {
         unsigned char *dst = out + s->var_offset[v];
         float fnan = NAN;
         double dnan = NAN;
@@ -317,6 +332,7 @@ int st_write_root_attrs(store *s, hid_t file) {
     if (p->rows_name && p->rows_name[0]) rc |= st_attr_str(file, "rows", p->rows_name);
     else rc |= st_attr_write(file, "rows", H5T_STD_I64LE, H5T_NATIVE_LONG, 1, &p->rows);
     rc |= st_attr_str(file, "logits", p->logits_name && p->logits_name[0] ? p->logits_name : "raw");
+    rc |= st_attr_str(file, "query_rows", p->query_rows_name && p->query_rows_name[0] ? p->query_rows_name : "all");
     rc |= st_attr_str(file, "distance",
                    p->distance_name && p->distance_name[0] ? p->distance_name : "per_token");
     if (p->model_kind && p->model_kind[0]) rc |= st_attr_str(file, "model_kind", p->model_kind);
@@ -746,7 +762,7 @@ int st_create_view(store *s, const char *path, as_err *err) {
                            s->layerv, "transformer block (0-based)", "1");
         rc |= create_coord(file, "head", H5T_STD_I32LE, H5T_NATIVE_INT32, s->ax.n_head, s->headv,
                            "attention head within the block (0-based)", "1");
-        for (int v = 0; v < N_METRICS && !rc; v++) {
+        for (int v = 0; v < cw_nvars(&s->lay) && !rc; v++) {
             int dims[9];
             int rank = var_dims((cr_var)v, dims);
             float fnan = NAN;
@@ -783,7 +799,7 @@ int st_open_view(store *s) {
     H5E_BEGIN_TRY {
         s->file = H5Fopen(s->path, H5F_ACC_RDWR, fapl);
         if (s->file < 0) rc = 1;
-        for (int v = 0; v < N_METRICS && !rc; v++) {
+        for (int v = 0; v < cw_nvars(&s->lay) && !rc; v++) {
             s->metric_ds[v] = H5Dopen2(s->file, cr_var_name((cr_var)v), H5P_DEFAULT);
             if (s->metric_ds[v] < 0) rc = 1;
         }
@@ -835,7 +851,7 @@ int st_open_view(store *s) {
 
 int st_write_cell_values(store *s, size_t m, size_t w, size_t l, const unsigned char *packed) {
     int rc = 0;
-    for (int v = 0; v < N_METRICS && !rc; v++) {
+    for (int v = 0; v < cw_nvars(&s->lay) && !rc; v++) {
         int dims[9];
         int rank = var_dims((cr_var)v, dims);
         hsize_t start[9] = {m, w, l}, count[9] = {1, 1, 1};
@@ -856,7 +872,7 @@ int st_write_cell_values(store *s, size_t m, size_t w, size_t l, const unsigned 
 
 int st_read_cell_values(const store *s, hid_t f, size_t m, size_t w, size_t l, unsigned char *packed) {
     int rc = 0;
-    for (int v = 0; v < N_METRICS && !rc; v++) {
+    for (int v = 0; v < cw_nvars(&s->lay) && !rc; v++) {
         int dims[9];
         int rank = var_dims((cr_var)v, dims);
         hsize_t start[9] = {m, w, l}, count[9] = {1, 1, 1};

@@ -1,6 +1,7 @@
 /* schema_models.c -- the model axis of the HDF5 view (docs/results.md "The model axis"):
- * the model coordinates (model_path, model_sha256, model_config_sha256, model_kind, model_n_layer, model_n_head,
- * model_n_embd, training_step: auxiliary coordinates over `model`), head_valid, and the
+ * the model coordinates (model_path, model_sha256, model_config_sha256, model_kind, model_family,
+ * model_n_layer, model_n_head, model_n_embd, training_step: auxiliary coordinates over `model`),
+ * head_valid, and the
  * check that an existing view holds this store's models. The `model` dimension scale
  * itself is created with the other axes (schema.c). See store_int.h. */
 #include "store_int.h"
@@ -40,6 +41,9 @@ int st_create_model_coords(hid_t file, const store *s) {
                            "sha256 of the model's config.json (empty: not recorded)", NULL);
     rc |= create_model_var(file, s, "model_kind", str, str, s->model_kind,
                            "whose numbers these are: synthetic-random, gpt2 or other (not GPT-2)", NULL);
+    rc |= create_model_var(file, s, "model_family", str, str, s->model_family,
+                           "model family that config.json's model_type picks: gpt2, gpt_neox, llama "
+                           "(also mistral) or qwen2 (empty: not recorded)", NULL);
     rc |= create_model_var(file, s, "model_n_layer", H5T_STD_I32LE, H5T_NATIVE_INT32, s->model_n_layer,
                            "number of transformer blocks of the model", "1");
     rc |= create_model_var(file, s, "model_n_head", H5T_STD_I32LE, H5T_NATIVE_INT32, s->model_n_head,
@@ -47,7 +51,8 @@ int st_create_model_coords(hid_t file, const store *s) {
     rc |= create_model_var(file, s, "model_n_embd", H5T_STD_I32LE, H5T_NATIVE_INT32, s->model_n_embd,
                            "residual stream width of the model", "1");
     rc |= create_model_var(file, s, "training_step", H5T_STD_I64LE, H5T_NATIVE_INT64, s->training_step,
-                           "training step of the checkpoint (config.json training_step; -1: not given)", "1");
+                           "training step of the checkpoint (config.json training_step, else the "
+                           "directory name stepN or checkpoint-N; -1: neither)", "1");
     H5Tclose(str);
     return rc;
 }

@@ -122,9 +122,10 @@ static void store_free(store *s) {
         if (s->model_sha) free(s->model_sha[m]);
         if (s->model_kind) free(s->model_kind[m]);
         if (s->model_cfg_sha) free(s->model_cfg_sha[m]);
+        if (s->model_family) free(s->model_family[m]);
     }
     free(s->model_name), free(s->model_path), free(s->model_sha), free(s->model_kind);
-    free(s->model_cfg_sha);
+    free(s->model_cfg_sha), free(s->model_family);
     free(s->model_n_layer), free(s->model_n_head), free(s->model_n_embd), free(s->training_step);
     free(s->head_valid);
     free(s->window_start);
@@ -163,6 +164,7 @@ static int copy_models(store *s, const store_axes *a, as_err *err) {
     s->model_sha = calloc(n, sizeof *s->model_sha);
     s->model_kind = calloc(n, sizeof *s->model_kind);
     s->model_cfg_sha = calloc(n, sizeof *s->model_cfg_sha);
+    s->model_family = calloc(n, sizeof *s->model_family);
     s->model_n_layer = malloc(n * sizeof *s->model_n_layer);
     s->model_n_head = malloc(n * sizeof *s->model_n_head);
     s->model_n_embd = malloc(n * sizeof *s->model_n_embd);
@@ -170,7 +172,7 @@ static int copy_models(store *s, const store_axes *a, as_err *err) {
     size_t hv = n * a->n_layer * a->n_head;
     s->head_valid = malloc(hv ? hv : 1);
     if (!s->model_name || !s->model_path || !s->model_sha || !s->model_kind || !s->model_cfg_sha ||
-        !s->model_n_layer || !s->model_n_head ||
+        !s->model_family || !s->model_n_layer || !s->model_n_head ||
         !s->model_n_embd || !s->training_step || !s->head_valid)
         return as_fail(err, "%s: out of memory", s->path);
     for (size_t m = 0; m < n; m++) {
@@ -183,8 +185,9 @@ static int copy_models(store *s, const store_axes *a, as_err *err) {
         const char *csha = given && a->model_config_sha256 ? a->model_config_sha256[m]
                            : !given && s->prov.model_config_sha256 ? s->prov.model_config_sha256 : "";
         s->model_cfg_sha[m] = st_dupstr(csha);
+        s->model_family[m] = st_dupstr(given && a->model_family ? a->model_family[m] : "");
         if (!s->model_name[m] || !s->model_path[m] || !s->model_sha[m] || !s->model_kind[m] ||
-            !s->model_cfg_sha[m])
+            !s->model_cfg_sha[m] || !s->model_family[m])
             return as_fail(err, "%s: out of memory", s->path);
         s->model_n_layer[m] = given && a->model_n_layer ? a->model_n_layer[m] : -1;
         s->model_n_head[m] = given && a->model_n_head ? a->model_n_head[m] : -1;
@@ -203,6 +206,7 @@ static int copy_models(store *s, const store_axes *a, as_err *err) {
     s->ax.model_sha256 = (const char *const *)s->model_sha;
     s->ax.model_kind = (const char *const *)s->model_kind;
     s->ax.model_config_sha256 = (const char *const *)s->model_cfg_sha;
+    s->ax.model_family = (const char *const *)s->model_family;
     s->ax.model_n_layer = s->model_n_layer, s->ax.model_n_head = s->model_n_head;
     s->ax.model_n_embd = s->model_n_embd, s->ax.training_step = s->training_step;
     s->ax.head_valid = s->head_valid;
@@ -240,6 +244,7 @@ static int copy_axes(store *s, const store_axes *a, as_err *err) {
     s->ax.normalizer = (const char *const *)s->normv;
     if (copy_models(s, a, err)) return -1;
     cr_layout_init(&s->lay, a->n_N, a->n_T, a->n_eps, a->n_norm, a->n_layer, a->n_head);
+    cr_layout_sample(&s->lay, a->sampled);
     size_t at = 0;
     for (int v = 0; v < N_METRICS; v++) {
         s->var_offset[v] = at;

@@ -67,6 +67,7 @@ struct store {
     store_axes ax;      /* deep copies below; ax.n_model >= 1 */
     char **model_name, **model_path, **model_sha, **model_kind;
     char **model_cfg_sha;  /* [n_model] sha256 of each config.json, "" = not recorded */
+    char **model_family;   /* [n_model] gpt2, gpt_neox, llama, qwen2; "" = not recorded */
     int32_t *model_n_layer, *model_n_head, *model_n_embd;
     int64_t *training_step;
     uint8_t *head_valid;   /* [n_model][n_layer][n_head] */
@@ -173,7 +174,7 @@ void *st_read_1d(hid_t file, const char *name, hid_t mtype, size_t elem, size_t 
 
 /* The model axis' auxiliary coordinates, named in every data variable's CF
  * `coordinates` attribute so xarray decodes them as coordinates. */
-#define ST_MODEL_COORDS "model_path model_sha256 model_config_sha256 model_kind model_n_layer model_n_head model_n_embd training_step"
+#define ST_MODEL_COORDS "model_path model_sha256 model_config_sha256 model_kind model_family model_n_layer model_n_head model_n_embd training_step"
 int st_create_model_coords(hid_t file, const store *s); /* after the `model` scale exists */
 int st_create_head_valid(hid_t file, const store *s);   /* after model, layer, head exist */
 /* 1 when the view's model names or sha256s are not this store's (a rebuild then writes

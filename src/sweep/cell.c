@@ -35,6 +35,7 @@ struct cell_worker {
     cell_lane *lanes;            /* [threads] */
     size_t threads;
     double *ks_x, *ks_y;         /* [n_layer * n_head] the two KS samples */
+    unsigned char *ks_present;   /* [n_layer * n_head] 1: a head of the model, a KS sample */
     double *ks_p;                /* [n_N] p-values of one (T, normalizer) */
     double *ks_scratch;          /* ks_scratch_doubles() */
     int rank;                    /* recorded in the block's `rank` */
@@ -67,7 +68,8 @@ cell_spec cell_spec_of_model(const as_config *cfg, size_t m) {
                        .skip = (cfg->grad_exact ? 0u : MET_SKIP_GRAD_EXACT) |
                                (cfg->dist_expect ? 0u : MET_SKIP_DIST_EXPECT),
                        .random_subsets = cfg->dist_random ? (uint32_t)cfg->random_subsets : 0,
-                       .ks_random = cfg->ks_against == AS_KS_RANDOM};
+                       .ks_random = cfg->ks_against == AS_KS_RANDOM,
+                       .sample_rows = (size_t)cfg->query_rows};
 }
 
 /* Whether the grid's (layer index il, head index ih) exists in the worker's model: the
@@ -87,6 +89,7 @@ static int worker_plan(cell_worker *w, const gpt2_model *model, const cell_spec 
     w->rank = rank;
     const as_axes *a = spec->axes;
     cr_layout_init(&w->layout, a->n_N, a->n_T, a->n_eps, a->n_norm, a->n_layer, a->n_head);
+    cr_layout_sample(&w->layout, spec->sample_rows != 0);
     w->axes = (met_axes){
         .N = a->N, .n_N = a->n_N, .T = a->T, .n_T = a->n_T, .eps = a->eps, .n_eps = a->n_eps,
         .norm = a->normalizer, .n_norm = a->n_norm, .ssmax_scale = spec->ssmax_scale,
@@ -95,6 +98,7 @@ static int worker_plan(cell_worker *w, const gpt2_model *model, const cell_spec 
         .full_row = spec->rows == AS_ROWS_FULL_ROW, .seed = (uint64_t)spec->seed,
         .aggregate = spec->distance == AS_DISTANCE_AGGREGATE,
         .per_n_T = a->per_N_at, .skip = spec->skip, .random_subsets = spec->random_subsets,
+        .sample_rows = spec->sample_rows,
     };
 
     size_t max_L = a->n_L ? (size_t)a->L[a->n_L - 1] : 0; /* L is sorted ascending */
@@ -117,12 +121,15 @@ static int worker_plan(cell_worker *w, const gpt2_model *model, const cell_spec 
     }
     w->ks_x = malloc(a->n_layer * a->n_head * sizeof(double));
     w->ks_y = malloc(a->n_layer * a->n_head * sizeof(double));
+    w->ks_present = malloc(a->n_layer * a->n_head + 1);
     w->ks_p = malloc(a->n_N * sizeof(double));
     w->ks_scratch = malloc(ks_scratch_doubles(a->n_layer * a->n_head, a->n_layer * a->n_head) *
                            sizeof(double));
-    if (!w->ks_x || !w->ks_y || !w->ks_p || !w->ks_scratch)
+    if (!w->ks_x || !w->ks_y || !w->ks_present || !w->ks_p || !w->ks_scratch)
         return as_fail(err, "out of memory: metrics workspace of %zu bytes for L = %zu",
                        w->met_ws_bytes, max_L);
+    for (size_t i = 0; i < a->n_layer * a->n_head; i++)
+        w->ks_present[i] = (unsigned char)head_present(w, i / a->n_head, i % a->n_head);
     return 0;
 }
 
@@ -169,6 +176,7 @@ static void worker_release(cell_worker *w) {
     free(w->lanes);
     free(w->ks_x);
     free(w->ks_y);
+    free(w->ks_present);
     free(w->ks_p);
     free(w->ks_scratch);
     memset(w, 0, sizeof *w);
@@ -256,31 +264,11 @@ static int on_layer(const fwd_layer_view *view, void *user, as_err *err) {
 
 /* docs/metrics.md section 5: per (N, T, normalizer) a KS test between the heads'
  * mean dist_true and mean dist_expect (metrics.ks_against = "random": dist_random);
- * crit_N is the smallest N whose p-value exceeds ks_alpha, -1 when none does. */
+ * crit_N is the smallest N whose p-value exceeds ks_alpha, -1 when none does. The model's
+ * own heads only (a masked head is not a sample), in grid order. */
 static void cross_head_tests(cell_worker *w, double *b) {
-    const cr_layout *y = &w->layout;
-    const cr_var against = w->spec.ks_random ? CR_DIST_RANDOM : CR_DIST_EXPECT;
-    /* the expectation switched off: one of the two samples is missing (all stay NaN) */
-    if (w->spec.ks_random ? !w->spec.random_subsets : (w->spec.skip & MET_SKIP_DIST_EXPECT) != 0) return;
-    /* the model's own heads only (a masked head is not a sample), in grid order */
-    size_t heads = 0;
-    for (size_t i = 0; i < y->n_layer * y->n_head; i++) heads += head_present(w, i / y->n_head, i % y->n_head);
-    for (size_t t = 0; t < y->n_T; t++)
-        for (size_t z = 0; z < y->n_norm; z++) {
-            if (w->spec.axes->per_N_at && !w->spec.axes->per_N_at[t]) continue; /* metrics.per_N_T */
-            for (size_t n = 0; n < y->n_N; n++) {
-                size_t k = 0;
-                for (size_t i = 0; i < y->n_layer * y->n_head; i++) {
-                    if (!head_present(w, i / y->n_head, i % y->n_head)) continue;
-                    w->ks_x[k] = b[cr_at_per_n(y, CR_DIST_TRUE, n, t, z, i / y->n_head, i % y->n_head)];
-                    w->ks_y[k++] = b[cr_at_per_n(y, against, n, t, z, i / y->n_head, i % y->n_head)];
-                }
-                double *stat = &b[cr_at_ks(y, CR_KS_STAT, n, t, z)];
-                ks_2samp_exact(stat, &w->ks_p[n], w->ks_x, heads, w->ks_y, heads, w->ks_scratch);
-                b[cr_at_ks(y, CR_KS_PVALUE, n, t, z)] = w->ks_p[n];
-            }
-            b[cr_at_crit(y, t, z)] = ks_critical_n(w->spec.axes->N, w->ks_p, y->n_N, w->spec.ks_alpha);
-        }
+    ks_cross_heads(b, &w->layout, &w->axes, w->spec.ks_random, w->spec.ks_alpha, w->ks_present, w->ks_x,
+                   w->ks_y, w->ks_p, w->ks_scratch);
 }
 
 int cell_compute(cell_worker *w, int64_t window, const int32_t *tokens, const size_t *cuts,
@@ -329,6 +317,9 @@ int cell_compute(cell_worker *w, int64_t window, const int32_t *tokens, const si
     for (size_t c = 0; c < ncuts; c++) {
         blocks[c][w->layout.offset[CR_WALL_TIME]] = seconds;
         blocks[c][w->layout.offset[CR_RANK]] = w->rank;
+        /* docs/metrics.md 9.1: min(K, the cut's rows with a metric) -- met_sample_rows' count */
+        size_t first = w->axes.full_row ? 0 : 1, m = cuts[c] - first, K = w->spec.sample_rows;
+        if (w->layout.sampled) blocks[c][w->layout.offset[CR_ROWS_SAMPLED]] = (double)(K < m ? K : m);
     }
     return 0;
 }

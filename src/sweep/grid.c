@@ -66,3 +66,9 @@ long grid_cell_find(const as_grid *g, size_t window, int32_t L) {
 void grid_set_model(as_grid *g, size_t m) {
     g->model = g->cfg->models && m < g->cfg->n_model ? &g->cfg->models[m].cfg : &g->cfg->model;
 }
+
+void grid_block_layout(cr_layout *lay, const as_config *cfg) {
+    const as_axes *a = &cfg->axes;
+    cr_layout_init(lay, a->n_N, a->n_T, a->n_eps, a->n_norm, a->n_layer, a->n_head);
+    cr_layout_sample(lay, cfg->query_rows != 0);
+}

@@ -2,6 +2,9 @@
  * their formulas unchanged; plan_compute() gathers them into the plan cmd_plan prints. */
 #include "plan.h"
 
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -99,6 +102,15 @@ double grid_metric_seconds(const as_grid *g, size_t L) {
     if (!cfg->dist_expect) skipped += (double)(n_W * a->n_norm) * AS_COST_DIST_EXPECT_OPS;
     if (!cfg->grad_exact) skipped += (double)(a->n_T * n_soft) * AS_COST_GRAD_EXACT_OPS;
     steps -= heads * keys * skipped;
+    /* metrics.query_rows = "sample:K" (docs/metrics.md 9.1): the per-row work is K of the
+     * L - 1 rows' (K spread evenly, so their keys too); what stays every row's (the Gram
+     * matrix by dsyrk, delta's running minimum, the transposes) costs AS_COST_FIXED_SHARE of
+     * the formula's d term */
+    double rows = cfg->rows == AS_ROWS_FULL_ROW ? (double)L : (double)L - 1;
+    if (cfg->query_rows && (double)cfg->query_rows < rows) {
+        double gram = heads * (double)d * keys;
+        steps = AS_COST_FIXED_SHARE * gram + (steps - gram) * (double)cfg->query_rows / rows;
+    }
     return g->cost.metric_ns * 1e-9 * steps / speedup(g, (double)threads);
 }
 
@@ -117,9 +129,8 @@ double grid_window_cost(const as_grid *g) {
 }
 
 size_t grid_block_doubles(const as_config *cfg) {
-    const as_axes *a = &cfg->axes;
     cr_layout lay;
-    cr_layout_init(&lay, a->n_N, a->n_T, a->n_eps, a->n_norm, a->n_layer, a->n_head);
+    grid_block_layout(&lay, cfg);
     return lay.total;
 }
 
@@ -144,8 +155,11 @@ static void rank_memory_of(as_rank_memory *m, const as_grid *g, const gpt2_confi
         met_axes ax = {.N = a->N, .n_N = a->n_N, .T = a->T, .n_T = a->n_T, .eps = a->eps,
                        .n_eps = a->n_eps, .norm = norms, .n_norm = a->n_norm,
                        .ssmax_scale = cfg->ssmax_scale, .full_row = cfg->rows == AS_ROWS_FULL_ROW,
-                       .seed = (uint64_t)cfg->seed};
+                       .seed = (uint64_t)cfg->seed, .sample_rows = (size_t)cfg->query_rows,
+                       .random_subsets = cfg->dist_random ? (uint32_t)cfg->random_subsets : 0};
         m->metrics = met_workspace_bytes(Lmax, d, &ax) + a->n_L * met_out_count(&ax) * sizeof(double);
+        /* metrics.logits = "scaled": each thread's copy of a head's scores (cell.c) */
+        if (cfg->logits == AS_LOGITS_SCALED) m->metrics += Lmax * Lmax * sizeof(float);
         free(norms);
     } else {
         m->metrics = sizeof(double) * (Lmax * Lmax + 2 * Lmax * d); /* the Gram matrix and X, Y */
@@ -195,10 +209,80 @@ size_t grid_node_memory(const as_grid *g, size_t ranks) {
            idle * AS_MEM_PROCESS_BYTES;
 }
 
+double plan_parse_bytes(const char *s) {
+    char *end = NULL;
+    double v = strtod(s, &end);
+    if (end == s || !(v >= 0) || !isfinite(v)) return -1;
+    const char *units = "KMGT";
+    const char *u = *end ? strchr(units, toupper((unsigned char)*end)) : NULL;
+    if (*end && !u) return -1;
+    if (u) {
+        for (const char *k = units; k <= u; k++) v *= 1024;
+        end++;
+        if (*end == 'i') end++;
+        if (*end == 'B' || *end == 'b') end++;
+    } else if (*end == 'B') {
+        end++;
+    }
+    return *end ? -1 : v;
+}
+
+double plan_meminfo(const char *key) {
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f) return 0;
+    char line[256];
+    size_t n = strlen(key);
+    double kib = -1;
+    while (kib < 0 && fgets(line, sizeof line, f))
+        if (strncmp(line, key, n) || line[n] != ':' || sscanf(line + n + 1, "%lf", &kib) != 1) kib = -1;
+    fclose(f);
+    return kib < 0 ? 0 : kib * 1024;
+}
+
+double plan_memory_limit(double given, const char **source) {
+    *source = "--mem";
+    if (given > 0) return given;
+    const char *slurm = getenv("SLURM_MEM_PER_NODE"); /* MB; 0 means "all of the node" */
+    char *end = NULL;
+    double mb = slurm ? strtod(slurm, &end) : 0;
+    if (slurm && end != slurm && mb > 0) {
+        *source = "SLURM_MEM_PER_NODE";
+        return mb * 1024 * 1024;
+    }
+    /* Not MemAvailable: it moves with every other process (page cache, other jobs), so a
+     * loaded machine would refuse a run by chance; what exceeds the whole machine's memory
+     * clearly cannot fit (cmd_plan warns about MemAvailable) */
+    *source = "MemTotal";
+    return plan_meminfo("MemTotal");
+}
+
+static void gib(char *buf, size_t n, double b) { /* "1.9 GiB", "288.0 KiB" */
+    const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int u = 0;
+    while (b >= 1024 && u < 4) b /= 1024, u++;
+    snprintf(buf, n, "%.1f %s", b, unit[u]);
+}
+
+int plan_memory_check(const as_grid *g, size_t ranks, double limit, const char *source, as_err *err) {
+    size_t need = grid_node_memory(g, ranks ? ranks : 1);
+    if (!(limit > 0) || (double)need <= limit) return 0;
+    as_rank_memory m;
+    grid_rank_memory(&m, g);
+    char b[5][24];
+    gib(b[0], sizeof b[0], (double)need), gib(b[1], sizeof b[1], (double)m.worker);
+    gib(b[2], sizeof b[2], (double)m.activations), gib(b[3], sizeof b[3], (double)m.metrics);
+    gib(b[4], sizeof b[4], limit);
+    return as_fail(err, "%s: %zu rank%s on a node need%s %s at L = %lld (a worker %s: activations %s, "
+                   "metrics %s), more than the %s of %s; lower grid.L or runtime.blas_threads, run "
+                   "fewer ranks per node, or raise the limit", g->cfg->path, ranks ? ranks : 1,
+                   ranks > 1 ? "s" : "", ranks > 1 ? "" : "s", b[0], (long long)config_max_L(g->cfg), b[1], b[2], b[3],
+                   b[4], source);
+}
+
 double grid_output_bytes(const as_grid *g) {
     const as_axes *a = &g->cfg->axes;
     cr_layout lay;
-    cr_layout_init(&lay, a->n_N, a->n_T, a->n_eps, a->n_norm, a->n_layer, a->n_head);
+    grid_block_layout(&lay, g->cfg); /* sampled: the SE variables, about twice the file */
     double per_cell = 0;
     for (int v = 0; v < CR_NVARS; v++) {
         if (v == CR_WALL_TIME || v == CR_RANK) continue;

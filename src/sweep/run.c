@@ -1,5 +1,6 @@
-/* run.c -- see run.h: the config, the text, the units, a unit's compute and commit, the
- * close and the timings table. Opening the output is run_output.c's. */
+/* run.c -- see run.h: the config, the text, the models' checks, the units, a unit's
+ * compute and commit, the close and the timings table. Opening the output is
+ * run_output.c's. */
 #include "run.h"
 
 #include <cblas.h>
@@ -9,6 +10,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "plan.h"
 
 void run_init(run *r, const run_opts *opts, int rank) {
     memset(r, 0, sizeof *r);
@@ -91,6 +93,12 @@ int run_config(run *r, const char *stored_text, as_err *err) {
     return 0;
 }
 
+int run_check_memory(const run *r, size_t node_ranks, as_err *err) {
+    const char *source;
+    double limit = plan_memory_limit(r->opts->mem_limit, &source);
+    return plan_memory_check(&r->grid, node_ranks, limit, source, err);
+}
+
 /* --- step 2: the text --------------------------------------------------------- */
 
 textsrc_spec run_text_spec(const as_config *c) {
@@ -120,6 +128,43 @@ int run_load_text(run *r, as_err *err) {
     ts.tokens = NULL;
     textsrc_free(&ts);
     return rc;
+}
+
+/* --- step 3: the models ---------------------------------------------------------- */
+
+/* Model m's tensors against its config.json: model_load_into without filling, so the
+ * arena is reserved, never touched. */
+static int probe_model(const as_model_spec *ms, as_err *err) {
+    void *arena = malloc(model_arena_bytes(&ms->cfg) + 64);
+    if (!arena) return as_fail(err, "%s: out of memory", ms->dir);
+    gpt2_model probe;
+    float *aligned = (float *)(void *)((char *)arena + (64 - (uintptr_t)arena % 64) % 64);
+    int rc = model_load_into(&probe, ms->dir, aligned, 0, err);
+    if (rc == 0) model_free(&probe);
+    free(arena);
+    return rc;
+}
+
+int run_check_models(run *r, as_err *err) {
+    r->model_sha = calloc(r->cfg.n_model, sizeof *r->model_sha);
+    if (!r->model_sha) return as_fail(err, "out of memory");
+    for (size_t m = 1; m < r->cfg.n_model; m++)
+        if (model_weights_sha256(r->cfg.models[m].dir, r->model_sha[m], err) || probe_model(&r->cfg.models[m], err))
+            return -1;
+    return 0;
+}
+
+int run_model_loaded(run *r, size_t m, const gpt2_model *model, as_err *err) {
+    char *want = r->model_sha[m];
+    if (!want[0]) {
+        memcpy(want, model->weights_sha256, sizeof r->model_sha[m]);
+        return 0;
+    }
+    /* the weights computed with must be the ones the store recorded at its open */
+    if (model->weights_sha256[0] && strcmp(model->weights_sha256, want))
+        return as_fail(err, "%s/model.safetensors: changed during the run (sha256 %s, recorded %s at "
+                       "the start); restore it and resume", r->cfg.models[m].dir, model->weights_sha256, want);
+    return 0;
 }
 
 /* --- step 4: the units ---------------------------------------------------------- */
@@ -237,7 +282,8 @@ int run_alloc_units(run *r, size_t n, as_err *err) {
  * cell packed as the file stores it (cw_pack_cell: float32 means, int32 counts,
  * float64 KS), padded to a double. When the output is compressed the packed cell is then
  * deflated (cw_deflate_cell: the chunk bytes HDF5's shuffle + deflate stores), so the
- * master writes it with no filter work of its own (README, Performance); the slot is
+ * master writes it with no filter work of its own (docs/performance.md, "Compressed results
+ * at no cost to the master"); the slot is
  * then sized for the worst case and zero past the payload. The metrics are accumulated in
  * double and narrowed here once, by the same code the master used before, so the file's
  * bytes are the same; the master receives half the bytes and writes them without converting. */
@@ -247,18 +293,25 @@ static size_t slot_doubles(const cr_layout *lay, int deflate) {
     return 2 + (bytes + sizeof(double) - 1) / sizeof(double);
 }
 
-static void union_layout(cr_layout *lay, const as_axes *a) {
-    cr_layout_init(lay, a->n_N, a->n_T, a->n_eps, a->n_norm, a->n_layer, a->n_head);
-}
-
 void run_layout(run *r) {
     r->unit_cells = grid_unit_cells(&r->grid);
-    /* the master's block layout: the union axes, the same for every model */
-    union_layout(&r->layout, &r->cfg.axes);
+    /* the master's block layout: the union axes, the same for every model (and the
+     * sampled variables of metrics.query_rows = "sample:K") */
+    grid_block_layout(&r->layout, &r->cfg);
     r->slot_doubles = slot_doubles(&r->layout, r->deflate);
 }
 
 /* --- step 5: a unit ------------------------------------------------------------- */
+
+void run_unit_name(const run *r, size_t m, char *out, size_t size) {
+    if (r->cfg.n_model > 1) snprintf(out, size, "windows of %s", r->cfg.models[m].name);
+    else snprintf(out, size, "windows");
+}
+
+size_t run_units_per_commit(const run *r) {
+    size_t per_commit = (size_t)r->cfg.commit_every / r->unit_cells;
+    return per_commit ? per_commit : 1;
+}
 
 int run_start_model(run *r, size_t m, const gpt2_model *model, int computes,
                     int (*should_stop)(void), as_err *err) {
@@ -411,6 +464,14 @@ void run_add_worker_timings(run *r) {
     r->timing[TM_KS] += t.ks_s;
     r->timing[TM_FORWARD_CPU] += t.forward_cpu_s;
     r->timing[TM_METRICS_CPU] += t.metrics_cpu_s;
+}
+
+int run_timings_row(run *r) {
+    const char *on = getenv("ATTNSWEEP_TIMINGS");
+    if (!on || on[0] != '1') return 0;
+    run_add_worker_timings(r); /* the last model's worker (the earlier ones at their switch) */
+    r->timing[TM_CPU] = as_process_cpu_s();
+    return 1;
 }
 
 /* Worker "waiting" is its time in the scheduler outside compute: sending results,

@@ -16,6 +16,18 @@
 #include "plan.h"
 #include "sha256.h"
 
+void run_hosts_list(char *out, size_t size, const char *names, size_t stride, size_t n) {
+    out[0] = 0;
+    for (size_t q = 0; names && q < n; q++) {
+        const char *h = names + q * stride;
+        int seen = 0;
+        for (size_t p = 0; p < q && !seen; p++) seen = !strcmp(h, names + p * stride);
+        if (seen) continue;
+        if (out[0]) strncat(out, ",", size - strlen(out) - 1);
+        strncat(out, h, size - strlen(out) - 1);
+    }
+}
+
 /* A changed config may resume only when it adds windows, L values or models (config_diff). */
 static int check_config_change(const as_config *cfg, const char *path, int *flags, as_err *err) {
     char *old_text = NULL, *old_sha = NULL;
@@ -248,7 +260,7 @@ unsigned char *run_existing_done(const run *st, size_t *held) {
 /* The model axis as the store takes it (store_axes): names, paths, sha256s, shapes;
  * head_valid over the union axes. */
 typedef struct {
-    const char **name, **path, **sha, **kind, **cfg_sha_p;
+    const char **name, **path, **sha, **kind, **cfg_sha_p, **family;
     char (*cfg_sha)[65];     /* each model's config.json: part of the inputs' identity */
     int32_t *nl, *nh, *ne;
     int64_t *step;
@@ -257,6 +269,7 @@ typedef struct {
 
 static void axis_of_models_free(axis_of_models *x) {
     free(x->name), free(x->path), free(x->sha), free(x->kind), free(x->cfg_sha_p), free(x->cfg_sha);
+    free(x->family);
     free(x->nl), free(x->nh), free(x->ne), free(x->step), free(x->hv);
 }
 
@@ -269,10 +282,10 @@ static int axis_of_models_make(axis_of_models *x, const run *st, as_err *err) {
     x->sha = calloc(nm, sizeof *x->sha), x->kind = calloc(nm, sizeof *x->kind);
     x->cfg_sha_p = calloc(nm, sizeof *x->cfg_sha_p), x->cfg_sha = calloc(nm, sizeof *x->cfg_sha);
     x->nl = calloc(nm, sizeof *x->nl), x->nh = calloc(nm, sizeof *x->nh), x->ne = calloc(nm, sizeof *x->ne);
-    x->step = calloc(nm, sizeof *x->step);
+    x->step = calloc(nm, sizeof *x->step), x->family = calloc(nm, sizeof *x->family);
     x->hv = calloc(nm * a->n_layer * a->n_head + 1, 1);
     if (!x->name || !x->path || !x->sha || !x->kind || !x->cfg_sha_p || !x->cfg_sha || !x->nl ||
-        !x->nh || !x->ne || !x->step || !x->hv)
+        !x->nh || !x->ne || !x->step || !x->family || !x->hv)
         return as_fail(err, "out of memory");
     for (size_t m = 0; m < nm; m++) {
         char path[AS_PATH_MAX + 32];
@@ -282,6 +295,7 @@ static int axis_of_models_make(axis_of_models *x, const run *st, as_err *err) {
         const as_model_spec *ms = &c->models[m];
         x->name[m] = ms->name, x->path[m] = ms->dir, x->sha[m] = st->model_sha[m];
         x->kind[m] = model_kind(ms->dir);
+        x->family[m] = model_family_name(ms->cfg.family);
         x->nl[m] = (int32_t)ms->cfg.n_layer, x->nh[m] = (int32_t)ms->cfg.n_head;
         x->ne[m] = (int32_t)ms->cfg.n_embd;
         x->step[m] = ms->training_step;
@@ -330,13 +344,16 @@ int run_open_output(run *st, const run_env *env, as_err *err) {
     for (size_t m = 1; m < nm; m++)
         if (strcmp(x.kind[m], root_kind)) root_kind = "mixed";
     store_axes ax = {.n_model = nm, .model_name = x.name, .model_path = x.path, .model_sha256 = x.sha,
-                     .model_kind = x.kind, .model_config_sha256 = x.cfg_sha_p,
+                     .model_kind = x.kind, .model_config_sha256 = x.cfg_sha_p, .model_family = x.family,
                      .model_n_layer = x.nl, .model_n_head = x.nh, .model_n_embd = x.ne,
                      .training_step = x.step, .head_valid = x.hv,
                      .n_window = st->grid.n_windows, .window_start = st->grid.window_start,
                      .n_L = a->n_L, .L = a->L, .n_N = a->n_N, .N = a->N, .n_T = a->n_T, .T = a->T,
                      .n_eps = a->n_eps, .eps = a->eps, .n_norm = a->n_norm, .normalizer = norm_names,
-                     .n_layer = a->n_layer, .layer = a->layer, .n_head = a->n_head, .head = a->head};
+                     .n_layer = a->n_layer, .layer = a->layer, .n_head = a->n_head, .head = a->head,
+                     .sampled = c->query_rows != 0};
+    char query_rows[40] = "all"; /* the root attribute query_rows (docs/results.md) */
+    if (c->query_rows) snprintf(query_rows, sizeof query_rows, "sample:%lld", (long long)c->query_rows);
     char tok_files[1024];
     if (c->text_format == AS_TEXT_TOKENS)
         snprintf(tok_files, sizeof tok_files, "(pre-tokenized text)");
@@ -350,7 +367,8 @@ int run_open_output(run *st, const run_env *env, as_err *err) {
         .text_sha256 = st->text_sha, .tokenizer_files = tok_files, .vectors = c->vectors,
         .rows = c->rows, .vectors_name = config_vectors_name(c->vectors),
         .rows_name = config_rows_name(c->rows),
-        .logits_name = config_logits_name(c->logits), .model_kind = root_kind, .ks_alpha = c->ks_alpha,
+        .logits_name = config_logits_name(c->logits), .query_rows_name = query_rows,
+        .model_kind = root_kind, .ks_alpha = c->ks_alpha,
         .seed = (uint64_t)c->seed,
         .ks_random = c->ks_against == AS_KS_RANDOM, .random_subsets = c->dist_random ? c->random_subsets : 0,
         .distance_name = config_distance_name(c->distance),

@@ -4,7 +4,8 @@
  *   1. the BOS, when on (tokenizer_set_add_bos; the rule is in docs/tokenizers.md);
  *   2. added tokens (special or not) are found in the text, leftmost then longest first, and
  *      become their ids; the text between them is a segment;
- *   3. each segment is normalized (NFC, Prepend, Replace in the file's order), pre-tokenized
+ *   3. each segment is normalized (NFC, Prepend, Replace in the file's order); the added tokens
+ *      marked "normalized" are found in it likewise; what lies between them is pre-tokenized
  *      (ByteLevel's prefix space, then the Split pattern) into pieces;
  *   4. each piece is one BPE word: byte-level pieces start from their bytes, others from their
  *      characters (a character outside the vocabulary becomes its "<0xXX>" byte tokens with
@@ -140,20 +141,29 @@ static size_t piece_end(int split, const char *s, size_t n, size_t pos) {
     }
 }
 
-static int encode_segment(tokenizer *t, const uint8_t *s, size_t n, as_err *err) {
-    struct tk_hf *hf = t->hf;
-    if (!n) return 0;
+const uint8_t *tk_hf_normalized(struct tk_hf *hf, const uint8_t *s, size_t *n) {
     int cur = -1; /* which work buffer holds the text; -1: s itself */
-    for (int i = 0; i <= hf->n_norm; i++) {
-        hf_norm space = {HF_NORM_PREPEND, (char *)" ", NULL, 1, 0};
-        const hf_norm *d = i < hf->n_norm ? &hf->norm[i] : hf->prefix_space && s[0] != ' ' ? &space : NULL;
-        if (!d) break;
+    for (int i = 0; i < hf->n_norm; i++) {
         int dst = cur == 1 ? 2 : 1;
-        size_t m = normalize(d, s, n, &hf->buf[dst], &hf->buf_cap[dst]);
-        if (m == (size_t)-1) return as_fail(err, "tokenizer_encode: out of memory normalizing %zu bytes", n);
+        size_t m = normalize(&hf->norm[i], s, *n, &hf->buf[dst], &hf->buf_cap[dst]);
+        if (m == (size_t)-1) return NULL;
         cur = dst;
         s = hf->buf[dst];
-        n = m;
+        *n = m;
+    }
+    return s;
+}
+
+/* One piece of normalized text without added tokens: ByteLevel's prefix space (HF adds it to
+ * each such piece that does not start with a space), the Split, each word's BPE. */
+static int encode_words(tokenizer *t, const uint8_t *s, size_t n, as_err *err) {
+    struct tk_hf *hf = t->hf;
+    if (!n) return 0;
+    if (hf->prefix_space && s[0] != ' ') {
+        if (grow(&hf->buf[3], &hf->buf_cap[3], n + 2)) return as_fail(err, "tokenizer_encode: out of memory");
+        hf->buf[3][0] = ' ';
+        memcpy(hf->buf[3] + 1, s, n++);
+        s = hf->buf[3];
     }
     tk_piece_fn bpe = hf->byte_level ? bpe_bytes : bpe_chars;
     for (size_t pos = 0; pos < n;) {
@@ -176,14 +186,44 @@ static int encode_segment(tokenizer *t, const uint8_t *s, size_t n, as_err *err)
     return 0;
 }
 
-/* The longest added token at s[pos..n), or NULL. */
-static const hf_added *added_at(const struct tk_hf *hf, const uint8_t *s, size_t n, size_t pos) {
+/* The longest added token of the kind asked (normalized or not) at s[pos..n), or NULL. */
+static const hf_added *added_at(const struct tk_hf *hf, const uint8_t *s, size_t n, size_t pos, int normalized) {
     const hf_added *best = NULL;
     for (size_t i = 0; i < hf->n_added; i++) {
         const hf_added *a = &hf->added[i];
-        if (a->len <= n - pos && (!best || a->len > best->len) && !memcmp(s + pos, a->s, a->len)) best = a;
+        if (a->normalized == normalized && a->len && a->len <= n - pos && (!best || a->len > best->len) &&
+            !memcmp(s + pos, a->s, a->len))
+            best = a;
     }
     return best;
+}
+
+/* Calls words(t, piece) on each piece of s[0..n) between the added tokens of the kind asked,
+ * leftmost first and the longest at a position (HF's LeftmostLongest), pushing their ids. */
+typedef int (*piece_fn)(tokenizer *t, const uint8_t *s, size_t n, as_err *err);
+static int split_added(tokenizer *t, const uint8_t *s, size_t n, int normalized, piece_fn words, as_err *err) {
+    struct tk_hf *hf = t->hf;
+    uint8_t bit = normalized ? HF_ADDED_NORM : HF_ADDED_RAW;
+    size_t seg = 0;
+    for (size_t pos = 0; pos < n;) {
+        const hf_added *a = hf->added_first[s[pos]] & bit ? added_at(hf, s, n, pos, normalized) : NULL;
+        if (!a) { pos++; continue; }
+        if (words(t, s + seg, pos - seg, err)) return -1;
+        if (push_id(hf, a->id)) return as_fail(err, "tokenizer_encode: out of memory");
+        pos += a->len;
+        seg = pos;
+    }
+    return words(t, s + seg, n - seg, err);
+}
+
+/* A segment between the text's added tokens: normalized, then split at the normalized added
+ * tokens, which HF looks for only in the normalized text. */
+static int encode_segment(tokenizer *t, const uint8_t *s, size_t n, as_err *err) {
+    struct tk_hf *hf = t->hf;
+    if (!n) return 0;
+    const uint8_t *z = tk_hf_normalized(hf, s, &n);
+    if (!z) return as_fail(err, "tokenizer_encode: out of memory normalizing %zu bytes", n);
+    return hf->n_added_norm ? split_added(t, z, n, 1, encode_words, err) : encode_words(t, z, n, err);
 }
 
 /* Encodes into hf->ids[0..hf->n_ids). */
@@ -193,18 +233,8 @@ static int encode(tokenizer *t, const char *text, size_t len, as_err *err) {
     if (len > SIZE_MAX / 4 || grow(&hf->buf[0], &hf->buf_cap[0], 3 * len + 1))
         return as_fail(err, "tokenizer_encode: out of memory for a text of %zu bytes", len);
     size_t n = clean_utf8((const uint8_t *)text, len, hf->buf[0]);
-    const uint8_t *s = hf->buf[0];
     if (hf->add_bos && push_id(hf, hf->bos_id)) return as_fail(err, "tokenizer_encode: out of memory");
-    size_t seg = 0;
-    for (size_t pos = 0; pos < n;) {
-        const hf_added *a = hf->added_first[s[pos]] ? added_at(hf, s, n, pos) : NULL;
-        if (!a) { pos++; continue; }
-        if (encode_segment(t, s + seg, pos - seg, err)) return -1;
-        if (push_id(hf, a->id)) return as_fail(err, "tokenizer_encode: out of memory");
-        pos += a->len;
-        seg = pos;
-    }
-    return encode_segment(t, s + seg, n - seg, err);
+    return split_added(t, hf->buf[0], n, 0, encode_segment, err);
 }
 
 int tk_hf_encode(tokenizer *t, const char *text, size_t len, int32_t *out, size_t out_cap, size_t *n_out, as_err *err) {

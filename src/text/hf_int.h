@@ -20,11 +20,16 @@ typedef struct {
     size_t a_len, b_len;
 } hf_norm;
 
+/* An added token as matched: a normalized one (its "normalized": true) is looked for in the
+ * normalized text, as its content normalized (then s is malloc'd: owned), the others in the
+ * text as given (GPT-NeoX's runs of spaces are the first kind, "<|endoftext|>" the second). */
 typedef struct {
     uint8_t *s;
     size_t len;
     int32_t id;
+    int normalized, owned;
 } hf_added;
+enum { HF_ADDED_RAW = 1, HF_ADDED_NORM = 2 }; /* added_first's bits */
 
 struct tk_hf {
     int byte_level;   /* a ByteLevel pre-tokenizer: model tokens are GPT-2 byte-level strings */
@@ -39,7 +44,8 @@ struct tk_hf {
     int32_t fallback_id[256]; /* "<0xXX>" tokens, -1 if absent */
     hf_added *added;
     size_t n_added;
-    uint8_t added_first[256]; /* 1 if some added token starts with this byte */
+    size_t n_added_norm;      /* how many of them are normalized */
+    uint8_t added_first[256]; /* HF_ADDED_RAW / _NORM if some added token of that kind starts with this byte */
     /* the model vocabulary's token strings (byte-level: their bytes; else their UTF-8) -> id */
     uint8_t *sym_pool;
     size_t *sym_off;
@@ -48,12 +54,15 @@ struct tk_hf {
     int32_t *vix;
     size_t vix_mask;
     /* work buffers, grown as needed */
-    uint8_t *buf[3];
-    size_t buf_cap[3];
+    uint8_t *buf[4];
+    size_t buf_cap[4];
     int32_t *ids;
     size_t n_ids, ids_cap;
 };
 
 int32_t tk_hf_lookup(const struct tk_hf *hf, const uint8_t *s, size_t n);
+/* s[0..n) through the file's normalizers (hf_encode.c), into a work buffer of hf (valid until
+ * the next call) or s itself; NULL when out of memory. */
+const uint8_t *tk_hf_normalized(struct tk_hf *hf, const uint8_t *s, size_t *n);
 
 #endif

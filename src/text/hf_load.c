@@ -1,7 +1,7 @@
 /* hf_load.c -- reading a Hugging Face tokenizer.json (and tokenizer_config.json) into a tokenizer.
  *
  * Supported (docs/tokenizers.md): model BPE (vocab, merges as "a b" strings or [a, b] lists,
- * byte_fallback, unk_token, fuse_unk, ignore_merges), added_tokens, normalizers NFC, Prepend,
+ * byte_fallback, unk_token, fuse_unk, ignore_merges), added_tokens (normalized or not), normalizers NFC, Prepend,
  * Replace (a String pattern) and Sequences of them, pre-tokenizers ByteLevel and Split with the
  * GPT-2, Llama 3 or Qwen2 pattern followed by ByteLevel; the BOS from tokenizer_config.json's
  * add_bos_token or the post_processor's TemplateProcessing. Anything else is refused in one line
@@ -116,14 +116,21 @@ static int load_pre_tokenizer(loader *L, const json_value *p) {
     if (type && !strcmp(type, "Sequence")) {
         const json_value *list = json_get(p, "pretokenizers");
         if (!list || list->type != JSON_ARRAY) return refuse(L, "pre_tokenizer", "Sequence without \"pretokenizers\"", "malformed");
-        if (list->u.array.count == 1 && !strcmp(str_of(&list->u.array.items[0], "type") ? str_of(&list->u.array.items[0], "type") : "", "ByteLevel"))
-            return byte_level(L, &list->u.array.items[0], 1);
-        const char *t0 = list->u.array.count == 2 ? str_of(&list->u.array.items[0], "type") : NULL;
-        const char *t1 = list->u.array.count == 2 ? str_of(&list->u.array.items[1], "type") : NULL;
-        if (!t0 || !t1 || strcmp(t0, "Split") || strcmp(t1, "ByteLevel"))
+        size_t n = list->u.array.count;
+        const json_value *it = list->u.array.items;
+        /* a member we do not implement (Metaspace, Digits, Punctuation, ...) is named itself */
+        for (size_t i = 0; i < n; i++) {
+            const char *ti = str_of(&it[i], "type");
+            if (ti && (!strcmp(ti, "Split") || !strcmp(ti, "ByteLevel"))) continue;
+            char field[64];
+            snprintf(field, sizeof field, "pre_tokenizer.pretokenizers[%zu].type", i);
+            return refuse(L, field, ti, "inside a Sequence only Split and ByteLevel are implemented");
+        }
+        if (n == 1 && !strcmp(str_of(&it[0], "type"), "ByteLevel")) return byte_level(L, &it[0], 1);
+        if (n != 2 || strcmp(str_of(&it[0], "type"), "Split") || strcmp(str_of(&it[1], "type"), "ByteLevel"))
             return refuse(L, "pre_tokenizer", "this Sequence", "only [Split, ByteLevel] or [ByteLevel]");
-        if (split_rule(L, &list->u.array.items[0])) return -1;
-        return byte_level(L, &list->u.array.items[1], 0);
+        if (split_rule(L, &it[0])) return -1;
+        return byte_level(L, &it[1], 0);
     }
     return refuse(L, "pre_tokenizer.type", type, "ByteLevel, a Sequence of Split and ByteLevel, or null");
 }
@@ -186,6 +193,15 @@ static size_t decoded(const struct tk_hf *hf, const int cp_to_byte[324], const u
     return o;
 }
 
+/* 1 when s[0..n) is the content of one of the added tokens. */
+static int is_added(const json_value *added, const char *s, size_t n) {
+    for (size_t i = 0; added && i < added->u.array.count; i++) {
+        const json_value *c = json_get(&added->u.array.items[i], "content");
+        if (c && c->type == JSON_STRING && c->u.string.len == n && !memcmp(c->u.string.ptr, s, n)) return 1;
+    }
+    return 0;
+}
+
 static int load_vocab(loader *L, const json_value *vocab, const json_value *added) {
     tokenizer *t = L->t;
     struct tk_hf *hf = L->hf;
@@ -221,6 +237,8 @@ static int load_vocab(loader *L, const json_value *vocab, const json_value *adde
         int64_t id;
         json_get_int64(&m->value, &id);
         size_t n = decoded(hf, cp_to_byte, (const uint8_t *)m->key, m->key_len, t->pool + t->pool_len);
+        if ((n == (size_t)-1 || n == 0) && is_added(added, m->key, m->key_len))
+            continue; /* e.g. GPT-NeoX's "  ": no BPE word can reach it; the added token stands */
         if (n == (size_t)-1 || n == 0)
             return as_fail(L->err, "%s: model.vocab: token \"%.60s\" is not GPT-2 byte-level text (the pre_tokenizer is ByteLevel)", L->path, m->key);
         if (t->tok_len[id]) return as_fail(L->err, "%s: model.vocab: id %lld appears twice", L->path, (long long)id);
@@ -312,6 +330,20 @@ done:
 
 /* ------------------------------------------------------------- added tokens */
 
+/* An added token with "normalized": true is what HF's library looks for in the normalized
+ * text: its content through the normalizers (unchanged by NFC for GPT-NeoX's runs of
+ * spaces). One that normalizes to nothing never matches (len 0). */
+static int normalized_added(loader *L, hf_added *d) {
+    size_t n = d->len;
+    const uint8_t *z = tk_hf_normalized(L->hf, d->s, &n);
+    uint8_t *copy = z ? malloc(n + 1) : NULL;
+    if (!copy) return as_fail(L->err, "%s: out of memory", L->path);
+    memcpy(copy, z, n);
+    d->s = copy, d->len = n, d->normalized = d->owned = 1;
+    L->hf->n_added_norm++;
+    return 0;
+}
+
 static int load_added(loader *L, const json_value *added) {
     tokenizer *t = L->t;
     struct tk_hf *hf = L->hf;
@@ -319,14 +351,14 @@ static int load_added(loader *L, const json_value *added) {
     if (added->type != JSON_ARRAY) return refuse(L, "added_tokens", "not a list", "a list of tokens");
     hf->added = calloc(added->u.array.count + 1, sizeof *hf->added);
     if (!hf->added) return as_fail(L->err, "%s: out of memory", L->path);
-    static const char *const flags[] = {"lstrip", "rstrip", "single_word", "normalized"};
+    static const char *const flags[] = {"lstrip", "rstrip", "single_word"};
     for (size_t i = 0; i < added->u.array.count; i++) {
         const json_value *a = &added->u.array.items[i], *c = json_get(a, "content");
-        for (int f = 0; f < 4; f++)
+        for (int f = 0; f < 3; f++)
             if (bool_of(a, flags[f], 0)) {
                 char field[64];
                 snprintf(field, sizeof field, "added_tokens[%zu].%s", i, flags[f]);
-                return refuse(L, field, "true", "added tokens are matched exactly, in the text as given");
+                return refuse(L, field, "true", "added tokens are matched exactly, without stripping");
             }
         int64_t id;
         json_get_int64(json_get(a, "id"), &id);
@@ -340,7 +372,8 @@ static int load_added(loader *L, const json_value *added) {
         t->tok_len[id] = (uint32_t)d->len;
         t->pool_len += d->len;
         if (d->len > t->max_token_len) t->max_token_len = d->len;
-        hf->added_first[d->s[0]] = 1;
+        if (bool_of(a, "normalized", 0) && normalized_added(L, d)) return -1;
+        if (d->len) hf->added_first[d->s[0]] |= d->normalized ? HF_ADDED_NORM : HF_ADDED_RAW;
     }
     return 0;
 }
@@ -465,12 +498,14 @@ static int load_bos(loader *L, const json_value *post, const json_value *cfg, co
 void tk_hf_free(struct tk_hf *hf) {
     if (!hf) return;
     for (int i = 0; i < hf->n_norm; i++) { free(hf->norm[i].a); free(hf->norm[i].b); }
+    for (size_t i = 0; i < hf->n_added; i++)
+        if (hf->added[i].owned) free(hf->added[i].s);
     free(hf->added);
     free(hf->sym_pool);
     free(hf->sym_off);
     free(hf->sym_len);
     free(hf->vix);
-    for (int i = 0; i < 3; i++) free(hf->buf[i]);
+    for (int i = 0; i < 4; i++) free(hf->buf[i]);
     free(hf->ids);
     free(hf);
 }

@@ -7,7 +7,7 @@
  * bound alone would cost O(N n d) directly and is left out, in the direct method's favour)
  * on every 16th row of one head, and extrapolates by the row lengths.
  * usage: bench_metrics [L] [heads] [Nall] [options]  (run with OPENBLAS_NUM_THREADS=1); Nall = 1
- * takes N = 1..128 (config.md's default "1:128") instead of the powers of two.
+ * takes N = 1..128 (grid.N's default "1:128", configs/example.cfg) instead of the powers of two.
  * Options: --no-direct skips the direct comparison; --norms3 runs softmax, sparsemax and ssmax;
  * --save FILE writes every output double; --check FILE compares against a saved run (e.g. of an
  * earlier version of metrics.c) and prints the worst relative difference per variable;

@@ -1,9 +1,10 @@
 # families.cmake -- a model axis mixing the families (gpt2, gpt_neox, llama; qwen2 appended)
-# swept, killed and resumed, extended by a model and merged from shards
+# swept, killed and resumed, extended by a model, merged from shards and sampled
+# (metrics.query_rows = "sample:K")
 # (tests/integration/test_family_axis.py). Random-weight models written by
 # tests/reference/families_io.py and `attnsweep synth`; no shared assets needed.
 set(AS_FAMAXIS_SCRATCH ${CMAKE_BINARY_DIR}/scratch/family-axis)
-foreach(case models axis resume extend merge)
+foreach(case models axis resume extend merge sampled)
   add_test(NAME family_axis_${case}
            COMMAND ${AS_PYTHON} ${CMAKE_SOURCE_DIR}/tests/integration/test_family_axis.py
                    $<TARGET_FILE:attnsweep> $<TARGET_FILE:attnsweep_test>
@@ -13,6 +14,7 @@ foreach(case models axis resume extend merge)
 endforeach()
 set_tests_properties(family_axis_models PROPERTIES FIXTURES_SETUP family_axis_models)
 set_tests_properties(family_axis_axis family_axis_resume family_axis_extend family_axis_merge
+                     family_axis_sampled
                      PROPERTIES FIXTURES_REQUIRED family_axis_models)
 
 # bad model directories of the rotary families, one line each (tests/integration/test_family_inputs.py)

@@ -6,7 +6,11 @@
 #     only: exactly the plan of a sweep of the new L values alone;
 #   - for a config `run` refuses (another grid.T), no "windows left" at all: a progress
 #     line saying run refuses it, one warning line, and `--check` fails naming the key;
-#   - with --porcelain, only key=value lines, the same numbers as the human output.
+#   - with --porcelain, only key=value lines, the same numbers as the human output;
+#   - a node that cannot fit its memory limit (--mem, SLURM_MEM_PER_NODE) is refused by
+#     plan --check and by run, in one line, before run writes anything; by default the
+#     limit is MemTotal;
+#   - metrics.query_rows = "sample:K" costs less metrics time and more output.
 set -u
 BIN=$1 MODEL=$2 SCRATCH=$3
 PY=/usr/bin/python3
@@ -59,4 +63,37 @@ check "refused config: one warning line naming grid.T ($(cat h.err))" $?
 test "$(key progress p.out)" = refused && ! grep -q '^windows_left=' p.out; check "refused config: progress=refused" $?
 "$BIN" plan s.cfg --set 'grid.T=[0.2]' --check >h.out 2>h.err; rc=$?
 test $rc -eq 1 && grep -q "grid.T" h.err; check "refused config: --check exits 1 naming grid.T" $?
+
+# memory: the tiny model's node needs ~25 MiB at L = 128; a 20 MiB limit is refused
+"$BIN" plan s.cfg --check --mem 20M >h.out 2>h.err; rc=$?
+test $rc -eq 1 && test "$(wc -l <h.err)" -eq 1 && grep -q "1 rank on a node needs .* at L = 128 .* of --mem" h.err
+check "memory: plan --check --mem 20M refuses in one line ($(cat h.err))" $?
+SLURM_MEM_PER_NODE=20 "$BIN" plan s.cfg --check >h.out 2>h.err; rc=$?
+test $rc -eq 1 && grep -q "of SLURM_MEM_PER_NODE" h.err; check "memory: SLURM_MEM_PER_NODE=20 (MB) is the limit" $?
+"$BIN" plan s.cfg --check --mem 1G >h.out 2>h.err; rc=$?
+test $rc -eq 0 && grep -q "^check     memory: 1 rank on a node fit the limit (--mem)" h.out
+check "memory: --mem 1G passes --check" $?
+"$BIN" plan s.cfg --porcelain --mem 20M >p.out 2>&1
+test "$(key memory.limit p.out)" = 20971520 && test "$(key memory.activations p.out)" -gt 0
+check "memory: --porcelain memory.limit=20971520, memory.activations" $?
+"$BIN" run s.cfg --mem 20M --set 'output="mem.h5"' >run.log 2>&1; rc=$?
+test $rc -eq 1 && ! ls mem.h5* >/dev/null 2>&1 && test "$(wc -l <run.log)" -eq 1 && grep -q "of --mem" run.log
+check "memory: run --mem 20M refuses before writing anything ($(cat run.log))" $?
+"$BIN" plan s.cfg --mem 20x >h.out 2>h.err; test $? -eq 2; check "memory: --mem 20x is bad usage" $?
+# without --mem or SLURM the limit is the machine's MemTotal, not MemAvailable (it moves with
+# the other processes: a loaded machine must not refuse a run that fits by chance)
+env -u SLURM_MEM_PER_NODE "$BIN" plan s.cfg --check >h.out 2>h.err; rc=$?
+test $rc -eq 0 && grep -q "^check     memory: 1 rank on a node fit the limit (MemTotal)" h.out
+check "memory: the default limit is MemTotal ($(grep 'limit' h.out | head -1))" $?
+
+# sampling: the metrics cost less (the per-row work of 8 of the L - 1 rows), the output more
+"$BIN" plan s.cfg --set 'output="all.h5"' --porcelain >p.out 2>&1
+"$BIN" plan s.cfg --set 'output="k8.h5"' --set 'metrics.query_rows="sample:8"' --porcelain >k.out 2>&1
+$PY -c "import sys; a, b, oa, ob = map(float, sys.argv[1:]); sys.exit(not (b < 0.5 * a and ob > oa))" \
+    "$(key model.0.metrics_seconds p.out)" "$(key model.0.metrics_seconds k.out)" \
+    "$(key output_bytes p.out)" "$(key output_bytes k.out)"
+check "sampling: metrics $(key model.0.metrics_seconds k.out) s < half of $(key model.0.metrics_seconds p.out) s; output $(key output_bytes k.out) > $(key output_bytes p.out)" $?
+"$BIN" plan s.cfg --set 'metrics.query_rows="sample:0"' >h.out 2>h.err; rc=$?
+test $rc -eq 1 && grep -q 'metrics.query_rows.*"sample:0"' h.err && test "$(wc -l <h.err)" -eq 1
+check "sampling: sample:0 refused in one line ($(cat h.err))" $?
 exit $fail

@@ -5,7 +5,7 @@
 # running window, a changed config is refused, windows/L extend a file,
 # and the file's metrics equal numpy's evaluation of docs/metrics.md on a dump.
 foreach(case ranks changed_config extend dump_crosscheck sigterm compress compress_resume compress_kill
-             stop_grace switches)
+             stop_grace switches rows)
   # sigterm and stop_grace hold the writer through the store's test hook, which only
   # attnsweep_test has
   if(case STREQUAL "sigterm" OR case STREQUAL "stop_grace" OR case STREQUAL "compress_kill")

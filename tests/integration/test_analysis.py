@@ -122,8 +122,8 @@ class Ref:
 
 
 # -- a multi-model results file in the model axis's layout (docs/results.md) ---------
-MODEL_COORDS = ("model_path", "model_sha256", "model_config_sha256", "model_kind", "model_n_layer",
-                "model_n_head", "model_n_embd", "training_step")
+MODEL_COORDS = ("model_path", "model_sha256", "model_config_sha256", "model_kind", "model_family",
+                "model_n_layer", "model_n_head", "model_n_embd", "training_step")
 CELL_DIMS = ("window", "L")
 
 
@@ -139,7 +139,7 @@ def stack_models(singles, dst, models, masked=()):
     coordinate (vlen UTF-8), the auxiliary coordinates MODEL_COORDS over (model) named in
     every data variable's CF `coordinates` attribute, and head_valid (model, layer, head).
     models: one dict per file with keys name, path, sha256, n_layer, n_head, n_embd,
-    training_step (and kind, default: the single files' model_kind). masked: (model, layer, head) triples marked absent (head_valid 0) whose
+    training_step (and kind and family, default: the single files' model_kind / model_family). masked: (model, layer, head) triples marked absent (head_valid 0) whose
     values are set to 1e6 in every float variable over (layer, head). A single file that
     already has the model axis (size 1) is read at model 0. The root model_dir and
     weights_sha256 are left out, so the analysis cannot lean on them for several models."""
@@ -165,12 +165,15 @@ def stack_models(singles, dst, models, masked=()):
         d.make_scale("model")
         kind = first.attrs.get("model_kind", "unknown")
         kind = kind.decode() if isinstance(kind, bytes) else str(kind)
-        for m in models:          # a model's kind: given, else the single files' own
+        family = first["model_family"][0] if "model_family" in first else ""
+        family = family.decode() if isinstance(family, bytes) else str(family)
+        for m in models:          # a model's kind and family: given, else the single files' own
             m.setdefault("kind", kind)
+            m.setdefault("family", family)
             m.setdefault("config_sha256", "")  # "": not recorded (docs/results.md)
         aux = {"model_path": (str_t, "path"), "model_sha256": (str_t, "sha256"),
                "model_config_sha256": (str_t, "config_sha256"),
-               "model_kind": (str_t, "kind"),
+               "model_kind": (str_t, "kind"), "model_family": (str_t, "family"),
                "model_n_layer": ("<i4", "n_layer"), "model_n_head": ("<i4", "n_head"),
                "model_n_embd": ("<i4", "n_embd"), "training_step": ("<i8", "training_step")}
         for k, (t, key) in aux.items():

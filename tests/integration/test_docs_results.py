@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """docs/results.md describes the files attnsweep writes, and nothing else.
 
-Runs a small sweep and a dump on the tiny model, then compares each file with the tables of
+Runs a small sweep (with metrics.query_rows = "sample:8", so that the variables only a sampled
+file has are there too) and a dump on the tiny model, then compares each file with the tables of
 docs/results.md, in both directions: every coordinate, variable, root attribute, /provenance
 variable and dump dataset/attribute in the file must have a row, every row must exist in the
 file, and the type, dimensions, fill value and units in the row must be the file's.
@@ -220,6 +221,7 @@ text = {{ path = "tokens.npy"; format = "tokens"; }};
 windows = {{ count = 2; offset = 0; stride = 32; }};
 grid = {{ L = [16, 32]; N = [1, 4]; T = [0.5, 8.0]; eps = [1e-3, 0.1];
          normalizer = ["softmax", "sparsemax", "ssmax"]; }};
+metrics = {{ query_rows = "sample:8"; }};
 output = "docs.h5";
 """)
     p = subprocess.run([BIN, "run", "docs.cfg"], env=ENV, cwd=SCRATCH, capture_output=True,

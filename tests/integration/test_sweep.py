@@ -18,6 +18,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import bruteforce
+from bruteforce import sample_rows, sampled_mean_se
 from sweeptest import ENV, check, run_cases, same_values, signal_delivered, summary, wait_for_phase
 
 BIN, MODEL, SCRATCH = sys.argv[1:4]
@@ -317,39 +318,50 @@ def case_extend():
 
 # --- docs/metrics.md, written again in numpy: tests/lib/bruteforce.py ----------------
 
-def case_dump_crosscheck():
-    write_config(f"{SCRATCH}/m.cfg", "m.h5", L="[32]", windows=1)
-    check(run(["m.cfg"]).returncode == 0, "run")
-    toks = np.load(f"{SCRATCH}/tokens.npy")[:32]
-    np.savetxt(f"{SCRATCH}/w0.txt", toks[None, :], fmt="%d")
-    d = subprocess.run([BIN, "dump", "--model", MODEL, "--tokens", f"{SCRATCH}/w0.txt", "--length", "32",
-                        "--out", f"{SCRATCH}/w0.h5"], env=ENV, capture_output=True, text=True)
+def dump_window(start, L, name):
+    """`attnsweep dump` of the L tokens from `start` of tokens.npy, opened (SCRATCH/name.h5)."""
+    toks = np.load(f"{SCRATCH}/tokens.npy")[start:start + L]
+    np.savetxt(f"{SCRATCH}/{name}.txt", toks[None, :], fmt="%d")
+    d = subprocess.run([BIN, "dump", "--model", MODEL, "--tokens", f"{SCRATCH}/{name}.txt", "--length",
+                        str(L), "--out", f"{SCRATCH}/{name}.h5"], env=ENV, capture_output=True, text=True)
     check(d.returncode == 0, f"dump: {d.stderr}")
-    f = h5py.File(f"{SCRATCH}/m.h5", "r")
-    g = h5py.File(f"{SCRATCH}/w0.h5", "r")
+    return h5py.File(f"{SCRATCH}/{name}.h5", "r")
+
+
+def brute_rows(f, g):
+    """The brute force's per-row values of heads 0 and 3 of layers 0 and 1 of dump g at every
+    (T, normalizer) of results file f: yields (layer, head, iT, T, iz, norm, rows)."""
     Ns, Ts = list(f["N"][()]), list(f["T"][()])
     norms = [s.decode() if isinstance(s, bytes) else s for s in f["normalizer"][()]]
-    worst = 0.0
     for layer in (0, 1):
-        sc = g[f"layer_{layer:02d}/scores"][()]
-        v = g[f"layer_{layer:02d}/v"][()]
+        sc, v = g[f"layer_{layer:02d}/scores"][()], g[f"layer_{layer:02d}/v"][()]
         for head in (0, 3):
             bf = bruteforce.Head(sc[head], v[head])
             for iT, T in enumerate(Ts):
                 for iz, norm in enumerate(norms):
-                    rows = bf.rows(Ns, T, norm, bound=False, sep=False)
-                    for iN, N in enumerate(Ns):
-                        for var in ("dist_true", "dist_expect"):
-                            want, cnt = bruteforce.cut_mean(rows[var][iN], 32)
-                            got = f[var][0, 0, 0, iN, iT, iz, layer, head]
-                            err = abs(got - want) / max(abs(want), 1e-6)
-                            worst = max(worst, err)
-                            check(err < 1e-4, f"L{layer} h{head} N={N} T={T} {norm} {var}: {got} vs {want}")
-                        got_rows = f["rows_used"][0, 0, 0, iN, iT, iz, layer, head]
-                        check(got_rows == cnt, f"rows_used {got_rows} vs {cnt}")
-                    ent, _ = bruteforce.cut_mean(rows["entropy"], 32)
-                    got = f["entropy"][0, 0, 0, iT, iz, layer, head]
-                    check(abs(got - ent) <= 1e-4 * max(1, abs(ent)), f"entropy {got} vs {ent}")
+                    yield layer, head, iT, T, iz, norm, bf.rows(Ns, T, norm, bound=False, sep=False)
+
+
+def case_dump_crosscheck():
+    write_config(f"{SCRATCH}/m.cfg", "m.h5", L="[32]", windows=1)
+    check(run(["m.cfg"]).returncode == 0, "run")
+    g = dump_window(0, 32, "w0")
+    f = h5py.File(f"{SCRATCH}/m.h5", "r")
+    Ns = list(f["N"][()])
+    worst = 0.0
+    for layer, head, iT, T, iz, norm, rows in brute_rows(f, g):
+        for iN, N in enumerate(Ns):
+            for var in ("dist_true", "dist_expect"):
+                want, cnt = bruteforce.cut_mean(rows[var][iN], 32)
+                got = f[var][0, 0, 0, iN, iT, iz, layer, head]
+                err = abs(got - want) / max(abs(want), 1e-6)
+                worst = max(worst, err)
+                check(err < 1e-4, f"L{layer} h{head} N={N} T={T} {norm} {var}: {got} vs {want}")
+            got_rows = f["rows_used"][0, 0, 0, iN, iT, iz, layer, head]
+            check(got_rows == cnt, f"rows_used {got_rows} vs {cnt}")
+        ent, _ = bruteforce.cut_mean(rows["entropy"], 32)
+        got = f["entropy"][0, 0, 0, iT, iz, layer, head]
+        check(abs(got - ent) <= 1e-4 * max(1, abs(ent)), f"entropy {got} vs {ent}")
     print(f"dump_crosscheck: worst relative difference {worst:.2e}", flush=True)
 
 
@@ -408,6 +420,60 @@ def case_switches():
     check(p.returncode == 0, f"plan of a switched config: {p.stderr[-300:]}")
 
 
+def case_rows():
+    """metrics.query_rows = "sample:K" (docs/metrics.md 9.1). K >= the rows of every L: each
+    variable of the all-rows run bit for bit, SE 0. K < the rows: the sampled means and their
+    SE against numpy on a dump (the rule reimplemented from the doc, bruteforce.py), rows_used
+    and rows_sampled the sampled counts, the means within a few SE of the full ones, and the
+    same file from 1 and 2 ranks (the rows depend on the cell, not on who computes it)."""
+    write_config(f"{SCRATCH}/all.cfg", "all.h5", L="[16, 64]")
+    write_config(f"{SCRATCH}/k64.cfg", "k64.h5", L="[16, 64]", extra='metrics = { query_rows = "sample:64"; };')
+    write_config(f"{SCRATCH}/k8.cfg", "k8.h5", L="[16, 64]", extra='metrics = { query_rows = "sample:8"; };')
+    write_config(f"{SCRATCH}/k8r2.cfg", "k8r2.h5", L="[16, 64]", extra='metrics = { query_rows = "sample:8"; };')
+    for c, ranks in (("all", 1), ("k64", 1), ("k8", 1), ("k8r2", 2)):
+        p = run([f"{c}.cfg"], ranks=ranks)
+        check(p.returncode == 0, f"{c}: exit {p.returncode}: {p.stderr[-400:]}")
+    same_values(f"{SCRATCH}/k8.h5", f"{SCRATCH}/k8r2.h5", "sample:8, 1 vs 2 ranks")
+    with h5py.File(f"{SCRATCH}/all.h5", "r") as fa, h5py.File(f"{SCRATCH}/k64.h5", "r") as fk:
+        check(fa.attrs["query_rows"] == "all" and fk.attrs["query_rows"] == "sample:64", "root attribute")
+        check("dist_true_se" not in fa and "rows_sampled" not in fa, "all rows: no SE variables")
+        for k, d in fa.items():
+            if isinstance(d, h5py.Dataset) and k not in ("wall_time", "rank", "attempts"):
+                check(same(d[()], fk[k][()]), f"sample:64 = all rows: {k} bit for bit")
+        se = fk["dist_true_se"][()]
+        check(np.all((se == 0) | np.isnan(fk["dist_true"][()])), "sample:64: SE 0 where a mean is")
+    # the sampled cell (window 1, L = 64) against numpy on its dump
+    g = dump_window(64, 64, "w1")
+    f, fa = h5py.File(f"{SCRATCH}/k8.h5", "r"), h5py.File(f"{SCRATCH}/all.h5", "r")
+    Ns, L = list(f["N"][()]), 64
+    rows = sample_rows(8, 1, L, int(f.attrs["seed"]), 1)
+    check(int(f["rows_sampled"][0, 1, 1]) == len(rows) == 8, f"rows_sampled {f['rows_sampled'][0, 1, 1]}")
+    worst, z = 0.0, []
+    for layer, head, iT, T, iz, norm, r in brute_rows(f, g):
+        for iN, N in enumerate(Ns):
+            for var in ("dist_true", "dist_expect"):
+                m, s_e, k = sampled_mean_se(r[var][iN], rows, L - N)
+                at = (0, 1, 1, iN, iT, iz, layer, head)
+                got, got_se = f[var][at], f[var + "_se"][at]
+                err = max(abs(got - m) / max(abs(m), 1e-6), abs(got_se - s_e) / max(abs(s_e), 1e-6))
+                worst = max(worst, err)
+                check(err < 1e-4, f"L{layer} h{head} N={N} T={T} {norm} {var}: {got} +- {got_se} vs {m} +- {s_e}")
+                check(f["rows_used"][at] == k, f"rows_used {f['rows_used'][at]} vs {k}")
+                if got_se > 0:
+                    z.append(abs(got - fa[var][at]) / got_se)
+        m, s_e, k = sampled_mean_se(r["entropy"], rows, L - 1)
+        at = (0, 1, 1, iT, iz, layer, head)
+        check(abs(f["entropy"][at] - m) <= 1e-4 * max(1, abs(m)) and
+              abs(f["entropy_se"][at] - s_e) <= 1e-4 * max(1e-3, abs(s_e)),
+              f"entropy {f['entropy'][at]} +- {f['entropy_se'][at]} vs {m} +- {s_e}")
+    # the full means within a few SE (the SRS formula overstates a stratified sample's SE)
+    z = np.array(z)
+    check(len(z) > 50 and np.mean(z < 2) >= 0.9 and z.max() < 5,
+          f"|sampled - full| / SE: {len(z)} cells, {np.mean(z < 2):.2f} below 2, max {z.max():.2f}")
+    print(f"rows: worst relative difference {worst:.2e}; |sampled - full| / SE median "
+          f"{np.median(z):.2f}, max {z.max():.2f}", flush=True)
+
+
 def main():
     if os.path.exists(SCRATCH):
         shutil.rmtree(SCRATCH)
@@ -418,7 +484,7 @@ def main():
     # then resume: tests/reliability/test_torture.py.
     cases = [case_ranks, case_changed_config, case_extend, case_dump_crosscheck, case_sigterm,
              case_compress, case_compress_resume, case_compress_kill, case_stop_grace,
-             case_switches]
+             case_switches, case_rows]
     run_cases(cases, ONLY, label="case ")
     sys.exit(summary("test_sweep"))
 

@@ -10,8 +10,10 @@ target_link_libraries(slurm_hello_mpi PRIVATE MPI::MPI_C)
 
 add_test(NAME jobs_fetch COMMAND bash ${CMAKE_SOURCE_DIR}/tests/jobs/test_fetch.sh)
 add_test(NAME jobs_make_sbatch COMMAND bash ${CMAKE_SOURCE_DIR}/tests/jobs/test_slurm_generator.sh)
-# fetch-model.sh: a checkpoint series, shards, a PyTorch-only repository and a hostile pickle
-# against the local imitation of the hub; the series is swept and drawn (synthetic models)
+# fetch-model.sh: a Pythia checkpoint series (EleutherAI/pythia-tiny step0, step1000, step2000:
+# gpt_neox models and Pythia's tokenizer files), shards, a PyTorch-only repository and a hostile
+# pickle against the local imitation of the hub; the series is swept on text and drawn, the
+# checkpoint figure's numbers checked against the file (synthetic models)
 add_test(NAME jobs_fetch_model COMMAND ${AS_PYTHON} ${CMAKE_SOURCE_DIR}/tests/jobs/test_fetch_model.py
                                        $<TARGET_FILE:attnsweep> ${CMAKE_BINARY_DIR}/scratch/fetch_model)
 # run-all.sh's list of skipped tests and their reasons, on a scratch ctest project

@@ -4,8 +4,18 @@
     test_fetch_model.py ATTNSWEEP SCRATCH
 
 What it protects (each case on synthetic models the program writes, nothing from the network):
-  series    a checkpoint series fetched with --revisions into DIR/REV/, every file equal to the
-            hub's, then swept as a model axis and drawn as the checkpoint figure
+  series    a Pythia checkpoint series as a researcher fetches one: EleutherAI/pythia-tiny with
+            revisions step0, step1000, step2000, each `synth --preset pythia-tiny` (gpt_neox)
+            with its attention logits sharpened by the step (q and k scaled: x1, x2, x4, as
+            training sharpens attention), with the files Pythia's repositories carry (config.json,
+            model.safetensors, tokenizer.json in Pythia's layout -- tests/lib/neox_tokenizer.py
+            --, tokenizer_config.json, special_tokens_map.json); fetched with --revisions into
+            DIR/REV/, every file equal to the hub's and nothing else asked for; swept on text
+            (read with that tokenizer.json) as a model axis: training_step 0, 1000, 2000 from
+            the directory names (Pythia's config.json has none), model_family gpt_neox; drawn
+            as the checkpoint figure, whose checkpoints.csv names the steps and whose every
+            quartile equals the one computed here from the file read with h5py; the entropy
+            falls from step to step
   rerun     a second fetch of a complete directory asks the hub nothing; --verify re-hashes
   sharded   model.safetensors.index.json and exactly the shards it names (nothing else)
   pickle    a repository with only pytorch_model.bin: converted to model.safetensors with every
@@ -32,7 +42,13 @@ from sweeptest import ENV, check, summary  # noqa: E402
 BIN, SCRATCH = (os.path.abspath(p) for p in sys.argv[1:3])
 FETCH = os.path.join(REPO, "jobs", "fetch-model.sh")
 ROOT = os.path.join(SCRATCH, "hub")
-STEPS = ["step100", "step200", "step300"]
+STEPS = ["step0", "step1000", "step2000"]
+LOGIT_SCALE = {"step0": 1.0, "step1000": 2.0, "step2000": 4.0}   # q.k grows so with the step
+SERIES = "EleutherAI/pythia-tiny"     # a Pythia-style repository of the local hub
+PYTHIA_FILES = ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json",
+                "special_tokens_map.json")
+sys.path.insert(0, os.path.join(REPO, "tests", "lib"))
+import neox_tokenizer  # noqa: E402
 
 
 def sh(cmd, **kw):
@@ -70,10 +86,34 @@ def synth(out, seed, dtype="f32"):
     check(p.returncode == 0, f"synth {out}: {p.stderr}")
 
 
+def sharpen(d, scale):
+    """Scales the attention logits of the gpt_neox model in d by `scale`: every head's q and k
+    rows (and biases) of query_key_value, laid out [head][q, k, v][head_dim], by sqrt(scale)."""
+    import numpy as np
+    path = os.path.join(d, "model.safetensors")
+    heads = json.load(open(os.path.join(d, "config.json")))["num_attention_heads"]
+    data = bytearray(open(path, "rb").read())
+    n = struct.unpack("<Q", data[:8])[0]
+    header = json.loads(data[8:8 + n])
+    for name, v in header.items():
+        if not name.endswith(("attention.query_key_value.weight", "attention.query_key_value.bias")):
+            continue
+        check(v["dtype"] == "F32", f"{name}: F32")
+        a, b = (8 + n + o for o in v["data_offsets"])
+        w = np.frombuffer(bytes(data[a:b]), dtype="<f4").reshape(heads, 3, -1).copy()
+        w[:, :2] *= np.float32(np.sqrt(scale))
+        data[a:b] = w.tobytes()
+    open(path, "wb").write(bytes(data))
+
+
 def make_hub():
     shutil.rmtree(ROOT, ignore_errors=True)
-    for i, step in enumerate(STEPS):
-        synth(os.path.join(ROOT, "Org", "series", step), 10 + i)
+    for step in STEPS:   # one initialisation, its attention sharper at each step
+        d = os.path.join(ROOT, SERIES, step)
+        p = sh([BIN, "synth", "--preset", "pythia-tiny", "--seed", "10", "--vocab", "none", "--out", d, "--force"])
+        check(p.returncode == 0, f"synth {d}: {p.stderr}")
+        sharpen(d, LOGIT_SCALE[step])
+        neox_tokenizer.write(d)
     # a sharded repository: the tiny model's tensors split over two files with an index
     d = os.path.join(ROOT, "Org", "sharded")
     synth(d, 5)
@@ -140,24 +180,34 @@ def start_hub():
 
 
 def requests():
-    return open(os.path.join(SCRATCH, "server.log")).read().splitlines()
+    log = os.path.join(SCRATCH, "server.log")
+    return open(log).read().splitlines() if os.path.exists(log) else []
 
 
 def case_series():
-    p = fetch("--revisions", ",".join(STEPS), "Org/series", "models/series")
+    mark = len(requests())
+    p = fetch("--revisions", ",".join(STEPS), SERIES, "models/pythia-tiny")
     check(p.returncode == 0, f"fetch of the series: {p.stderr[-600:]}")
     for step in STEPS:
-        for f in ("config.json", "model.safetensors", "vocab.json", "merges.txt"):
-            got, want = os.path.join(SCRATCH, "models/series", step, f), os.path.join(ROOT, "Org/series", step, f)
+        got_dir = os.path.join(SCRATCH, "models/pythia-tiny", step)
+        for f in PYTHIA_FILES:
+            got, want = os.path.join(got_dir, f), os.path.join(ROOT, SERIES, step, f)
             check(os.path.isfile(got) and sha(got) == sha(want), f"{step}/{f} equals the hub's")
-        check(not os.path.exists(os.path.join(SCRATCH, "models/series", step, ".fetch.lock")), f"{step}: no lock left")
-        sums = open(os.path.join(SCRATCH, "models/series", step, ".fetch.sums")).read()
+        check(sorted(os.listdir(got_dir)) == sorted(PYTHIA_FILES + (".fetch.sums",)),
+              f"{step}: exactly Pythia's files: {sorted(os.listdir(got_dir))}")
+        check(not os.path.exists(os.path.join(got_dir, ".fetch.lock")), f"{step}: no lock left")
+        sums = open(os.path.join(got_dir, ".fetch.sums")).read()
         check(hashlib.sha1(step.encode()).hexdigest() in sums, f"{step}: the revision's commit is recorded")
-    # swept as a model axis and drawn as the checkpoint figure
+        cfg = json.load(open(os.path.join(got_dir, "config.json")))
+        check(cfg.get("model_type") == "gpt_neox" and "training_step" not in cfg,
+              f"{step}: a gpt_neox config.json without training_step, as Pythia's")
+    asked = [r.split()[1] for r in requests()[mark:]]
+    check(all(f"/revision/{s}" in " ".join(asked) for s in STEPS), "each revision's file list is asked for")
+    # swept as a model axis, on text the tokenizer.json reads (runs of spaces: its added tokens)
     text = os.path.join(SCRATCH, "text.txt")
     with open(text, "w") as f:
-        f.write(" ".join("word%d and the other, said %d." % (i, i * 7) for i in range(3000)))
-    models = ", ".join(f'"models/series/{s}"' for s in STEPS)
+        f.write(" ".join("word%d and  the other,   said %d." % (i, i * 7) for i in range(3000)))
+    models = ", ".join(f'"models/pythia-tiny/{s}"' for s in STEPS)
     with open(os.path.join(SCRATCH, "series.cfg"), "w") as f:
         f.write(f"""model = [{models}];
 text = {{ path = "{text}"; strip_gutenberg = false; }};
@@ -167,26 +217,104 @@ output = "series.h5";
 """)
     p = sh([BIN, "run", "series.cfg"])
     check(p.returncode == 0, f"sweep of the series: {p.stderr[-600:]}")
+    if p.returncode:
+        return
+    import h5py
+    with h5py.File(os.path.join(SCRATCH, "series.h5"), "r") as f:
+        steps = list(f["training_step"][()])
+        fams = [v.decode() if isinstance(v, bytes) else v for v in f["model_family"][()]]
+        tok = f.attrs["tokenizer_files"]
+        tok = tok.decode() if isinstance(tok, bytes) else str(tok)
+    check(steps == [0, 1000, 2000], f"training_step from the Pythia names: {steps}")
+    check(fams == ["gpt_neox"] * 3, f"model_family: {fams}")
+    check("tokenizer.json" in tok and "vocab.json" not in tok, f"the text read with tokenizer.json: {tok[:200]}")
     p = sh(["/usr/bin/python3", os.path.join(REPO, "analysis", "figures.py"), "series.h5", "--out", "series-fig"])
     check(p.returncode == 0, f"figures of the series: {p.stderr[-600:]}")
-    csv = os.path.join(SCRATCH, "series-fig", "checkpoints.csv")
-    check(os.path.isfile(csv), "the checkpoint figure's numbers (checkpoints.csv) are written")
-    if os.path.isfile(csv):
-        body = open(csv).read()
-        check(all(s[len("step"):] in body for s in STEPS), f"checkpoints.csv names the three steps: {body[:300]}")
+    csv_path = os.path.join(SCRATCH, "series-fig", "checkpoints.csv")
+    check(os.path.isfile(os.path.join(SCRATCH, "series-fig", "checkpoints.png")), "the checkpoint figure is drawn")
+    check(os.path.isfile(csv_path), "the checkpoint figure's numbers (checkpoints.csv) are written")
+    if os.path.isfile(csv_path):
+        checkpoint_numbers(csv_path, os.path.join(SCRATCH, "series.h5"))
+
+
+def cell_values(f, name, m, li, sel):
+    """Variable `name` of model m at L index li, the other axes picked by sel {dim: index}, as
+    stored (float32) over (window, layer, head); NaN where the cell is not finished or the
+    model lacks the head. Read here with h5py, not with the analysis code."""
+    import numpy as np
+    d = f[name]
+    dims = [d.dims[i][0].name.rsplit("/", 1)[-1] for i in range(d.ndim)]
+    index = tuple(m if k == "model" else li if k == "L" else sel[k] if k in sel else slice(None) for k in dims)
+    a = np.array(d[index])
+    a[f["status"][m, :, li] != 1] = np.nan
+    a[:, f["head_valid"][m] == 0] = np.nan
+    return a
+
+
+def quartiles(a):
+    """(count, q25, median, q75) of the finite values of a, as float64 (numpy's default method)."""
+    import numpy as np
+    v = np.asarray(a, dtype=float)
+    v = v[np.isfinite(v)]
+    return (v.size,) + tuple(float(np.percentile(v, q)) if v.size else float("nan") for q in (25, 50, 75))
+
+
+def checkpoint_numbers(csv_path, h5_path):
+    """checkpoints.csv names the steps, its x is the step, and every quartile in it is the one
+    of the file's values (analysis/checkpoints.py's definition: T the grid's closest to 8,
+    softmax; entropy_norm; max(sep_ratio - sep_marginal, 0) at the middle N below the largest
+    L, in the stored float32). Tolerance: relative 1e-12 (the same float64 percentiles of the
+    same numbers; only the order of pooling differs)."""
+    import csv
+    import math
+    import h5py
+    import numpy as np
+    rows = list(csv.DictReader(open(csv_path)))
+    check(sorted({r["model"] for r in rows}) == sorted(STEPS), f"checkpoints.csv models {sorted({r['model'] for r in rows})}")
+    for r in rows:
+        want = int(r["model"][len("step"):])
+        check(int(r["training_step"]) == want and float(r["x"]) == want,
+              f"{r['model']}: training_step {r['training_step']}, x {r['x']} (want {want})")
+    with h5py.File(h5_path, "r") as f:
+        Ls, Ns, Ts = list(f["L"][()]), [int(n) for n in f["N"][()]], list(f["T"][()])
+        norms = [v.decode() if isinstance(v, bytes) else v for v in f["normalizer"][()]]
+        sel = {"T": int(np.argmin(np.abs(np.log(Ts) - np.log(8.0)))), "normalizer": norms.index("softmax")}
+        below = [n for n in Ns if n < max(Ls)]
+        mid_N = below[len(below) // 2]
+        checked, medians = 0, {}
+        for r in rows:
+            m, li = STEPS.index(r["model"]), Ls.index(int(r["L"]))
+            if r["quantity"] == "entropy_norm":
+                ref = quartiles(cell_values(f, "entropy_norm", m, li, sel))
+            else:
+                check(r["quantity"] == "sep_resolvable" and int(r["N"]) == mid_N,
+                      f"{r['quantity']} at N = {r['N']}, want sep_resolvable at {mid_N}")
+                at_N = dict(sel, N=Ns.index(mid_N))
+                ratio, marg = (cell_values(f, k, m, li, at_N) for k in ("sep_ratio", "sep_marginal"))
+                ref = quartiles(np.maximum(ratio - marg, np.float32(0)))
+            got = (int(r["count"]), float(r["q25"]), float(r["median"]), float(r["q75"]))
+            same = got[0] == ref[0] and all(math.isclose(a, b, rel_tol=1e-12, abs_tol=0) or (math.isnan(a) and math.isnan(b))
+                                            for a, b in zip(got[1:], ref[1:]))
+            check(same, f"{r['model']} {r['quantity']} L {r['L']}: csv {got}, file {ref}")
+            checked += 1
+            if r["quantity"] == "entropy_norm" and int(r["L"]) == max(Ls):
+                medians[r["model"]] = got[2]
+        check(checked == 2 * len(STEPS) * len(Ls), f"{checked} rows checked against the file")
+        falls = [medians[s] for s in STEPS]
+        check(all(a > b for a, b in zip(falls, falls[1:])), f"the entropy falls from step to step: {medians}")
 
 
 def case_rerun():
     mark = len(requests())
-    p = fetch("--revisions", ",".join(STEPS), "Org/series", "models/series")
+    p = fetch("--revisions", ",".join(STEPS), SERIES, "models/pythia-tiny")
     check(p.returncode == 0 and len(requests()) == mark, f"rerun asked the hub {len(requests()) - mark} times")
-    p = fetch("--verify", "--revision", "step200", "Org/series", "models/series/step200")
+    p = fetch("--verify", "--revision", "step1000", SERIES, "models/pythia-tiny/step1000")
     check(p.returncode == 0 and "sha256 verified" in p.stdout, f"--verify: {p.stdout} {p.stderr}")
-    path = os.path.join(SCRATCH, "models/series/step200/model.safetensors")
+    path = os.path.join(SCRATCH, "models/pythia-tiny/step1000/model.safetensors")
     with open(path, "r+b") as f:
         f.seek(1000)
         f.write(b"X")
-    p = fetch("--verify", "--revision", "step200", "Org/series", "models/series/step200")
+    p = fetch("--verify", "--revision", "step1000", SERIES, "models/pythia-tiny/step1000")
     one_line_error(p, 1, "--verify of a damaged file", "does not match the recorded")
 
 
@@ -230,10 +358,10 @@ def case_hostile():
 
 def case_errors():
     one_line_error(fetch("pythia-70m"), 2, "repository without ORG/", "is not a hub repository name")
-    one_line_error(fetch("--revisions", "step1,../x", "Org/series", "m"), 2, "bad revision", "is not a revision name")
+    one_line_error(fetch("--revisions", "step1,../x", SERIES, "m"), 2, "bad revision", "is not a revision name")
     one_line_error(fetch("Org/missing", "models/missing"), 1, "unknown repository", "cannot list the files")
     check(not os.path.exists(os.path.join(SCRATCH, "models/missing/.fetch.lock")), "a failed fetch leaves no lock")
-    one_line_error(fetch("--expect", "x", "Org/series"), 2, "bad --expect", "write FILE:SIZE:SHA256")
+    one_line_error(fetch("--expect", "x", SERIES), 2, "bad --expect", "write FILE:SIZE:SHA256")
 
 
 def main():

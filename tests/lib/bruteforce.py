@@ -200,3 +200,45 @@ def cut_mean(rows, Lc):
     cnt = used.sum(-1)
     with np.errstate(invalid="ignore"):
         return np.where(cnt > 0, np.where(used, r, 0.0).sum(-1) / np.maximum(cnt, 1), np.nan), cnt
+
+
+# ---- metrics.query_rows = "sample:K" (docs/metrics.md section 9.1), from the doc's rule ----
+
+_M64 = (1 << 64) - 1
+
+
+def _mix64(x):
+    x = (x + 0x9E3779B97F4A7C15) & _M64
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _M64
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _M64
+    return x ^ (x >> 31)
+
+
+def sample_rows(K, first, L, seed, window):
+    """The query rows of a cell (window index, context length L): [first, L) in K equal
+    strata, one row per stratum at floor(h * width / 2^32), h the top 32 bits of the hash."""
+    m = L - first
+    if K >= m:
+        return np.arange(first, L)
+    key = _mix64(_mix64(_mix64(seed ^ 0x726F7773616D706C) ^ (window & _M64)) ^ L)
+    rows = []
+    for i in range(K):
+        lo, hi = first + i * m // K, first + (i + 1) * m // K
+        h = _mix64(key ^ _mix64(i)) >> 32
+        rows.append(lo + ((h * (hi - lo)) >> 32))
+    return np.array(rows)
+
+
+def sampled_mean_se(values, rows, pop):
+    """Mean of values[rows] (NaN rows skipped) and its standard error s / sqrt(k) *
+    sqrt(1 - k / pop) (two-pass variance), and k."""
+    x = np.asarray(values)[rows]
+    x = x[np.isfinite(x)]
+    k = len(x)
+    if k == 0:
+        return np.nan, np.nan, 0
+    if k >= pop:
+        return x.mean(), 0.0, k
+    if k < 2:
+        return x.mean(), np.nan, k
+    return x.mean(), np.sqrt(x.var(ddof=1) / k * (1 - k / pop)), k

@@ -166,6 +166,11 @@ static size_t parse_ids(const char *s, int32_t **ids) {
     return n;
 }
 
+/* The oracle's ids of the corpus with dir/tokenizer.json into out, then ours against them, with
+ * the model's default BOS (addSpecialTokens true) and without (false). */
+static void check_dir(const char *npm, const char *oracle, const char *name, const char *dir, const char *corpus,
+                      const char *tmp);
+
 /* Ours against the oracle's lines in path, in both cache/heap modes; add_bos as given. */
 static void compare(const char *name, const char *dir, const char *path, int add_bos) {
     as_err err = {0};
@@ -204,9 +209,28 @@ static void compare(const char *name, const char *dir, const char *path, int add
     tokenizer_free(t);
 }
 
+static void check_dir(const char *npm, const char *oracle, const char *name, const char *dir, const char *corpus,
+                      const char *tmp) {
+    char out[1200], cmd[4096];
+    for (int special = 1; special >= 0; special--) {
+        snprintf(out, sizeof out, "%s/%.60s.%d.ids", tmp, name, special);
+        for (char *c = out + strlen(tmp) + 1; *c; c++)
+            if (*c == ' ') *c = '_';
+        snprintf(cmd, sizeof cmd, "node '%s' '%s' '%s/tokenizer.json' '%s' '%s' %d", oracle, npm, dir, corpus, out, special);
+        int rc = system(cmd);
+        CHECK(rc == 0, "%s failed (%d)", cmd, rc);
+        if (rc) continue;
+        compare(name, dir, out, special ? -1 : 0);
+    }
+}
+
 int main(void) {
     const char *npm = getenv("AS_NPM_DIR"), *oracle = getenv("AS_HF_ORACLE"), *wp = getenv("AS_WAR_AND_PEACE");
-    if (!npm || !oracle) { fprintf(stderr, "test_hf_tokenizer: AS_NPM_DIR and AS_HF_ORACLE must be set\n"); return 1; }
+    const char *py = getenv("AS_PYTHON"), *neox = getenv("AS_NEOX_TOKENIZER");
+    if (!npm || !oracle || !py || !neox) {
+        fprintf(stderr, "test_hf_tokenizer: AS_NPM_DIR, AS_HF_ORACLE, AS_PYTHON and AS_NEOX_TOKENIZER must be set\n");
+        return 1;
+    }
     build_hostile();
     size_t hostile = n_cases;
     if (!add_war_and_peace(wp, 256 * 1024))
@@ -214,20 +238,25 @@ int main(void) {
     printf("test_hf_tokenizer: %zu hostile cases, %zu from War and Peace\n", hostile, n_cases - hostile);
     char tmp[] = "/tmp/hf_tokenizer_XXXXXX";
     CHECK(mkdtemp(tmp) != NULL, "mkdtemp");
-    char corpus[256], out[256], dir[1024], cmd[4096];
+    char corpus[256], dir[1024], cmd[4096];
     snprintf(corpus, sizeof corpus, "%s/corpus.bin", tmp);
     write_corpus(corpus);
     static const char *const models[] = {"tokenizer-llama3", "tokenizer-qwen2_5", "tokenizer-llama2"};
     for (int m = 0; m < 3; m++) {
         snprintf(dir, sizeof dir, "%s/node_modules/@lenml/%s/models", npm, models[m]);
-        for (int special = 1; special >= 0; special--) {
-            snprintf(out, sizeof out, "%s/%s.%d.ids", tmp, models[m], special);
-            snprintf(cmd, sizeof cmd, "node '%s' '%s' '%s/tokenizer.json' '%s' '%s' %d", oracle, npm, dir, corpus, out, special);
-            int rc = system(cmd);
-            CHECK(rc == 0, "%s failed (%d)", cmd, rc);
-            if (rc) continue;
-            compare(models[m], dir, out, special ? -1 : 0);
-        }
+        check_dir(npm, oracle, models[m], dir, corpus, tmp);
+    }
+    /* Pythia's layout (tests/lib/neox_tokenizer.py): NFC, ByteLevel with use_regex true, false
+     * and left out (Pythia's files; it means true), runs of spaces as normalized added tokens */
+    static const char *const regex[] = {"true", "false", "absent"};
+    for (int r = 0; r < 3; r++) {
+        char name[64];
+        snprintf(name, sizeof name, "neox use_regex %s", regex[r]);
+        snprintf(dir, sizeof dir, "%s/neox-%s", tmp, regex[r]);
+        snprintf(cmd, sizeof cmd, "'%s' '%s' '%s' --use-regex %s", py, neox, dir, regex[r]);
+        int rc = system(cmd);
+        CHECK(rc == 0, "%s failed (%d)", cmd, rc);
+        if (!rc) check_dir(npm, oracle, name, dir, corpus, tmp);
     }
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
     if (system(cmd)) fprintf(stderr, "could not remove %s\n", tmp);

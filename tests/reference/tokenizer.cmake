@@ -29,13 +29,14 @@ set_tests_properties(test_textsrc PROPERTIES ENVIRONMENT "AS_PYTHON=${AS_PYTHON}
 add_test(NAME tokenizer_unicode_tables_current
          COMMAND sh -c "'${AS_PYTHON}' '${CMAKE_SOURCE_DIR}/tools/gen_unicode_tables.py' | cmp - '${CMAKE_SOURCE_DIR}/src/text/unicode_tables.c'")
 
-# tokenizer.json (Llama 3, Qwen2.5, Llama 2-style) byte-exact against Hugging Face tokenizers.
+# tokenizer.json (Llama 3, Qwen2.5, Llama 2-style, and Pythia's layout with use_regex true,
+# false and absent) byte-exact against Hugging Face tokenizers.
 as_test_program(test_hf_tokenizer ${CMAKE_CURRENT_LIST_DIR}/test_hf_tokenizer.c attnsweep_text)
 add_test(NAME hf_tokenizer_oracle COMMAND test_hf_tokenizer WORKING_DIRECTORY ${CMAKE_BINARY_DIR})
 set_tests_properties(hf_tokenizer_oracle PROPERTIES
   FIXTURES_REQUIRED tokenizer_npm
   TIMEOUT 600
-  ENVIRONMENT "AS_NPM_DIR=${AS_NPM_DIR};AS_HF_ORACLE=${CMAKE_SOURCE_DIR}/tests/reference/hf_tokenizer_oracle.js;AS_WAR_AND_PEACE=/work/shared/data/war-and-peace.txt")
+  ENVIRONMENT "AS_NPM_DIR=${AS_NPM_DIR};AS_HF_ORACLE=${CMAKE_SOURCE_DIR}/tests/reference/hf_tokenizer_oracle.js;AS_WAR_AND_PEACE=/work/shared/data/war-and-peace.txt;AS_PYTHON=${AS_PYTHON};AS_NEOX_TOKENIZER=${CMAKE_SOURCE_DIR}/tests/lib/neox_tokenizer.py")
 
 # The committed src/text/nfc_tables.c is exactly what its generator writes.
 add_test(NAME tokenizer_nfc_tables_current

@@ -9,3 +9,6 @@ add_test(NAME dangling_paths COMMAND ${AS_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/path
 # with another layer's prefix (a private helper would read as a call into that layer).
 add_test(NAME prefixes COMMAND ${AS_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/prefixes.py ${CMAKE_NM}
                                ${CMAKE_BINARY_DIR} ${CMAKE_SOURCE_DIR})
+# Functions in src/ stay under 120 lines (docs/hacking.md, house rules): a brace counter over
+# src/ and include/ names each one of 120 lines or more.
+add_test(NAME function_length COMMAND ${AS_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/funclen.py ${CMAKE_SOURCE_DIR})

@@ -810,6 +810,34 @@ static void write_model_shape(const char *mdir, int n_layer, int n_head, int n_p
     fx_write_file(path, json);
 }
 
+/* A checkpoint series fetched with jobs/fetch-model.sh --revisions lies in DIR/step0,
+ * DIR/step1000, ... with Pythia's config.json, which has no training_step: the step is the
+ * name's. A config.json training_step wins over the name; other names state no step. */
+static void test_training_step_names(void) {
+    static const struct { const char *name; int json_step; int64_t want; } cases[] = {
+        {"step0", -1, 0},           {"step1000", -1, 1000},      {"step143000", -1, 143000},
+        {"checkpoint-10000", -1, 10000}, {"step2000", 7, 7},    {"step12a", -1, -1},
+        {"steps", -1, -1},          {"step", -1, -1},            {"run-step100", -1, -1},
+        {"step1234567890123456789", -1, -1},
+    };
+    enum { N_CASES = sizeof cases / sizeof cases[0] };
+    char set[N_CASES * 340 + 16] = "model=[";
+    for (size_t k = 0; k < N_CASES; k++) {
+        char mdir[320];
+        snprintf(mdir, sizeof mdir, "%s/%s", dir, cases[k].name);
+        write_model_shape(mdir, 3, 4, 256, cases[k].json_step);
+        snprintf(set + strlen(set), sizeof set - strlen(set), "%s\"%s\"", k ? ", " : "", mdir);
+    }
+    strcat(set, "]");
+    const char *sets[] = {set};
+    as_config c;
+    if (load_ok(&c, "", sets, 1, "the checkpoints' names") != 0) return;
+    for (size_t k = 0; k < N_CASES && k < c.n_model; k++)
+        CHECK(c.models[k].training_step == cases[k].want, "%s: training_step %lld, want %lld", cases[k].name,
+              (long long)c.models[k].training_step, (long long)cases[k].want);
+    config_free(&c);
+}
+
 /* The model axis: `model` as a list (config_models.c). */
 static void test_models(void) {
     char big[320], small[320], dup[340], set_two[1200], set_one[600], set_bad[1200], set_dup[1200];
@@ -939,6 +967,7 @@ int main(void) {
     test_enum_names();
     test_metric_switches();
     test_models();
+    test_training_step_names();
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd)) fprintf(stderr, "could not remove %s\n", dir);

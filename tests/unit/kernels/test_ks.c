@@ -3,7 +3,11 @@
  *     ks_ref_scipy; path in argv[1] or ks_ref_cases.txt in the working directory), and
  * (2) exhaustive enumeration of every split of the pooled sample for small sizes (the
  *     permutation distribution of D, an independent definition of the exact p-value).
- * Also: NaN policy and the critical-N rule. */
+ * Also: NaN policy, the critical-N rule, and the cross-head test of a cell block
+ * (ks_cross_heads, which the sweep and the Python package share): its samples are the
+ * present heads' means in the block, D against a brute force of the ECDFs of samples
+ * gathered here, p against ks_2samp_exact of them; what per_N_T or a switched-off second
+ * sample leaves out stays NaN. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,6 +29,92 @@ static double d_of_labels(const int *lab, int m, int n) {
         if (v > d) d = v;
     }
     return d;
+}
+
+/* sup over the pooled values v of |F1(v) - F2(v)|, each ECDF counting the values <= v */
+static double d_brute(const double *x, size_t m, const double *y, size_t n) {
+    double d = 0;
+    for (size_t k = 0; k < m + n; k++) {
+        double v = k < m ? x[k] : y[k - m], f1 = 0, f2 = 0;
+        for (size_t i = 0; i < m; i++) f1 += x[i] <= v;
+        for (size_t j = 0; j < n; j++) f2 += y[j] <= v;
+        if (fabs(f1 / (double)m - f2 / (double)n) > d) d = fabs(f1 / (double)m - f2 / (double)n);
+    }
+    return d;
+}
+
+enum { XL = 2, XH = 3, XN = 3, XT = 2, XZ = 2 };
+
+/* One block: every head's dist_true, dist_expect and dist_random means; the absent heads'
+ * far out of the others' range, so a test that took them would show it. */
+static void fill_block(double *b, const cr_layout *y, const unsigned char *present, unsigned long long *seed) {
+    for (size_t i = 0; i < y->total; i++) b[i] = NAN;
+    for (size_t n = 0; n < XN; n++)
+        for (size_t t = 0; t < XT; t++)
+            for (size_t z = 0; z < XZ; z++)
+                for (size_t h = 0; h < XL * XH; h++) {
+                    double far = present[h] ? 0 : 1000;
+                    b[cr_at_per_n(y, CR_DIST_TRUE, n, t, z, h / XH, h % XH)] = urand(seed) + far;
+                    b[cr_at_per_n(y, CR_DIST_EXPECT, n, t, z, h / XH, h % XH)] = 0.6 * urand(seed) - far;
+                    b[cr_at_per_n(y, CR_DIST_RANDOM, n, t, z, h / XH, h % XH)] = 0.3 + urand(seed) - far;
+                }
+}
+
+static void test_cross_heads(unsigned long long *seed) {
+    cr_layout y;
+    cr_layout_init(&y, XN, XT, 1, XZ, XL, XH);
+    double *b = malloc(y.total * sizeof *b), x[XL * XH], e[XL * XH], p[XN], ref_p[XN];
+    double *scratch = malloc(ks_scratch_doubles(XL * XH, XL * XH) * sizeof *scratch);
+    int32_t N[XN] = {4, 1, 2};
+    uint8_t per_n_T[XT] = {1, 0};
+    unsigned char present[XL * XH] = {1, 1, 0, 1, 0, 1};
+    met_axes ax = {.N = N, .n_N = XN, .n_T = XT, .n_norm = XZ, .per_n_T = per_n_T, .random_subsets = 2};
+    const double alpha = 0.3;
+    for (int ks_random = 0; ks_random < 2; ks_random++) {
+        fill_block(b, &y, present, seed);
+        ks_cross_heads(b, &y, &ax, ks_random, alpha, present, x, e, p, scratch);
+        cr_var against = ks_random ? CR_DIST_RANDOM : CR_DIST_EXPECT;
+        for (size_t t = 0; t < XT; t++)
+            for (size_t z = 0; z < XZ; z++) {
+                for (size_t n = 0; n < XN; n++) {
+                    double xs[XL * XH], es[XL * XH], D, pv;
+                    size_t k = 0;
+                    for (size_t h = 0; h < XL * XH; h++)
+                        if (present[h]) {
+                            xs[k] = b[cr_at_per_n(&y, CR_DIST_TRUE, n, t, z, h / XH, h % XH)];
+                            es[k++] = b[cr_at_per_n(&y, against, n, t, z, h / XH, h % XH)];
+                        }
+                    ks_2samp_exact(&D, &pv, xs, k, es, k, scratch);
+                    ref_p[n] = pv;
+                    double got_d = b[cr_at_ks(&y, CR_KS_STAT, n, t, z)], got_p = b[cr_at_ks(&y, CR_KS_PVALUE, n, t, z)];
+                    if (!per_n_T[t]) {
+                        CHECK(isnan(got_d) && isnan(got_p), "T %zu (per_N_T off): ks %g %g", t, got_d, got_p);
+                        continue;
+                    }
+                    CHECK_CLOSE(got_d, d_brute(xs, k, es, k), 1e-15, 0, "cross-head D of the present heads");
+                    CHECK(got_p == pv, "ks_random %d (N %zu, T %zu, z %zu): p %.17g, the samples' %.17g", ks_random,
+                          n, t, z, got_p, pv);
+                }
+                double crit = b[cr_at_crit(&y, t, z)];
+                if (per_n_T[t]) CHECK(crit == ks_critical_n(N, ref_p, XN, alpha), "crit_N %g", crit);
+                else CHECK(isnan(crit), "crit_N at a T per_N_T leaves out: %g", crit);
+            }
+    }
+    /* the second sample switched off: nothing is written */
+    met_axes off[2] = {ax, ax};
+    off[0].skip = MET_SKIP_DIST_EXPECT, off[1].random_subsets = 0;
+    for (int ks_random = 0; ks_random < 2; ks_random++) {
+        fill_block(b, &y, present, seed);
+        ks_cross_heads(b, &y, &off[ks_random], ks_random, alpha, NULL, x, e, p, scratch);
+        int untouched = 1;
+        for (size_t t = 0; t < XT; t++)
+            for (size_t z = 0; z < XZ; z++) {
+                untouched &= isnan(b[cr_at_crit(&y, t, z)]) != 0;
+                for (size_t n = 0; n < XN; n++) untouched &= isnan(b[cr_at_ks(&y, CR_KS_STAT, n, t, z)]) != 0;
+            }
+        CHECK(untouched, "ks_random %d with its second sample off: the test's values stay NaN", ks_random);
+    }
+    free(b), free(scratch);
 }
 
 static void exhaustive_case(int m, int n, unsigned long long *seed) {
@@ -140,5 +230,6 @@ int main(int argc, char **argv) {
     CHECK(ks_critical_n(Ns, pv, 5, 0.01) == 4, "crit N %d", ks_critical_n(Ns, pv, 5, 0.01));
     CHECK(ks_critical_n(Ns, pv, 5, 0.95) == -1, "crit N none");
     CHECK(ks_critical_n(Ns, pv, 5, 1e-5) == 4, "strict p > alpha at N=1; NaN at N=2 skipped");
+    test_cross_heads(&seed);
     return check_summary("test_ks");
 }

@@ -24,7 +24,8 @@
 #include "store.h"
 #include "store_fixture.h"
 
-enum { NV = CR_WALL_TIME };
+/* the metric variables of an unsampled layout (the store tests' fixture) */
+enum { NV = CR_FIRST_SAMPLED };
 
 static size_t elem_size(int v) {
     return v == CR_KS_STAT || v == CR_KS_PVALUE ? 8 : 4;
@@ -64,7 +65,7 @@ static unsigned char *hdf5_chunk(int v, const unsigned char *data, size_t n, int
     H5Pset_shuffle(dcpl);
     H5Pset_deflate(dcpl, 1);
     if (sum) H5Pset_fletcher32(dcpl);
-    hid_t t = elem_size(v) == 8 ? H5T_IEEE_F64LE : (v == CR_ROWS_USED || v == CR_CRIT_N || v == CR_CRIT_N_CENSORED) ? H5T_STD_I32LE
+    hid_t t = elem_size(v) == 8 ? H5T_IEEE_F64LE : (v == CR_ROWS_USED || v == CR_CRIT_N || v == CR_CRIT_N_CENSORED || v == CR_ROWS_SAMPLED) ? H5T_STD_I32LE
                                                                                           : H5T_IEEE_F32LE;
     hid_t ds = H5Dcreate2(f, "x", t, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
     H5Dwrite(ds, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, data);
@@ -87,9 +88,11 @@ static unsigned char *hdf5_chunk(int v, const unsigned char *data, size_t n, int
 }
 
 static void test_equals_hdf5(size_t n_N, size_t n_T, size_t n_eps, size_t n_layer, size_t n_head,
-                             unsigned seed, int sum) {
+                             unsigned seed, int sum, int sampled) {
     cr_layout lay;
     cr_layout_init(&lay, n_N, n_T, n_eps, 1, n_layer, n_head);
+    cr_layout_sample(&lay, sampled); /* metrics.query_rows = "sample:K": the SE variables too */
+    const int nv = sampled ? CR_WALL_TIME : CR_FIRST_SAMPLED;
     double *block = malloc(lay.total * sizeof *block);
     size_t pb = cw_pack_bytes(&lay), cap = cw_deflate_bound(&lay);
     unsigned char *packed = malloc(pb), *dz = malloc(cap), *scratch = malloc(pb), *back = malloc(pb);
@@ -98,11 +101,11 @@ static void test_equals_hdf5(size_t n_N, size_t n_T, size_t n_eps, size_t n_laye
     size_t len = 0;
     as_err err;
     CHECK(cw_deflate_cell(&lay, packed, dz, cap, &len, scratch, sum, &err) == 0, "deflate: %s", err.msg);
-    CHECK(memcmp(dz, sum ? "ASZ2" : "ASZ1", 4) == 0 && dz[4] == NV && !dz[5] && !dz[6] && !dz[7], "header magic and count");
+    CHECK(memcmp(dz, sum ? "ASZ2" : "ASZ1", 4) == 0 && dz[4] == nv && !dz[5] && !dz[6] && !dz[7], "header magic and count");
     CHECK(cw_deflated_size(&lay, dz, cap) == len, "self-described size %zu", len);
-    size_t at = 8 + 8 * NV, off = 0;
+    size_t at = 8 + 8 * nv, off = 0;
     int equal = 0;
-    for (int v = 0; v < NV; v++) {
+    for (int v = 0; v < nv; v++) {
         size_t cl = (size_t)get64(dz + 8 + 8 * (size_t)v), n = lay.count[v];
         hsize_t hs;
         unsigned char *ref = hdf5_chunk(v, packed + off, n, sum, &hs);
@@ -119,7 +122,7 @@ static void test_equals_hdf5(size_t n_N, size_t n_T, size_t n_eps, size_t n_laye
           "inflate gives the packed values back");
     printf("layout %zux%zux%zu, %zux%zu heads%s: %zu bytes packed, %zu deflated (%.2fx); %d of %d "
            "chunks equal to HDF5's\n", n_N, n_T, n_eps, n_layer, n_head, sum ? ", Fletcher32" : "",
-           pb, len, (double)pb / (double)len, equal, NV);
+           pb, len, (double)pb / (double)len, equal, nv);
     /* a damaged header is not a cell */
     dz[8 + 5] ^= 0x40; /* a length past what the layout allows */
     CHECK(cw_deflated_size(&lay, dz, cap) == 0, "an impossible length is refused");
@@ -131,10 +134,10 @@ static void test_equals_hdf5(size_t n_N, size_t n_T, size_t n_eps, size_t n_laye
     CHECK(cw_inflate_cell(&lay, dz, len, back, scratch, &err) != 0, "inflate refuses a damaged stream");
     dz[at - 3] ^= 0xff;
     if (sum) {
-        dz[8 + 8 * NV + 2] ^= 0x10; /* inside the first chunk's deflate data: its checksum fails */
+        dz[8 + 8 * nv + 2] ^= 0x10; /* inside the first chunk's deflate data: its checksum fails */
         CHECK(cw_inflate_cell(&lay, dz, len, back, scratch, &err) != 0 && strstr(err.msg, "Fletcher32"),
               "inflate refuses a chunk that fails its checksum: %s", err.msg);
-        dz[8 + 8 * NV + 2] ^= 0x10;
+        dz[8 + 8 * nv + 2] ^= 0x10;
     }
     free(block), free(packed), free(dz), free(scratch), free(back);
 }
@@ -389,9 +392,10 @@ static void test_old_journal(void) {
 int main(void) {
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     for (int sum = 0; sum <= 1; sum++) {
-        test_equals_hdf5(3, 2, 2, 2, 3, 1, sum);
-        test_equals_hdf5(28, 22, 3, 4, 3, 2, sum); /* the paper grid's N, T, eps; a small model */
-        test_equals_hdf5(1, 1, 1, 1, 1, 3, sum);   /* one element per chunk: shuffle is the identity */
+        test_equals_hdf5(3, 2, 2, 2, 3, 1, sum, 0);
+        test_equals_hdf5(28, 22, 3, 4, 3, 2, sum, 0); /* the paper grid's N, T, eps; a small model */
+        test_equals_hdf5(1, 1, 1, 1, 1, 3, sum, 0);   /* one element per chunk: shuffle is the identity */
+        test_equals_hdf5(3, 2, 2, 2, 3, 4, sum, 1);   /* sampled: the SE variables' chunks too */
     }
     test_fletcher32();
     test_store();

@@ -112,7 +112,7 @@ static void test_flops(void) {
     double C = 768, L = 1024;
     double want = 2.0 * 12 * (12 * C * C + 13 * C) * L + 2.0 * 12 * L * L * C;
     CHECK_CLOSE(grid_forward_flops(&c, 1024), want, 0, 1e-12, "forward flops");
-    CHECK_CLOSE(grid_forward_flops(&c, 1024), 193e9, 0, 0.01, "platform.md: 193 GFLOP");
+    CHECK_CLOSE(grid_forward_flops(&c, 1024), 193e9, 0, 0.01, "docs/scaling.md: 193 GFLOP");
     as_grid g;
     as_err err;
     if (!grid_init(&g, &c, &err)) {

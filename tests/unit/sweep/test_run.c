@@ -10,7 +10,15 @@
  *   shard     shards 0 and 1 of 2 take the cells at the even and odd positions of the
  *             dispatch order (derived here from grid.dispatch), disjoint and together
  *             all; a shard next to the finished output of its config skips every cell;
- *   path      run_shard_path's names.
+ *   path      run_shard_path's names;
+ *   models    the model axis' checks: run_check_models records the sha256 of models 1..
+ *             as loading computes it and refuses a model whose tensors its config.json
+ *             contradicts, naming the file; run_model_loaded refuses model 1 rewritten
+ *             after the check ("changed during the run"), and the host list of the
+ *             provenance names each host once.
+ *   memory    run_check_memory: a node of ranks that cannot fit --mem (or, without it,
+ *             SLURM_MEM_PER_NODE) is refused in one line naming the limit, one with room
+ *             passes (the limit set explicitly: the machine's load plays no part).
  * Values are compared as the file stores them (HDF5, every dataset but the per-run
  * bookkeeping wall_time, rank, attempts). */
 #include <hdf5.h>
@@ -78,11 +86,10 @@ static int drive(const run_opts *o, size_t stop_after, run_result *res) {
     double *buf = NULL;
     size_t *before = NULL;
     if (run_config(&r, NULL, &err) || run_load_text(&r, &err)) goto out;
-    if (model_load(&model, r.cfg.models[0].dir, &err)) goto out;
+    if (run_check_models(&r, &err) || model_load(&model, r.cfg.models[0].dir, &err)) goto out;
     have_model = 1;
-    r.model_sha = calloc(1, sizeof *r.model_sha);
+    if (run_model_loaded(&r, 0, &model, &err)) goto out;
     before = calloc(r.cfg.n_model, sizeof *before);
-    memcpy(r.model_sha[0], model.weights_sha256, sizeof r.model_sha[0]);
     run_env env = {.hosts = "test", .mpi_library = "none", .size = 1};
     if (run_open_output(&r, &env, &err) || run_plan_units(&r, &res->sum, before, &err)) goto out;
     run_layout(&r);
@@ -251,12 +258,94 @@ static void test_shards(void) {
     config_free(&cfg);
 }
 
+/* A config of the model axis [tiny, tiny2] with its checks, model 1 loaded after it. */
+static void test_models(void) {
+    as_err err = {{0}};
+    if (synth_write("tiny2", "tiny", 2, 1, &err)) {
+        CHECK(0, "synth: %s", err.msg);
+        return;
+    }
+    const char *set[] = {"model=[\"tiny\", \"tiny2\"]", "output=\"models.h5\""};
+    run_opts o = {.config_path = "run.cfg", .sets = set, .n_sets = 2, .fresh = 1};
+    run r;
+    run_init(&r, &o, 0);
+    gpt2_model m1;
+    int loaded = 0;
+    if (run_config(&r, NULL, &err) || run_check_models(&r, &err) || model_load(&m1, "tiny2", &err)) {
+        CHECK(0, "models: %s", err.msg);
+        run_free(&r);
+        return;
+    }
+    loaded = 1;
+    CHECK(r.cfg.n_model == 2 && !strcmp(r.model_sha[1], m1.weights_sha256), "model 1's sha256 %s, loaded %s",
+          r.model_sha[1], m1.weights_sha256);
+    CHECK(run_model_loaded(&r, 1, &m1, &err) == 0, "model 1 as checked: %s", err.msg);
+    model_free(&m1), loaded = 0;
+    /* rewritten after the check: another seed, the same shapes */
+    if (synth_write("tiny2", "tiny", 3, 1, &err) == 0 && model_load(&m1, "tiny2", &err) == 0) {
+        loaded = 1;
+        err.msg[0] = 0;
+        CHECK(run_model_loaded(&r, 1, &m1, &err) == -1 && strstr(err.msg, "tiny2/model.safetensors: changed during the run"),
+              "a model rewritten during the run: '%s'", err.msg);
+    }
+    if (loaded) model_free(&m1);
+    run_free(&r);
+    /* tensors config.json contradicts: refused by the check, naming the model */
+    FILE *f = fopen("tiny2/config.json", "r+");
+    char text[4096] = {0};
+    size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
+    char *at = strstr(text, "\"n_embd\": ");
+    if (f && n && at) {
+        at[strlen("\"n_embd\": ")] = '4'; /* 64 -> 44: every tensor's shape is wrong */
+        rewind(f);
+        fwrite(text, 1, n, f);
+    }
+    if (f) fclose(f);
+    CHECK(at != NULL, "tiny2/config.json has n_embd: %s", text);
+    run_init(&r, &o, 0);
+    err.msg[0] = 0;
+    int rc = run_config(&r, NULL, &err) == 0 ? run_check_models(&r, &err) : 0;
+    CHECK(rc == -1 && strstr(err.msg, "tiny2"), "a bad model 1 refused by the check: '%s'", err.msg);
+    run_free(&r);
+    /* the provenance's hosts: each once, in the order first seen */
+    char names[4][8] = {"b", "a", "b", "c"}, hosts[16];
+    run_hosts_list(hosts, sizeof hosts, names[0], sizeof names[0], 4);
+    CHECK(!strcmp(hosts, "b,a,c"), "hosts '%s'", hosts);
+    run_hosts_list(hosts, 4, names[0], sizeof names[0], 4);
+    CHECK(!strcmp(hosts, "b,a"), "hosts cut to fit: '%s'", hosts);
+}
+
 static void test_shard_path(void) {
     char out[64];
     CHECK(run_shard_path(out, sizeof out, "res/p.h5", 2, 8) == 0 && !strcmp(out, "res/p.shard-2-of-8.h5"), "%s", out);
     CHECK(run_shard_path(out, sizeof out, "p.nc", 0, 2) == 0 && !strcmp(out, "p.shard-0-of-2.nc"), "%s", out);
     CHECK(run_shard_path(out, sizeof out, "p", 1, 3) == 0 && !strcmp(out, "p.shard-1-of-3"), "%s", out);
     CHECK(run_shard_path(out, 8, "long-name.h5", 1, 3) == -1, "a name too long for the buffer");
+}
+
+static int check_memory_with(double mem_limit, size_t ranks, as_err *err) {
+    run_opts o = {.config_path = "run.cfg", .mem_limit = mem_limit};
+    run r;
+    run_init(&r, &o, 0);
+    int rc = run_config(&r, NULL, err) ? -2 : run_check_memory(&r, ranks, err);
+    run_free(&r);
+    return rc;
+}
+
+static void test_memory(void) {
+    as_err err = {{0}};
+    unsetenv("SLURM_MEM_PER_NODE");
+    int rc = check_memory_with(1 << 20, 2, &err);
+    CHECK(rc == -1 && strstr(err.msg, "2 ranks on a node need") && strstr(err.msg, "of --mem") &&
+          !strchr(err.msg, '\n'), "1 MiB for 2 ranks: %d %s", rc, err.msg);
+    rc = check_memory_with(1e12, 2, &err);
+    CHECK(rc == 0, "1 TB for 2 ranks: %d %s", rc, rc ? err.msg : "");
+    setenv("SLURM_MEM_PER_NODE", "1", 1); /* MB */
+    rc = check_memory_with(0, 1, &err);
+    CHECK(rc == -1 && strstr(err.msg, "of SLURM_MEM_PER_NODE"), "SLURM_MEM_PER_NODE=1: %d %s", rc, err.msg);
+    rc = check_memory_with(1e12, 1, &err);
+    CHECK(rc == 0, "--mem before SLURM_MEM_PER_NODE: %d %s", rc, rc ? err.msg : "");
+    unsetenv("SLURM_MEM_PER_NODE");
 }
 
 int main(void) {
@@ -273,8 +362,10 @@ int main(void) {
     write_tokens("tokens.bin", 1024);
     write_config();
     test_shard_path();
+    test_memory();
     test_units_and_resume();
     test_shards();
+    test_models();
     int rc = check_summary("test_run");
     if (rc == 0) {
         char cmd[300];

@@ -1,8 +1,10 @@
 /* test_hf_load.c -- tokenizer.json without npm: a tiny SentencePiece-style BPE written here
  * (Prepend/Replace "▁", byte fallback, a <s> template) encodes as worked out by hand; the BOS
  * rule and its overrides (tokenizer_config.json, text.add_bos) and the provenance line; the
- * choice of GPT-2's files over tokenizer.json; NFC on known cases; and every refusal of the
- * loader: one line naming tokenizer.json's field and value. The byte-exact comparison with
+ * choice of GPT-2's files over tokenizer.json; NFC on known cases; an added token with
+ * "normalized": true found in the normalized text; and every refusal of the loader (a
+ * pre-tokenizer we do not implement named also inside a Sequence): one line naming
+ * tokenizer.json's field and value. The byte-exact comparison with
  * Hugging Face's library is tests/reference/test_hf_tokenizer.c. */
 #include <stdint.h>
 #include <stdio.h>
@@ -139,6 +141,18 @@ static void test_refusals(void) {
         {"BPE", "null", "{\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"Split\", \"pattern\": {\"Regex\": \"\\\\s+\"}, "
                         "\"behavior\": \"Isolated\", \"invert\": false}, {\"type\": \"ByteLevel\", \"add_prefix_space\": false, "
                         "\"use_regex\": false}]}", "false", "null", "", "pattern.Regex = \\s+"},
+        /* a pre-tokenizer we do not implement is named, alone or inside a Sequence */
+        {"BPE", "null", "{\"type\": \"WhitespaceSplit\"}", "false", "null", "", "pre_tokenizer.type = WhitespaceSplit"},
+        {"BPE", "null", "{\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"Metaspace\", \"replacement\": \"x\", "
+                        "\"prepend_scheme\": \"always\", \"split\": false}]}", "false", "null", "",
+         "pre_tokenizer.pretokenizers[0].type = Metaspace"},
+        {"BPE", "null", "{\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"ByteLevel\", \"add_prefix_space\": false, "
+                        "\"use_regex\": false}, {\"type\": \"Digits\", \"individual_digits\": true}]}", "false", "null", "",
+         "pre_tokenizer.pretokenizers[1].type = Digits"},
+        {"BPE", "null", "{\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"ByteLevel\"}, {\"use_regex\": false}]}",
+         "false", "null", "", "pre_tokenizer.pretokenizers[1].type = (missing)"},
+        {"BPE", "null", "{\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"ByteLevel\"}, {\"type\": \"Split\"}]}",
+         "false", "null", "", "pre_tokenizer = this Sequence"},
         {"BPE", "null", "null", "true", "null", "", "added_tokens[0].lstrip = true"},
         {"BPE", "null", "null", "false", "{\"type\": \"BertProcessing\"}", "", "post_processor.type = BertProcessing"},
         {"BPE", "null", "null", "false", "{\"type\": \"TemplateProcessing\", \"single\": [{\"Sequence\": {\"id\": \"A\"}}, "
@@ -171,6 +185,42 @@ static void test_refusals(void) {
     write_file("tokenizer.json", "{\"model\": ");
     t = tokenizer_load(tmp, &err);
     CHECK(!t && strstr(err.msg, "tokenizer.json"), "truncated JSON names the file: %s", err.msg);
+}
+
+/* An added token with "normalized": true (GPT-NeoX's runs of spaces are such) is looked for
+ * in the normalized text, as its content normalized: here "é" is NFC'd and gets the "▁" of
+ * Prepend, so it matches "▁é" after the normalizers ran, also when the text spells é as
+ * e + U+0301. Worked out by hand: "ab e\u0301" -> NFC "ab é" -> "▁ab▁é" -> ▁ab (263), the added
+ * token (265). As a plain added token "é" it would not match the decomposed text at all. */
+static void test_normalized_added(void) {
+    char *s = tiny_json("BPE", "null", "null", "false", "null", "");
+    const char *old = "{\"id\": 2, \"content\": \"</s>\", \"special\": true}";
+    const char *add = ", {\"id\": 265, \"content\": \"\xc3\xa9\", \"special\": false, \"normalized\": true}";
+    const char *norm = "\"normalizer\": null";
+    const char *nfc_sp = "\"normalizer\": {\"type\": \"Sequence\", \"normalizers\": [{\"type\": \"NFC\"}, "
+                         "{\"type\": \"Prepend\", \"prepend\": \"\xe2\x96\x81\"}, {\"type\": \"Replace\", "
+                         "\"pattern\": {\"String\": \" \"}, \"content\": \"\xe2\x96\x81\"}]}";
+    size_t cap = strlen(s) + strlen(add) + strlen(nfc_sp) + 1;
+    char *t1 = malloc(cap), *at = strstr(s, old), *nat;
+    snprintf(t1, cap, "%.*s%s%s", (int)(at - s + strlen(old)), s, add, at + strlen(old));
+    nat = strstr(t1, norm);
+    char *t2 = malloc(cap);
+    snprintf(t2, cap, "%.*s%s%s", (int)(nat - t1), t1, nfc_sp, nat + strlen(norm));
+    write_file("tokenizer.json", t2);
+    free(s), free(t1), free(t2);
+    as_err err = {0};
+    tokenizer *t = tokenizer_load(tmp, &err);
+    CHECK(t != NULL, "a normalized added token loads: %s", err.msg);
+    if (!t) return;
+    CHECK(tokenizer_set_add_bos(t, 0, &err) == 0, "add_bos off");
+    expect_ids(t, "ab e\xcc\x81", (const int32_t[]){263, 265}, 2, "normalized added token, decomposed text");
+    expect_ids(t, "ab \xc3\xa9", (const int32_t[]){263, 265}, 2, "normalized added token, precomposed text");
+    /* at the start the Prepend "▁" belongs to the segment, so "é" alone is "▁é" too */
+    expect_ids(t, "\xc3\xa9" "ab", (const int32_t[]){265, 262}, 2, "normalized added token first");
+    size_t len;
+    const char *b = tokenizer_token_bytes(t, 265, &len);
+    CHECK(b && len == 2 && !memcmp(b, "\xc3\xa9", 2), "it decodes as its content, not the normalized form");
+    tokenizer_free(t);
 }
 
 /* NFC through a tiny byte-level tokenizer.json is awkward; the NFC normalizer is checked by
@@ -208,6 +258,7 @@ int main(void) {
     if (!mkdtemp(tmp)) return 1;
     test_encode();
     test_refusals();
+    test_normalized_added();
     test_nfc();
     test_choice();
     char cmd[300];

@@ -1,4 +1,4 @@
-/* sweep.h -- one run of a sweep, on every rank of an MPI communicator (src/mpi/launch.c).
+/* launch.h -- one run of a sweep, on every rank of an MPI communicator (src/mpi/launch.c).
  *
  * The steps and what each checks are the run's (include/sweep/run.h); this layer adds the
  * collectives between them:
@@ -17,8 +17,8 @@
  *   6. rank 0 closes the output with the state "finished", "interrupted" or "failed".
  * Errors found on one rank are made known to all, so every rank returns the
  * same result. Only rank 0 fills err with the real message. */
-#ifndef ATTNSWEEP_SWEEP_H
-#define ATTNSWEEP_SWEEP_H
+#ifndef ATTNSWEEP_LAUNCH_H
+#define ATTNSWEEP_LAUNCH_H
 
 #include <mpi.h>
 
@@ -26,15 +26,15 @@
 #include "run.h"
 
 /* Returns a run_outcome, or -1 with err set (on rank 0). */
-int sweep_run(MPI_Comm comm, const run_opts *opts, run_summary *summary, as_err *err);
+int launch_run(MPI_Comm comm, const run_opts *opts, run_summary *summary, as_err *err);
 
 /* `attnsweep run` on MPI_COMM_WORLD: MPI started (FUNNELED: the master's writer thread,
  * writer.h, commits while the main thread alone calls MPI; granted less, the master
  * commits synchronously), the stop signals installed (signals.h: from here on a stop
  * only sets a flag, so a SIGTERM during start-up still ends in a resumable stop),
- * sweep_run, MPI finalized. Every rank returns rank 0's result; *rank says which one
+ * launch_run, MPI finalized. Every rank returns rank 0's result; *rank says which one
  * this was (rank 0 reports). */
-int sweep_main(int *argc, char ***argv, const run_opts *opts, run_summary *summary, int *rank,
+int launch_main(int *argc, char ***argv, const run_opts *opts, run_summary *summary, int *rank,
                as_err *err);
 
 #endif
