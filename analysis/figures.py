@@ -154,7 +154,8 @@ def _values(da):
 
 # What each saved figure's panels show, for the readability checks of the tests: {name: [{
 # "title", "xscale", "legend" (its labels), "legend_inside" (legend box within the axes),
-# "lines" ((label, zorder) of each line; unlabelled ones start with "_", e.g. a box plot's)}]}
+# "lines" ((label, zorder) of each line; unlabelled ones start with "_", e.g. a box plot's),
+# "T_labels" (the points' "T=..." annotations)}]}
 LAYOUT = {}
 
 
@@ -178,7 +179,8 @@ def _save(fig, opt, out_dir, name, fmt):
             inside = bool(box.x0 < frame.x1 and box.x1 > frame.x0 and box.y0 < frame.y1 and box.y1 > frame.y0)
         panels.append({"title": ax.get_title(), "xscale": ax.get_xscale(), "legend_inside": inside,
                        "legend": [t.get_text() for t in leg.get_texts()] if leg is not None else [],
-                       "lines": [(line.get_label(), line.get_zorder()) for line in ax.lines]})
+                       "lines": [(line.get_label(), line.get_zorder()) for line in ax.lines],
+                       "T_labels": [t.get_text() for t in ax.texts if t.get_text().startswith("T=")]})
     LAYOUT[name] = panels
     plt.close(fig)
     return path
@@ -559,13 +561,26 @@ def fig_normalizers(ds, opt, out_dir, fmt):
     return result
 
 
+SELECTIVITY_CSV_HEADER = ("normalizer", "L", "N", "eps", "T", "grad_fd", "sep_ratio", "sep_marginal",
+                          "resolvable")
+
+
+def _T_labels(n):
+    """Which points of a curve along T carry their T: all up to 8, else about six spread
+    evenly, the first and the last among them."""
+    if n <= 8:
+        return list(range(n))
+    return sorted(set(int(round(i)) for i in np.linspace(0, n - 1, 6)))
+
+
 def fig_selectivity_vs_gradient(ds, opt, out_dir, fmt):
     """The paper's guideline (normalizers that "decouple selectivity from gradient health"):
     per normalizer, one curve across T of the resolvable separability max(sep_ratio -
     sep_marginal, 0) at top-N = opt.N against the gradient sensitivity grad_fd (eps nearest
     1e-3, the one measure every normalizer has; docs/metrics.md sections 6.2, 7, 10.1), both
-    means over windows, layers and heads at the longest L. Up and left is the guideline's
-    corner: selective and gentle."""
+    means over windows, layers and heads at the longest L; points labelled with their T. Up
+    and left is the guideline's corner: selective and gentle. selectivity_vs_gradient.csv
+    beside the figure holds every plotted number (and the mean sep_ratio, sep_marginal)."""
     names = [str(v) for v in ds["normalizer"].values]
     if len(names) < 2:
         note("selectivity_vs_gradient skipped: the normalizer axis has one value")
@@ -576,17 +591,25 @@ def fig_selectivity_vs_gradient(ds, opt, out_dir, fmt):
     cell = ds.sel(L=opt.L_max)
     all_dims = ("window", "layer", "head")
     res, _ = checkpoints.resolvable_sep(cell.sel(N=opt.N))
-    result = {"N": opt.N, "T": _values(ds["T"]), "eps": eps, "resolvable": {}, "grad_fd": {}}
+    T = _values(ds["T"])
+    result = {"N": opt.N, "L": opt.L_max, "T": T, "eps": eps, "resolvable": {}, "grad_fd": {},
+              "sep_ratio": {}, "sep_marginal": {}}
     fig, ax = plt.subplots(figsize=(6.4, 4.6))
     for i, name in enumerate(names):
+        color = f"C{i % 10}"
         sep = _values(res.sel(normalizer=name).mean(all_dims, skipna=True))
         grad = _values(cell["grad_fd"].sel(eps=eps, normalizer=name).mean(all_dims, skipna=True))
+        one = cell.sel(N=opt.N, normalizer=name)
         result["resolvable"][name], result["grad_fd"][name] = sep, grad
-        ax.plot(grad, sep, "-o", ms=3, color=f"C{i % 10}", label=name)
+        result["sep_ratio"][name] = _values(one["sep_ratio"].mean(all_dims, skipna=True))
+        result["sep_marginal"][name] = (_values(one["sep_marginal"].mean(all_dims, skipna=True))
+                                        if "sep_marginal" in one else np.full(T.shape, np.nan))
+        ax.plot(grad, sep, "-o", ms=3, color=color, label=name)
         ok = np.isfinite(grad) & np.isfinite(sep)
-        if ok.any():  # mark the lowest T of each curve
-            j = int(np.flatnonzero(ok)[0])
-            ax.annotate(f"T={result['T'][j]:g}", (grad[j], sep[j]), fontsize=6, color=f"C{i % 10}")
+        for j in _T_labels(len(T)):
+            if ok[j]:
+                ax.annotate(f"T={T[j]:g}", (grad[j], sep[j]), fontsize=6, color=color,
+                            xytext=(3, 2), textcoords="offset points")
     ax.set_xscale("log")
     ax.set_xlabel(f"gradient sensitivity grad_fd (eps = {eps:g}, mean)")
     ax.set_ylabel(f"resolvable separability at N = {opt.N} (mean)")
@@ -596,7 +619,23 @@ def fig_selectivity_vs_gradient(ds, opt, out_dir, fmt):
     ax.legend(fontsize=7)
     ax.grid(alpha=0.3, which="both")
     result["path"] = _save(fig, opt, out_dir, "selectivity_vs_gradient", fmt)
+    result["csv_path"] = write_selectivity_csv(result, os.path.join(out_dir, "selectivity_vs_gradient.csv"))
     return result
+
+
+def write_selectivity_csv(result, path):
+    """Every number of the selectivity_vs_gradient figure: one row per (normalizer, T), floats
+    as Python's repr (NaN where the file has no value)."""
+    with open(path, "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(SELECTIVITY_CSV_HEADER)
+        for name in result["grad_fd"]:
+            for j, Tv in enumerate(result["T"]):
+                writer.writerow((name, int(result["L"]), int(result["N"]), repr(result["eps"]),
+                                 repr(float(Tv)),
+                                 *(repr(float(result[k][name][j]))
+                                   for k in ("grad_fd", "sep_ratio", "sep_marginal", "resolvable"))))
+    return path
 
 
 FIGURES = (("distance_vs_L", fig_distance_vs_L), ("distance_vs_N", fig_distance_vs_N),
@@ -756,6 +795,8 @@ def draw_model(one, opt, out_dir, fmt):
         drawn[name] = func(one, opt, out_dir, fmt)
         if drawn[name] is not None:
             print(f"wrote {drawn[name]['path']}")
+            if "csv_path" in drawn[name]:
+                print(f"wrote {drawn[name]['csv_path']}")
     return drawn
 
 

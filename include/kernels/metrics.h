@@ -46,16 +46,23 @@
  *    1e-30 of the dominant one is decided by its true margin (a direct evaluation of D_i and
  *    r rounds both to |s^y| and counts by round-off). sep_marginal = the share of selected i
  *    with |D_i^2 - r^2| <= 1e-12 |s^y|^2: decisions a float evaluation of D_i could not make
- *    (and exact ties: twins, where N_s is the strict-< convention). Where g underflows (weights below DBL_MIN: logit gaps above
- *    ~708 T), N_s is decided on g held as sign and ln|g| from the log weights (metrics.c,
- *    tiny_weight_count; docs/metrics.md section 6.2).
+ *    (and exact ties: twins, where N_s is the strict-< convention). Where g underflows
+ *    (weights below DBL_MIN: logit gaps above ~708 T), N_s is decided on g held as sign and
+ *    ln|g| from the log weights (metrics.c, tiny_weight_count; docs/metrics.md section 6.2).
+ *    Where the radius took its explicit fallback (r^2 below 1e-6 |s^y|^2), g's rounding
+ *    (~1e-16 a |s^y|) can exceed margins of size r^2, so N_s counts D_i^2 < r^2 with D_i^2
+ *    an explicit difference too (metrics.c, direct_count).
+ *  - sep_lower, sep_upper (section 6.1): B = A - a_i and Q - a_i^2 of the one selected key
+ *    above A / 2 are the sums over the other keys (A - a_i cancels there; met_sep_xi).
  *  - dist_bound uses the unselected mass U summed from the tail (U_N = U_{N+1} + a_order[N]),
  *    not 1 - A (which is 0 below 1e-16 and made the bound 0 < dist_true).
  *  - grad_fd (softmax, ssmax) without the difference of two nearly equal softmaxes:
  *    a'_j - a_j = a_j (expm1(d_j) - mu) / (1 + mu), d = f eps (u - u_p) (p the dominant entry),
  *    mu = sum a_j expm1(d_j), when max |d| <= 1/2; otherwise the perturbed softmax, its
  *    changes taken directly except the dominant one's, minus their sum. Sparsemax: the direct
- *    difference (its weights are affine in z on a support).
+ *    difference (its weights are affine in z on a support). For every normalizer, where the
+ *    squared changes underflow (all below ~1e-154) the norm is taken again with the changes
+ *    divided by the largest.
  *  - NaN in the visible logits or vectors is not trapped: it propagates into that head's
  *    means (ks.h then drops that head from the sample).
  *
@@ -285,6 +292,10 @@ double met_grad_exact_ext(const double *a, const double *l, size_t nv, size_t n,
 double met_change_norm_ext(const double *a, size_t p, const double *l, const double *u,
                            double eps, size_t nv, size_t n, double T, met_normalizer zn,
                            const met_axes *ax, double *ap, double *x, double *y);
+/* Section 6.1: xi [N] of the selected weights sa [N] (A, Q: their sum and sum of squares,
+ * delta: the row's smallest distance between normalized vectors), B = A - a_i and Q - a_i^2
+ * taken as sums over the other keys for the one key above A / 2 (metrics.c). */
+void met_sep_xi(double *xi, const double *sa, size_t N, double A, double Q, double delta);
 /* Section 3 for sa_softmax: order [K] = the K largest weights z_j softmax(z)_j, z = l / T,
  * ties to the lower index, compared without forming the weights (positive logits by logit,
  * then zeros, then negative ones by ln|z| + z ascending); masked entries nv..n-1 after every

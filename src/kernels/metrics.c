@@ -320,9 +320,10 @@ unselected_terms(double *t_true, double *t_exp, double *g_min_out, const unsel_i
 
 /* docs/metrics.md section 6's radius r = min_{j not in I_N} |s^y - a_j y_j| from g_min =
  * r^2 - |s^y|^2; where that sum cancels (an unselected a_j y_j within ~1e-3 of s^y), the
- * minimum again over explicit differences. */
-static double radius(double g_min, double sy_sq, const unsel_in *in, size_t n) {
+ * minimum again over explicit differences, whose value *r2_fb then holds (else -1). */
+static double radius(double *r2_fb, double g_min, double sy_sq, const unsel_in *in, size_t n) {
     double r2 = g_min + sy_sq;
+    *r2_fb = -1;
     if (!(r2 < MET_CANCEL * sy_sq)) return sqrt(r2 > 0 ? r2 : 0);
     form_s(in->s_vec, in, in->x_norm);
     double best = INFINITY;
@@ -331,7 +332,25 @@ static double radius(double g_min, double sy_sq, const unsel_in *in, size_t n) {
         double d = sq_diff_y(in->X + j * in->dim, in->x_norm[j], in->a[j], in->s_vec, in->dim);
         best = d < best ? d : best;
     }
+    *r2_fb = best;
     return sqrt(best);
+}
+
+/* Section 6.2 where the radius took its explicit fallback (r^2 = r2 below MET_CANCEL
+ * |s^y|^2): g = D^2 - |s^y|^2 then carries a rounding of ~1e-16 a_i |s^y| against margins of
+ * size r^2, so N_s counts D_i^2 < r2 with each D_i^2 = |s^y - a_i y_i|^2 an explicit
+ * difference, as r2's own terms are (twins: equal bits, so the strict < keeps them out).
+ * O(N d), only on such rows. */
+static size_t direct_count(const unsel_in *in, double r2) {
+    form_s(in->s_vec, in, in->x_norm);
+    size_t Ns = 0;
+    for (size_t q = 0; q < in->N; q++) {
+        uint32_t i = in->order[q];
+        double D2 = sq_diff_y(in->X + (size_t)i * in->dim, in->x_norm[i], in->a[i], in->s_vec,
+                              in->dim);
+        Ns += D2 < r2;
+    }
+    return Ns;
 }
 
 /* Which T are sparse: with finite vectors, a T with at most n/4 nonzero weights lists them
@@ -560,38 +579,46 @@ static void gather_rows(met_ws *w, size_t K) {
     }
 }
 
-/* docs/metrics.md section 6 over the selected set of one T: N_s = #{i in I_N : D_i < r}
- * (returned), decided as g_i < g_min with g = D^2 - |s^y|^2 = a_i^2 |y_i|^2 - 2 a_i c^y_i
- * (the exact rewrite), *marginal = #{i : |g_i - g_min| <= MET_MARGINAL |s^y|^2}, and the
- * reconstructed bounds' sums, *xi_sum = sum_i xi_i and *upper_sum =
- * sum_i exp(-(max(0, xi_i - r))^2 / 2). Lanes keep it vectorizable; the exponents (<= 0) go
- * to exp_nonpos. */
-static size_t separability(double *xi_sum, double *upper_sum, size_t *marginal, const double *sa,
-                           double *sel_gather, size_t K, size_t N, double A, double Q,
-                           double sy_sq, double g_min, double r, double delta) {
-    const double *sxi = sel_gather, *syy = sel_gather + 3 * K;
-    double *sarg = sel_gather + 4 * K;
-    double d2h = 0.5 * delta * delta, nsl[LANES] = {0}, nml[LANES] = {0}, xil[LANES] = {0};
-    double tie = MET_MARGINAL * sy_sq;
-    /* section 6.1's B = A - a_i and Q - a_i^2 cancel where a_i holds most of A (the dominant
-     * key: B of 1e-7 A came out 2e-9 off): for the one selected key above A / 2 they are
-     * the sums over the others (positive terms, no cancellation); elsewhere A - a_i loses at
-     * most 2 ulp of A / B <= 2 */
+/* docs/metrics.md section 6.1: xi [N] of the selected weights sa [N]. A and Q are their sum
+ * and sum of squares as the walk accumulated them; B = A - a_i and Q_i = Q - a_i^2 cancel
+ * where a_i holds most of A (the dominant key: its B of 1e-7 A came out 2e-9 off, of 1e-12 A
+ * 1e-4 off), so for the one selected key above A / 2 they are the sums over the others
+ * (positive terms, no cancellation); elsewhere A - a_i loses at most 2 ulp of A / B <= 2. */
+void met_sep_xi(double *xi, const double *sa, size_t N, double A, double Q, double delta) {
+    double d2h = 0.5 * delta * delta, Bs = 0, Qs = 0;
     size_t qs = N;
-    double Bs = 0, Qs = 0;
     for (size_t q = 0; q < N && qs == N; q++)
         if (sa[q] > 0.5 * A) qs = q;
     for (size_t q = 0; q < N && qs < N; q++)
         if (q != qs) Bs += sa[q], Qs += sa[q] * sa[q];
+    for (size_t q = 0; q < N; q++) {
+        double ai = sa[q], B = q == qs ? Bs : A - ai, Qi = q == qs ? Qs : Q - ai * ai;
+        double xi2 = B * B - d2h * (B * B - Qi);
+        xi[q] = sqrt(xi2 > 0 ? xi2 : 0);
+    }
+}
+
+/* docs/metrics.md section 6 over the selected set of one T: N_s = #{i in I_N : D_i < r}
+ * (returned), decided as g_i < g_min with g = D^2 - |s^y|^2 = a_i^2 |y_i|^2 - 2 a_i c^y_i
+ * (the exact rewrite), *marginal = #{i : |g_i - g_min| <= MET_MARGINAL |s^y|^2}, and the
+ * reconstructed bounds' sums, *xi_sum = sum_i xi_i (met_sep_xi) and *upper_sum =
+ * sum_i exp(-(max(0, xi_i - r))^2 / 2). Lanes keep it vectorizable; the exponents (<= 0) go
+ * to exp_nonpos. sel_gather's row 1 (|s|^2's gather, read by then) takes xi. */
+static size_t separability(double *xi_sum, double *upper_sum, size_t *marginal, const double *sa,
+                           double *sel_gather, size_t K, size_t N, double A, double Q,
+                           double sy_sq, double g_min, double r, double delta) {
+    const double *sxi = sel_gather, *syy = sel_gather + 3 * K;
+    double *sarg = sel_gather + 4 * K, *xiv = sel_gather + K;
+    double nsl[LANES] = {0}, nml[LANES] = {0}, xil[LANES] = {0};
+    double tie = MET_MARGINAL * sy_sq;
+    met_sep_xi(xiv, sa, N, A, Q, delta);
 #define MET_SEP_TERM(lane, q)                                                       \
     do {                                                                            \
         double ai = sa[q];                                                          \
         double g = ai * ai * syy[q] - 2 * ai * sxi[q] * sarg[q];                    \
         nsl[lane] += g < g_min ? 1.0 : 0.0;                                         \
         nml[lane] += fabs(g - g_min) <= tie ? 1.0 : 0.0;                            \
-        double B = (q) == qs ? Bs : A - ai, Qi = (q) == qs ? Qs : Q - ai * ai;      \
-        double xi2 = B * B - d2h * (B * B - Qi);                                    \
-        double xi = sqrt(xi2 > 0 ? xi2 : 0);                                        \
+        double xi = xiv[q];                                                         \
         xil[lane] += xi;                                                            \
         double ex = xi - r;                                                         \
         sarg[q] = ex > 0 ? -0.5 * ex * ex : 0.0;                                    \
@@ -867,11 +894,12 @@ static void row_per_n(met_ws *w, size_t n, size_t nv, size_t K, double delta, si
                                  w->nnz_T[iT], w->zero_sel_T[iT], 0);
             else
                 unselected_terms(&t_true, &t_exp, &g_min, &in, n, NULL, n, 0, 0);
-            double r = radius(g_min, sy_sq, &in, n);
+            double r2_fb, r = radius(&r2_fb, g_min, sy_sq, &in, n);
             double xisum, up, U = w->U_T[iT * w->U_ld + N];
             const double *sa = w->sel_w + 2 * iT * K;
             size_t Nm, Ns = separability(&xisum, &up, &Nm, sa, w->sel_gather, K, N, A, Q, sy_sq,
                                          g_min, r, delta);
+            if (r2_fb >= 0) Ns = direct_count(&in, r2_fb); /* r^2 too small for g (6.2) */
             size_t qv = N; /* the last visible selected key has the least visible weight */
             while (qv > 0 && w->order[qv - 1] >= nv) qv--;
             /* g_i ~ 2 a_i (s^y . y_i) underflows (6.2): decide in the log domain */

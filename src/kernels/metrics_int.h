@@ -115,22 +115,26 @@ MET_SHARED double lane_sqdiff(const double *x, double s, const double *y, size_t
     for (int q = 0; q < LANES; q++) t += acc[q];
     return t;
 }
-/* || s x - y || (n entries), scaled by the largest difference where the squares underflow */
-MET_SHARED double lane_normdiff(const double *x, double s, const double *y, size_t n) {
-    double t = lane_sqdiff(x, s, y, n);
+/* || s x - y || (n entries; y NULL: || s x ||) given t = its square: sqrt(t), or where the
+ * squares underflowed (t < MET_FD_TINY) the norm again with the entries divided by the largest */
+MET_SHARED double norm_from_sq(const double *x, double s, const double *y, size_t n, double t) {
     if (!(t < MET_FD_TINY)) return sqrt(t);
     double big = 0;
     for (size_t i = 0; i < n; i++) {
-        double d = fabs(s * x[i] - y[i]);
+        double d = fabs(s * x[i] - (y ? y[i] : 0.0));
         big = d > big ? d : big;
     }
     if (!(big > 0)) return sqrt(t);
     t = 0;
     for (size_t i = 0; i < n; i++) {
-        double d = (s * x[i] - y[i]) / big;
+        double d = (s * x[i] - (y ? y[i] : 0.0)) / big;
         t += d * d;
     }
     return big * sqrt(t);
+}
+/* || s x - y || (n entries), scaled by the largest difference where the squares underflow */
+MET_SHARED double lane_normdiff(const double *x, double s, const double *y, size_t n) {
+    return norm_from_sq(x, s, y, n, lane_sqdiff(x, s, y, n));
 }
 
 MET_SHARED double ssmax_factor(double scale, size_t n) {

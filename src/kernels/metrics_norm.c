@@ -741,14 +741,15 @@ double met_change_norm_ext(const double *a, size_t p, const double *l, const dou
                 dd = sinh(0.5 * d) * 2 * exp(w) / den;
             else
                 dd = copysign(exp(0.5 * fabs(d) + log1p(-exp(-fabs(d))) + w - log(den)), d);
+            y[j] = dd;
             ss += dd * dd;
         }
-        return sqrt(ss);
+        return norm_from_sq(y, 1.0, NULL, nv, ss); /* every weight ~1e-170: squares underflow */
     }
     if (zn != MET_SOFTMAX1 && zn != MET_SA_SOFTMAX && zn != MET_SA_SOFTMAX_NORM) {
         for (size_t j = 0; j < nv; j++) y[j] = l[j] + eps * u[j];
         met_weights_ext(ap, x, y, nv, n, T, zn, ax);
-        return sqrt(lane_sqdiff(ap, 1.0, a, nv));
+        return lane_normdiff(ap, 1.0, a, nv);
     }
     /* p_j in ap (softmax1: its own weights and the null weight a0) */
     double a0 = 0, dnull = 0;
@@ -788,7 +789,8 @@ double met_change_norm_ext(const double *a, size_t p, const double *l, const dou
         }
         if (!null_dom) y[p] = -(rest + dnull); /* dnull = 0 for sa_softmax */
     }
-    if (zn == MET_SOFTMAX1) return sqrt(lane_dot(y, y, nv)); /* the null entry is no output */
+    if (zn == MET_SOFTMAX1) /* the null entry is no output */
+        return norm_from_sq(y, 1.0, NULL, nv, lane_dot(y, y, nv));
     double m = 0, M = 0, m1 = 0, M1 = 0;
     if (zn == MET_SA_SOFTMAX_NORM) {
         double lmin = INFINITY, lmax = -INFINITY, kmin = INFINITY, kmax = -INFINITY;
@@ -809,7 +811,8 @@ double met_change_norm_ext(const double *a, size_t p, const double *l, const dou
             double c1 = M1 > m1 ? (l[j] + eps * u[j] - m1) / (M1 - m1) : 1.0;
             d = c1 * dp + (c1 - c0) * ap[j];
         }
+        y[j] = d;
         ss += d * d;
     }
-    return sqrt(ss);
+    return norm_from_sq(y, 1.0, NULL, nv, ss);
 }

@@ -3,11 +3,12 @@
 # dataset and attribute of a dump file, has a row in the doc with the file's type, dimensions,
 # fill and units, and every row exists in the file. `selftest` shows the check can fail; `cf`
 # checks that xarray plots label themselves and that `history` matches /provenance; `readings`
-# that the aggregate distance and scaled logits have their own long_names and notes.
+# that the aggregate distance and scaled logits have their own long_names and notes; `texts`
+# the float32 floor, the scaled logits' gradients and two once-stale sentences.
 foreach(case results dump)
   set(extra "")
   if(case STREQUAL "results")
-    set(extra selftest cf readings)
+    set(extra selftest cf readings texts)
   endif()
   add_test(NAME docs_${case}
            COMMAND ${AS_PYTHON} ${CMAKE_SOURCE_DIR}/tests/integration/test_docs_results.py

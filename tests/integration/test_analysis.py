@@ -377,6 +377,31 @@ def test_figures(path, out_dir, label):
               f"{label}: selectivity_vs_gradient {name} resolvable separability")
         close(fig["grad_fd"][name], nanmean(ref.metric("grad_fd")[:, iL, :, ie, k], (0, 2, 3)),
               f"{label}: selectivity_vs_gradient {name} grad_fd")
+    check(len(ref.norms) >= 2 and sorted(fig["grad_fd"]) == sorted(ref.norms),
+          f"{label}: selectivity_vs_gradient has one curve per normalizer {ref.norms}")
+    check(fig["L"] == L[iL] and fig["eps"] == v["eps"][ie], f"{label}: selectivity_vs_gradient at "
+          f"L = {fig['L']}, eps = {fig['eps']} (want the longest L, eps nearest 1e-3)")
+    # its CSV beside the PNG: every (normalizer, T) with the file's numbers, read back as text
+    csv_path = os.path.join(os.path.dirname(fig["path"]), "selectivity_vs_gradient.csv")
+    check(fig.get("csv_path") == csv_path and os.path.exists(csv_path),
+          f"{label}: selectivity_vs_gradient.csv beside the figure")
+    if os.path.exists(csv_path):
+        with open(csv_path) as f:
+            rows = list(csv.DictReader(f))
+        check(len(rows) == len(ref.norms) * len(T), f"{label}: CSV has {len(rows)} rows, want "
+              f"{len(ref.norms)} normalizers x {len(T)} T")
+        for k, name in enumerate(ref.norms):
+            mine = [r for r in rows if r["normalizer"] == name]
+            close([float(r["T"]) for r in mine], T, f"{label}: CSV {name} T = the file's T axis")
+            check(all(int(r["N"]) == fig["N"] and int(r["L"]) == L[iL] for r in mine),
+                  f"{label}: CSV {name} rows at N = {fig['N']}, L = {L[iL]}")
+            sep = ref.metric("sep_ratio")[:, iL, jN, :, k]
+            marg = ref.metric("sep_marginal")[:, iL, jN, :, k]
+            for key, want in (("grad_fd", nanmean(ref.metric("grad_fd")[:, iL, :, ie, k], (0, 2, 3))),
+                              ("sep_ratio", nanmean(sep, (0, 2, 3))),
+                              ("sep_marginal", nanmean(marg, (0, 2, 3))),
+                              ("resolvable", nanmean(np.maximum(sep - marg, 0), (0, 2, 3)))):
+                close([float(r[key]) for r in mine], want, f"{label}: CSV {name} {key} = file mean")
 
     # headline numbers: plateau = mean sep_ratio over N >= 16 (here the last N); slope by
     # an independent least-squares fit
@@ -539,6 +564,9 @@ def test_readability(caught):
     check(layout.get("distance_vs_N", [{}])[0].get("xscale") == "log", "distance_vs_N: log N axis")
     grad = layout.get("gradient_vs_T", [{}])[0]
     check(any(t.startswith("T = ") for t in grad.get("legend", [])), f"gradient_vs_T: the T line is labelled: {grad}")
+    sel = layout.get("selectivity_vs_gradient", [{}])[0]
+    check(len(sel.get("legend", [])) >= 2 and len(sel.get("T_labels", [])) >= 2 * len(sel.get("legend", [])),
+          f"selectivity_vs_gradient: a legend entry per normalizer and T labels along each curve: {sel}")
     runtime = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
     check(not runtime, f"no RuntimeWarning while drawing: {runtime[:3]}")
 

@@ -344,6 +344,48 @@ def case_readings():
           "the per-token, raw-logits file keeps its own descriptions")
 
 
+def flat(text):
+    """text with every line break (and a C comment's leading star) and run of spaces as one
+    space"""
+    return re.sub(r"\s+", " ", re.sub(r"\n\s*\*(?!/)", " ", text))
+
+
+def case_texts():
+    """What the docs say about the stored numbers and the gradients' reading, against the
+    facts (no sweep): docs/results.md's float32 floor is float32's (tests/unit/store/test_store.c
+    checks the packing behaves so); docs/metrics.md section 1 says that with scaled logits the
+    gradients are taken with respect to the scaled logits, with the relation ctest
+    logits_relabel checks bit for bit; and two sentences that were stale stay fixed:
+    docs/critical-n.md section 5 cites docs/metrics.md section 4.5 for the aggregate reading
+    (which once "described only the per-token reading"), and include/kernels/metrics.h's
+    aggregate dist_bound sums U over the unselected weights (it once said U = 1 - A)."""
+    root = os.path.dirname(os.path.abspath(DOC))
+    results = flat(open(DOC).read())
+    f32 = np.finfo(np.float32)
+    m = re.search(r"float32 holds magnitudes down to about ([0-9.]+e-\d+): a mean below that .*? "
+                  r"is stored as 0, and one below ([0-9.]+e-\d+) with fewer digits", results)
+    check(m is not None, "docs/results.md states the float32 floor (stored as 0, fewer digits)")
+    if m:
+        for got, want, what in ((m.group(1), f32.smallest_subnormal, "smallest subnormal"),
+                                (m.group(2), f32.tiny, "smallest normal")):
+            check(got == f"{float(want):.1e}", f"docs/results.md's {got} is float32's {what} {float(want):.1e}")
+    metrics = flat(open(os.path.join(root, "metrics.md")).read())
+    sec1 = metrics[metrics.find("## 1. "):metrics.find("## 2. ")]
+    check("The gradients of section 7 (`grad_exact`, `grad_fd`, its `eps`) are then taken with "
+          "respect to the scaled logits" in sec1,
+          "docs/metrics.md section 1: gradients on scaled logits are w.r.t. the scaled logits")
+    check("times the raw-logit value at `T * sqrt(d_head)`" in sec1,
+          "docs/metrics.md section 1: grad_exact = sqrt(d_head) x the raw value at T sqrt(d_head)")
+    crit = flat(open(os.path.join(root, "critical-n.md")).read())
+    sec5 = crit[crit.find("## 5. "):crit.find("### 5.1")]
+    check('With `metrics.distance = "aggregate"` (docs/metrics.md section 4.5)' in sec5
+          and "describes only the per-token reading" not in crit,
+          "docs/critical-n.md section 5 cites section 4.5 for the aggregate reading")
+    header = flat(open(os.path.join(root, "..", "include", "kernels", "metrics.h")).read())
+    check("U the unselected mass, summed over its weights" in header and "U = 1 - A" not in header,
+          "metrics.h: the aggregate dist_bound's U is summed over the unselected weights")
+
+
 def case_dump():
     path, sizes = make_dump()
     if os.path.exists(path):
@@ -383,7 +425,7 @@ def main():
     if os.path.exists(SCRATCH):
         shutil.rmtree(SCRATCH)
     os.makedirs(SCRATCH)
-    run_cases([case_results, case_cf, case_readings, case_dump, case_selftest], ONLY, label="case ")
+    run_cases([case_results, case_cf, case_readings, case_texts, case_dump, case_selftest], ONLY, label="case ")
     sys.exit(summary("test_docs_results"))
 
 

@@ -8,15 +8,21 @@ if(TEST test_ks)
 endif()
 
 
+# A C test writes cases into build/CASES.txt (ctest WRITE_TEST, `WRITER FLAG CASES.txt`) and
+# tests/reference/SCRIPT.py checks them in high precision (ctest CHECK_TEST).
+function(as_mpmath_referee WRITE_TEST WRITER FLAG CASES CHECK_TEST SCRIPT)
+  add_test(NAME ${WRITE_TEST} COMMAND ${WRITER} ${FLAG} ${CMAKE_BINARY_DIR}/${CASES}.txt)
+  set_tests_properties(${WRITE_TEST} PROPERTIES FIXTURES_SETUP ${CASES})
+  add_test(NAME ${CHECK_TEST}
+           COMMAND ${AS_PYTHON} ${CMAKE_SOURCE_DIR}/tests/reference/${SCRIPT}.py
+                   ${CMAKE_BINARY_DIR}/${CASES}.txt)
+  set_tests_properties(${CHECK_TEST} PROPERTIES FIXTURES_REQUIRED ${CASES})
+endfunction()
+
 # sep_mpmath.py: a few sink rows of test_metrics_regimes, their separability decisions
 # recomputed at 80 digits (python3-mpmath), confirm the brute force's exact rewrite.
-add_test(NAME metrics_sep_rows
-         COMMAND test_metrics_regimes --dump-rows ${CMAKE_BINARY_DIR}/metrics_sep_rows.txt)
-set_tests_properties(metrics_sep_rows PROPERTIES FIXTURES_SETUP metrics_sep_rows)
-add_test(NAME metrics_sep_mpmath
-         COMMAND ${AS_PYTHON} ${CMAKE_SOURCE_DIR}/tests/reference/sep_mpmath.py
-                 ${CMAKE_BINARY_DIR}/metrics_sep_rows.txt)
-set_tests_properties(metrics_sep_mpmath PROPERTIES FIXTURES_REQUIRED metrics_sep_rows)
+as_mpmath_referee(metrics_sep_rows test_metrics_regimes --dump-rows metrics_sep_rows
+                  metrics_sep_mpmath sep_mpmath)
 
 # The FMA and no-FMA builds of metrics.c agree: test_metrics_regimes_nofma
 # (metrics.c compiled with -mno-fma -mno-avx512f: no FMA instruction, so the file's
@@ -48,3 +54,8 @@ add_test(NAME metrics_normalizers_new COMMAND test_metrics_regimes --normalizers
 # the same with entmax_alpha = 1.25 (reference: extended-precision bisection) and
 # sigmoid_bias = 1.5
 add_test(NAME metrics_normalizers_params COMMAND test_metrics_regimes --normalizers params)
+
+# sep_xi_mpmath.py: section 6.1's xi of the dominant selected key (B = A - a_i cancels there)
+# from the exclusive sums at 50 digits, against met_sep_xi on cases test_metrics_audit writes.
+as_mpmath_referee(metrics_sep_xi_cases test_metrics_audit --dump-xi metrics_sep_xi
+                  metrics_sep_xi_mpmath sep_xi_mpmath)

@@ -492,7 +492,7 @@ static void ref_new_row(double *sum, double *a, int *ord_sa, const double *l, in
     if (met_has_grad_exact(zn)) sum[met_at_per_t(ax, MET_GRAD_EXACT, iT, iZ)] += ge / T;
     /* grad_fd */
     for (size_t iE = 0; iE < ax->n_eps; iE++) {
-        double eps = ax->eps[iE], un = 0, dd = 0;
+        double eps = ax->eps[iE], un = 0, dd = 0, fdn = -1; /* fdn: the norm (quad branch) */
         uint64_t key = met_direction_key(ax->seed, ax->window, ax->layer, ax->head, t, iE);
         for (int j = 0; j < nv; j++) {
             u[j] = met_normal(key, j);
@@ -506,10 +506,10 @@ static void ref_new_row(double *sum, double *a, int *ord_sa, const double *l, in
             refq *lp = malloc(nv * sizeof *lp), ddq = 0;
             for (int j = 0; j < nv; j++) lp[j] = lq[j] + (refq)eps * ((refq)u[j] / REFQ_SQRT((refq)un));
             ref_change_q(&ddq, lq, lp, aq, a0q, nv, T, zn, b);
-            dd = (double)ddq;
+            fdn = (double)REFQ_SQRT(ddq); /* the root in quad: ddq may be below 1e-308 */
             free(lp);
         }
-        sum[met_at_grad_fd(ax, iT, iE, iZ)] += sqrt(dd) / eps;
+        sum[met_at_grad_fd(ax, iT, iE, iZ)] += (fdn >= 0 ? fdn : sqrt(dd)) / eps;
     }
     /* order by weight (sa_softmax): visible keys by ref_sa_before, masked ones after */
     for (int j = 0; j < n; j++) ord_sa[j] = j;

@@ -22,36 +22,47 @@ static double *run_head(const float *scores, const float *vec, int L, int d, con
 }
 
 /* grad_fd (section 7) when every weight change is below ~1e-154: the squares underflow and the
- * norm came out exactly 0. Rows with one dominant key and the rest 380-420 logits below at
- * T = 1 (weights ~1e-170, changes ~1e-173 at eps = 1e-3); the quad brute force keeps them. */
-static void test_grad_fd_tiny_changes(void) {
+ * norm came out exactly 0. Rows of 8 keys at T = 1, 2 (and eps 1e-3, 10) against the quad
+ * brute force, 1e-8 relative; at eps = 1e-3 every normalizer but sparsemax must give a
+ * nonzero value. sink = 1: one dominant key, the rest 380-420 logits below (softmax, ssmax,
+ * sparsemax: weights ~1e-170, changes ~1e-173); sink = 0: every logit 380-420 below 0, for
+ * the normalizers of section 10.1 whose weights can then all be tiny (sigmoid, each weight
+ * its own sigmoid; softmax1, whose null entry takes the mass). */
+static void test_grad_fd_tiny(int sink, const met_normalizer *z1, size_t nz) {
     enum { L = 8, d = 4 };
     float scores[L * L], vec[L * d];
     for (int i = 0; i < L * d; i++) vec[i] = (float)(0.3 * ((i * 7) % 11) - 1.2);
     for (int t = 0; t < L; t++)
         for (int j = 0; j < L; j++)
-            scores[t * L + j] = j > t ? NAN : (float)(j == 0 ? 0 : -380 - 5 * ((j * 3 + t) % 9));
+            scores[t * L + j] = j > t ? NAN : (float)(j == 0 && sink ? 0 : -380 - 5 * ((j * 3 + t) % 9));
     static const int32_t N1[] = {1};
     static const double T1[] = {1, 2};
     static const double E1[] = {1e-3, 10};
-    static const met_normalizer z1[] = {MET_SOFTMAX, MET_SSMAX, MET_SPARSEMAX};
     met_axes ax = {.N = N1, .n_N = 1, .T = T1, .n_T = 2, .eps = E1, .n_eps = 2, .norm = z1,
-                   .n_norm = 3, .seed = 7, .window = 1, .layer = 2, .head = 3};
+                   .n_norm = nz, .seed = 7, .window = 1, .layer = 2, .head = 3};
     double *got = run_head(scores, vec, L, d, &ax);
     double *want = calloc(met_out_count(&ax), sizeof *want);
     ref_head(want, scores, L, vec, L, d, &ax);
     for (size_t iT = 0; iT < 2; iT++)
         for (size_t iE = 0; iE < 2; iE++)
-            for (size_t iZ = 0; iZ < 3; iZ++) {
+            for (size_t iZ = 0; iZ < nz; iZ++) {
                 size_t at = met_at_grad_fd(&ax, iT, iE, iZ);
                 char lab[96];
                 snprintf(lab, sizeof lab, "grad_fd T=%g eps=%g %s (tiny changes)", T1[iT], E1[iE],
                          met_normalizer_name(z1[iZ]));
                 CHECK_CLOSE(got[at], want[at], 0, 1e-8, lab);
                 if (z1[iZ] != MET_SPARSEMAX && iE == 0)
-                    CHECK(got[at] > 0, "%s: exactly 0", lab);
+                    CHECK(got[at] > 0 && want[at] > 0, "%s: exactly 0 (brute force %g)", lab,
+                          want[at]);
             }
     free(got), free(want);
+}
+
+static void test_grad_fd_tiny_changes(void) {
+    static const met_normalizer sink[] = {MET_SOFTMAX, MET_SSMAX, MET_SPARSEMAX};
+    static const met_normalizer all_tiny[] = {MET_SIGMOID, MET_SOFTMAX1};
+    test_grad_fd_tiny(1, sink, 3);
+    test_grad_fd_tiny(0, all_tiny, 2);
 }
 
 /* Aggregate dist_true (section 4.5) where the unselected sum nearly cancels s: L = 2, row 1's
@@ -141,13 +152,23 @@ static void quad_count(double *lo, double *hi, const float *scores, const float 
     *lo += (double)nlo / N, *hi += (double)nhi / N;
 }
 
-static void test_sep_underflow(void) {
+/* shape 0: the sink's vector 0.02 of the others' scale, the rest isotropic (about half the
+ * selected keys point away from s^y); shape 1: every vector a common mean plus noise
+ * (x_j = m + e_j, as value vectors are), so the selected keys lie inside the ball: at
+ * T = 0.1, N = 16 the definition counts 1.0 where tying every underflowed key at g = 0
+ * leaves little more than the sink (0.070; shape 0: 0.625 against 0.070). want_min is the
+ * least referee count the case must reach at softmax, T = 0.1, N = 16 (so that it stays
+ * the case it is about). */
+static void test_sep_underflow_shape(int shape, double want_min) {
     enum { L = 24, d = 8 };
-    float scores[L * L], vec[L * d];
+    float scores[L * L], vec[L * d], mean[d];
     for (int t = 0; t < L; t++)
         for (int j = 0; j < L; j++)
             scores[t * L + j] = j > t ? NAN : (float)(100 * gs() + (j == 0 ? 300 + 40 * ur() : 0));
-    for (int i = 0; i < L * d; i++) vec[i] = (float)gs() * (i < d ? 0.02f : 1.0f);
+    for (int k = 0; k < d && shape == 1; k++) mean[k] = (float)gs();
+    for (int i = 0; i < L * d; i++)
+        vec[i] = shape == 0 ? (float)gs() * (i < d ? 0.02f : 1.0f)
+                            : mean[i % d] + 1.5f * (float)gs();
     static const int32_t N1[] = {1, 2, 4, 8, 16};
     static const double T1[] = {1, 0.3, 0.1};
     static const met_normalizer z1[] = {MET_SOFTMAX, MET_SSMAX};
@@ -167,10 +188,18 @@ static void test_sep_underflow(void) {
                 lo /= rows, hi /= rows;
                 double sr = got[met_at_per_n(&ax, MET_SEP_RATIO, iN, iT, iZ)];
                 CHECK(sr >= lo - 1e-12 && sr <= hi + 1e-12,
-                      "sep_ratio %s T=%g N=%d (weights underflow): %.6f, quad referee [%.6f, %.6f]",
-                      met_normalizer_name(z1[iZ]), T1[iT], N1[iN], sr, lo, hi);
+                      "sep_ratio shape %d %s T=%g N=%d (weights underflow): %.6f, quad referee "
+                      "[%.6f, %.6f]", shape, met_normalizer_name(z1[iZ]), T1[iT], N1[iN], sr, lo, hi);
+                if (iZ == 0 && T1[iT] == 0.1 && N1[iN] == 16)
+                    CHECK(lo >= want_min, "shape %d: the referee counts %.6f at T = 0.1, N = 16, "
+                          "not the case this test is about (>= %.3f)", shape, lo, want_min);
             }
     free(got);
+}
+
+static void test_sep_underflow(void) {
+    test_sep_underflow_shape(0, 0.6);
+    test_sep_underflow_shape(1, 0.9);
 }
 
 /* Exact twins straddling the cut (section 6.2): key 1 and key 2 have the same logit and the
@@ -214,8 +243,9 @@ static void test_twins_straddling(void) {
 
 /* Twins at the top with N = 1 (section 6): keys 0 and 1 share the largest logit and the
  * vector, so s^y = a_0 y_0 = a_1 y_1 and r = |s^y - a_1 y_1| = 0 exactly (the radius's
- * explicit fallback); D_0 = 0 is not < 0, N_s = 0 in every row. g_0 and g_1 (= -|s^y|^2)
- * must come from one expression: formed apart, 178 of the 800 cells counted key 0 inside. */
+ * explicit fallback); D_0 = 0 is not < 0, N_s = 0 in every row. The count is the direct
+ * D-form's there (test_sep_fallback_margin); without it g_0 and g_1 (= -|s^y|^2) must come
+ * from one expression: formed apart, 189 of the 800 cells counted key 0 inside. */
 static void test_twins_top(void) {
     enum { L = 5, d = 7 };
     float scores[L * L], vec[L * d];
@@ -242,11 +272,130 @@ static void test_twins_top(void) {
     CHECK(bad == 0, "twins at the top, N = 1 (r = 0): %d of 800 cells count a token inside", bad);
 }
 
-int main(void) {
+/* D_i < r where the radius took its explicit fallback (section 6.2) and the rewrite's g has
+ * no digits left for the margin. Keys 0 and 1 share the top (logits 0 and -eta, eta =
+ * 1e-11 .. 4e-11, x_1 = -x_0 exactly), so their part of s^y cancels to a_0 (1 - e^-eta) y_0,
+ * ~1e-11; key 2 (logit -12, a_2 ~ 3e-6) is selected too (N = 3), and key 3, one float step
+ * below it with the same vector or one perturbed by 1e-7, is unselected: D_2 =
+ * |a_0 y_0 + a_1 y_1| and r = |s^y - a_3 y_3| are both ~1e-11 while g = D^2 - |s^y|^2 carries
+ * a rounding of ~1e-16 a_2 a_0 ~ 1e-22 against margins D^2 - r^2 of that size. The referee:
+ * D_i and r as explicit differences in extended precision; a decision whose margin is below
+ * 1e-6 r^2 may go either way. 200 heads: 18 were off with g alone. */
+static void test_sep_fallback_margin(void) {
+    enum { L = 8, d = 6 };
+    float scores[L * L], vec[L * d];
+    static const int32_t N1[] = {3};
+    static const double T1[] = {1};
+    static const met_normalizer z1[] = {MET_SOFTMAX};
+    met_axes ax = {.N = N1, .n_N = 1, .T = T1, .n_T = 1, .norm = z1, .n_norm = 1, .seed = 2};
+    int bad = 0, decided = 0, inside = 0;
+    for (int h = 0; h < 200; h++) {
+        for (int i = 0; i < L * d; i++) vec[i] = (float)gs();
+        for (int k = 0; k < d; k++) vec[d + k] = -vec[k];
+        memcpy(vec + 3 * d, vec + 2 * d, d * sizeof *vec);
+        if (h % 2) vec[3 * d + h % d] *= 1 + 1e-7f; /* key 3 a near-twin of key 2 */
+        float eta = (float)(1e-11 * (1 + 3 * ur()));
+        for (int t = 0; t < L; t++)
+            for (int j = 0; j < L; j++)
+                scores[t * L + j] = j > t ? NAN : j == 0 ? 0.0f : j == 1 ? -eta
+                                  : j == 2 ? -12.0f : j == 3 ? nextafterf(-12.0f, -INFINITY)
+                                  : (float)(-40 - ur());
+        double *got = run_head(scores, vec, L, d, &ax);
+        /* rows t = 3..7 enter (n > N); each row's count from the referee */
+        double lo = 0, hi = 0;
+        for (int t = 3; t < L; t++) {
+            int n = t + 1;
+            refq z = 0, a[L], y[L][d], sy[d] = {0}, D2[L], lmax = 0;
+            for (int j = 0; j < n; j++) z += REFQ_EXP((refq)scores[t * L + j] - lmax);
+            for (int j = 0; j < n; j++) {
+                a[j] = REFQ_EXP((refq)scores[t * L + j] - lmax) / z;
+                refq nn = 0;
+                for (int k = 0; k < d; k++) nn += (refq)vec[j * d + k] * vec[j * d + k];
+                for (int k = 0; k < d; k++) y[j][k] = vec[j * d + k] / REFQ_SQRT(nn);
+            }
+            for (int j = 0; j < 3; j++) /* I_N = keys 0, 1, 2 (the logit order) */
+                for (int k = 0; k < d; k++) sy[k] += a[j] * y[j][k];
+            refq r2 = 1e30L;
+            for (int j = 0; j < n; j++) {
+                D2[j] = 0;
+                for (int k = 0; k < d; k++) D2[j] += (sy[k] - a[j] * y[j][k]) * (sy[k] - a[j] * y[j][k]);
+                if (j >= 3 && D2[j] < r2) r2 = D2[j];
+            }
+            for (int i = 0; i < 3; i++) {
+                refq m = D2[i] - r2;
+                lo += m < -1e-6L * r2, hi += m < 1e-6L * r2;
+                decided += (m < -1e-6L * r2) || !(m < 1e-6L * r2);
+                inside += m < 0 && i == 2;
+            }
+        }
+        lo /= 3.0 * (L - 3), hi /= 3.0 * (L - 3);
+        double sr = got[met_at_per_n(&ax, MET_SEP_RATIO, 0, 0, 0)];
+        if (!(sr >= lo - 1e-12 && sr <= hi + 1e-12) && bad++ < 3)
+            fprintf(stderr, "fallback margin head %d: sep_ratio %.6f, referee [%.6f, %.6f]\n", h,
+                    sr, lo, hi);
+        free(got);
+    }
+    CHECK(decided > 0.9 * 200 * 3 * (L - 3), "the referee decides %d of %d", decided, 200 * 3 * (L - 3));
+    CHECK(inside > 100 && inside < 0.9 * 200 * (L - 3),
+          "key 2 inside in %d of %d rows: both outcomes occur", inside, 200 * (L - 3));
+    CHECK(bad == 0, "D_i < r after the radius's explicit fallback: %d of 200 heads off the "
+          "extended-precision count", bad);
+}
+
+/* Section 6.1's xi_i for the dominant selected key, whose B = A - a_i cancels (one weight
+ * 1 - w next to many tiny ones summing to w = 1e-12 .. 1e-7): `--dump-xi FILE` writes each
+ * case's weights, delta, the walk's A and Q (summed in order, as met_head does) and
+ * met_sep_xi's xi for tests/reference/sep_xi_mpmath.py, which recomputes every xi from the
+ * exclusive sums at 50 digits (1e-11 relative; A - a_i is 1e-4 off at w = 1e-12, 2e-9 at
+ * 1e-7). Also cases without a dominant key (softmax of random logits). delta <= 1 keeps
+ * xi^2 = B^2 (1 - delta^2/2) + (delta^2/2) Q_i >= B^2 / 2: no cancellation of its own. */
+static int dump_xi(const char *path) {
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL, "cannot write %s", path);
+    if (!f) return check_summary("test_metrics_audit --dump-xi");
+    static const double tiny_total[] = {1e-12, 1e-9, 1e-7};
+    static const int M_tiny[] = {1, 4, 31, 100};
+    static const double deltas[] = {0, 0.5, 1};
+    double sa[128], xi[128];
+    int cases = 0;
+    for (int kind = 0; kind < 3 * 4 + 6; kind++)
+        for (int id = 0; id < 3; id++) {
+            int N;
+            if (kind < 12) { /* dominant weight 1 - w and M tiny ones (at a position by kind) */
+                double w = tiny_total[kind % 3], sum = 0;
+                int M = M_tiny[kind / 3];
+                N = M + 1;
+                for (int q = 0; q < M; q++) sa[q + 1] = ur(), sum += sa[q + 1];
+                for (int q = 0; q < M; q++) sa[q + 1] *= w / sum;
+                sa[0] = 1 - w;
+                int at = (kind / 3) % 2 ? M / 2 : 0; /* dominant first or in the middle */
+                double t = sa[at]; sa[at] = sa[0], sa[0] = t;
+            } else { /* softmax of random logits: no key, or one, above A / 2 by chance */
+                N = 2 + 7 * (kind - 12);
+                double z = 0, sc = 0.5 + kind - 12;
+                for (int q = 0; q < N; q++) sa[q] = exp(sc * gs()), z += sa[q];
+                for (int q = 0; q < N; q++) sa[q] /= z;
+            }
+            double A = 0, Q = 0;
+            for (int q = 0; q < N; q++) A += sa[q], Q += sa[q] * sa[q];
+            met_sep_xi(xi, sa, (size_t)N, A, Q, deltas[id]);
+            fprintf(f, "case %d %.17g %.17g %.17g\n", N, deltas[id], A, Q);
+            for (int q = 0; q < N; q++) fprintf(f, "%.17g%c", sa[q], q + 1 < N ? ' ' : '\n');
+            for (int q = 0; q < N; q++) fprintf(f, "%.17g%c", xi[q], q + 1 < N ? ' ' : '\n');
+            cases++;
+        }
+    fclose(f);
+    CHECK(cases == 54, "%d cases written", cases);
+    return check_summary("test_metrics_audit --dump-xi");
+}
+
+int main(int argc, char **argv) {
+    if (argc == 3 && !strcmp(argv[1], "--dump-xi")) return dump_xi(argv[2]);
     test_grad_fd_tiny_changes();
     test_aggregate_cancel();
     test_sep_underflow();
     test_twins_straddling();
     test_twins_top();
+    test_sep_fallback_margin();
     return check_summary("test_metrics_audit");
 }

@@ -3,7 +3,9 @@
  * without close) with a torn journal; the HDF5 file deleted or corrupted and
  * rebuilt from the journal bit for bit; extension with an added window and L;
  * config-change and shrink refusals that leave the files unchanged; locks. */
+#include <float.h>
 #include <hdf5.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -243,8 +245,45 @@ static void test_censored_packing(void) {
     free(b), free(out);
 }
 
+/* The float32 floor docs/results.md states ("Variables"): a mean below half of float32's
+ * smallest subnormal (FLT_TRUE_MIN, ~1.4e-45) is stored as 0, one below FLT_MIN (~1.2e-38) as
+ * the nearest subnormal (fewer digits: relative error up to FLT_TRUE_MIN / 2 / value), a
+ * normal one to float32's 2^-24. The packing is what the view and the journal store
+ * (cellwire.h), so it is checked there; tests/integration/test_docs_results.py checks the
+ * doc's two numbers against float32's. */
+static void test_float32_floor(void) {
+    cr_layout lay;
+    cr_layout_init(&lay, 3, 2, 1, 2, 1, 1);
+    double *b = malloc(lay.total * sizeof *b);
+    unsigned char *out = malloc(cw_pack_bytes(&lay));
+    const double vals[] = {1e-46, 7e-46, -3e-46, 1e-44, 1e-40, 3e-39, 1e-37, 1e-30, 0.25};
+    const size_t nv = sizeof vals / sizeof *vals, at0 = lay.offset[CR_DIST_TRUE];
+    CHECK(lay.count[CR_DIST_TRUE] >= nv, "layout holds %zu dist_true values", lay.count[CR_DIST_TRUE]);
+    for (size_t i = 0; i < lay.total; i++) b[i] = 1;
+    for (size_t i = 0; i < nv; i++) b[at0 + i] = vals[i];
+    cw_pack_cell(&lay, b, out);
+    size_t at = 0; /* dist_true's bytes: the variables before it */
+    for (int v = 0; v < CR_DIST_TRUE; v++) at += lay.count[v] * cw_type_size(cw_var_type[v]);
+    const double tmin = FLT_TRUE_MIN, nmin = FLT_MIN; /* (float) FLT_TRUE_MIN / 2 is 0 */
+    for (size_t i = 0; i < nv; i++) {
+        float f;
+        memcpy(&f, out + at + 4 * i, 4);
+        double x = vals[i], err = fabs((double)f - x) / fabs(x);
+        if (fabs(x) < tmin / 2)
+            CHECK(f == 0, "mean %g below FLT_TRUE_MIN / 2 stored as %g, not 0", x, (double)f);
+        else if (fabs(x) < nmin)
+            CHECK(f != 0 && fpclassify(f) == FP_SUBNORMAL && err <= tmin / 2 / fabs(x),
+                  "mean %g below FLT_MIN stored as %g (%.3g relative): not the nearest subnormal",
+                  x, (double)f, err);
+        else
+            CHECK(err <= 0x1p-24, "mean %g stored as %g (%.3g relative)", x, (double)f, err);
+    }
+    free(b), free(out);
+}
+
 int main(void) {
     test_censored_packing();
+    test_float32_floor();
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     store_sidecar(JPATH, sizeof JPATH, OUT, ".journal");
     store_sidecar(LPATH, sizeof LPATH, OUT, ".lock");
