@@ -10,36 +10,9 @@
 
 /* ---------------------------------------------------------------- kernels */
 
-float gpt2_expf(float x) {
-    /* exp(x) = 2^n * exp(r), n = round(x / ln2), |r| <= ln2/2; degree-7
-     * Taylor for exp(r) has truncation error < 6e-9 there. ln2 is split in a
-     * high part exact in float times n and a low correction. */
-    const float log2e = 1.44269504088896341f;
-    const float ln2_hi = 0.693359375f, ln2_lo = -2.12194440e-4f;
-    /* plain compares and the 1.5 * 2^23 rounding trick instead of
-     * fminf/fmaxf/floorf: those keep GCC from vectorizing without fast-math */
-    float xc = x < -87.3f ? -87.3f : x;
-    xc = xc <= 88.3f ? xc : 88.3f; /* NaN too: keeps the int conversion defined */
-    const float round_magic = 12582912.0f; /* 1.5 * 2^23 */
-    float n = (xc * log2e + round_magic) - round_magic;
-    float r = (xc - n * ln2_hi) - n * ln2_lo;
-    float p = 1.0f / 5040.0f;
-    p = p * r + 1.0f / 720.0f;
-    p = p * r + 1.0f / 120.0f;
-    p = p * r + 1.0f / 24.0f;
-    p = p * r + 1.0f / 6.0f;
-    p = p * r + 0.5f;
-    p = p * r + 1.0f;
-    p = p * r + 1.0f;
-    /* 2^n through the exponent bits; a union (not memcpy) keeps the loops
-     * calling this vectorizable */
-    union {
-        int32_t i;
-        float f;
-    } scale = {.i = ((int32_t)n + 127) << 23};
-    float y = p * scale.f;
-    return x < -87.3f ? 0.0f : y;
-}
+/* the body is fwd_expf (forward_int.h), inline there so that the other
+ * families' loops over it vectorize too */
+float gpt2_expf(float x) { return fwd_expf(x); }
 
 static float lane_sum(const float *a, size_t n);
 static float lane_centered_sumsq(const float *a, size_t n, float mean);

@@ -41,7 +41,7 @@ static void swiglu_mlp(fwd_workspace *ws, const gpt2_block *b, size_t L, size_t 
         float *row = g + t * 2 * NI;
         for (size_t i = 0; i < NI; i++) {
             float x = row[i];
-            row[i] = x / (1.0f + gpt2_expf(-x)) * row[NI + i];
+            row[i] = x / (1.0f + fwd_expf(-x)) * row[NI + i];
         }
     }
     fwd_linear(ws->merged, C, g, 2 * NI, b->mlp_proj_w, L, NI, C);

@@ -54,9 +54,10 @@ def write_safetensors(path, tensors, dtype):
 
 
 class Weights:
-    """Every tensor of model.safetensors or of the shards its index names, as float64."""
+    """Every tensor of model.safetensors or of the shards its index names, as float64 (the
+    references' precision) or as the dtype asked for (the timing of tests/bench uses float32)."""
 
-    def __init__(self, model_dir):
+    def __init__(self, model_dir, dtype=torch.float64):
         single = os.path.join(model_dir, "model.safetensors")
         if os.path.exists(single):
             files = [single]
@@ -76,9 +77,9 @@ class Weights:
                 a, b = info["data_offsets"]
                 raw = np.frombuffer(data[a:b], dtype={"F32": "<f4", "BF16": "<i2", "F16": "<f2"}[info["dtype"]])
                 if info["dtype"] == "BF16":
-                    x = torch.from_numpy(raw.copy()).view(torch.bfloat16).to(torch.float64)
+                    x = torch.from_numpy(raw.copy()).view(torch.bfloat16).to(dtype)
                 else:
-                    x = torch.from_numpy(raw.astype(np.float64))
+                    x = torch.from_numpy(raw.astype(np.float32 if dtype == torch.float32 else np.float64))
                 self.t[name] = x.reshape(info["shape"])
 
     def __getitem__(self, name):
@@ -94,12 +95,14 @@ def rotate_half(x):
 
 
 def apply_rope(x, inv_freq, rot):
-    """x [H, L, D]: the first rot dims rotated, position t by angle t * inv_freq (float64)."""
+    """x [H, L, D]: the first rot dims rotated, position t by angle t * inv_freq (float64;
+    cos and sin then rounded to x's dtype, so a float32 x stays float32)."""
     L = x.shape[1]
     freqs = torch.outer(torch.arange(L, dtype=torch.float64), inv_freq)
     emb = torch.cat((freqs, freqs), dim=-1)
+    cos, sin = emb.cos().to(x.dtype), emb.sin().to(x.dtype)
     xr, xp = x[..., :rot], x[..., rot:]
-    return torch.cat((xr * emb.cos() + rotate_half(xr) * emb.sin(), xp), dim=-1)
+    return torch.cat((xr * cos + rotate_half(xr) * sin, xp), dim=-1)
 
 
 def causal_attention(q, k, D):
