@@ -37,10 +37,14 @@ typedef struct {
  * run's metrics from 69.1 to 66.1 CPU s per window (x 0.957): 0.73. Costing the walk
  * over N by its largest N (plan.h, AS_COST_WALK_STEP) counts 1.258x more steps in the
  * paper's window than the formula those were fitted with, so the same measured runs
- * give 0.73 / 1.258 = 0.58 per step: the paper window's estimate is unchanged. */
+ * give 0.73 / 1.258 = 0.58 per step. Re-measured on an idle core after the kernels' later
+ * changes (docs/performance.md, "`attnsweep plan` against measured runs"): five runs
+ * (quick start, paper and critical-N grids of the trained test model, the paper grid and the
+ * full cross product of GPT-2 small) took 2.13-2.96x the metrics that rate planned; their
+ * geometric mean 2.49 gives 1.44 ns, which puts all five within 0.86-1.19x. */
 #define AS_COST_SGEMM_GFLOPS 110.0
 #define AS_COST_THREAD_SCALE 0.95
-#define AS_COST_METRIC_NS 0.58
+#define AS_COST_METRIC_NS 1.44
 #define AS_COST_ROW_OPS 8.0
 
 typedef struct {
