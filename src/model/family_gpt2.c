@@ -46,12 +46,16 @@ static int read_gpt2_config(gpt2_config *cfg, const json_value *root, const char
             return as_fail(err, "%s: key \"n_inner\" must be null or 4 * n_embd (%zu)", path,
                            4 * cfg->n_embd);
     }
+    model_gpt2_derive(cfg);
+    return 0;
+}
+
+void model_gpt2_derive(gpt2_config *cfg) {
     cfg->n_kv_head = cfg->n_head;
     cfg->d_head = cfg->n_embd / cfg->n_head;
     cfg->n_inner = 4 * cfg->n_embd;
     cfg->tied_head = 1;
     cfg->qkv_bias = 1;
-    return 0;
 }
 
 /* Slots in arena order: wte, wpe, blocks, ln_f. */

@@ -67,6 +67,10 @@ int model_read_activation(gpt2_config *cfg, const json_value *root, const char *
 int model_read_rope_scaling(gpt2_config *cfg, const json_value *root, const char *path,
                             as_err *err);
 
+/* GPT-2's fixed shape rules from n_embd and n_head (no GQA, inner 4 C, tied LM head, q/k/v
+ * biases): the config reader's and the synthetic presets' one source. */
+void model_gpt2_derive(gpt2_config *cfg);
+
 /* The bounds that keep every size product far from overflow. */
 #define MODEL_MAX_LAYER 1024
 #define MODEL_MAX_EMBD 65536

@@ -11,6 +11,7 @@
 
 #include "fileio.h"
 #include "safetensors.h"
+#include "family_int.h"
 #include "synth_int.h"
 
 #define GOLDEN 0x9e3779b97f4a7c15ull
@@ -124,11 +125,7 @@ int synth_preset(gpt2_config *cfg, const char *preset, as_err *err) {
             cfg->n_head = presets[i].n_head;
             cfg->n_embd = presets[i].n_embd;
             cfg->n_positions = presets[i].n_positions;
-            cfg->n_kv_head = cfg->n_head;
-            cfg->d_head = cfg->n_embd / cfg->n_head;
-            cfg->n_inner = 4 * cfg->n_embd;
-            cfg->tied_head = 1;
-            cfg->qkv_bias = 1;
+            model_gpt2_derive(cfg);
             return 0;
         }
     return as_fail(err, "unknown preset '%s' (expected %s)", preset, SYNTH_PRESET_NAMES);
