@@ -1,8 +1,12 @@
 /* main.c -- build/attnsweep: dispatch to a subcommand. */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "args.h"
+#include "blas_core.h"
 #include "cli.h"
 #include "version.h"
 
@@ -37,7 +41,40 @@ static void list_commands(FILE *out) {
             AS_VERSION);
 }
 
+/* OpenBLAS chose its kernels as it loaded, before main. When it took this CPU for an older
+ * one (blas_core.h), the process runs itself again with OPENBLAS_CORETYPE naming the kernels
+ * the CPU runs; ATTNSWEEP_BLAS_DETECTED keeps OpenBLAS's own choice for --version. Every MPI
+ * rank does this on its own before MPI_Init (exec keeps the process id). A user's
+ * OPENBLAS_CORETYPE is left alone. */
+static void rerun_on_better_blas(char **argv) {
+    if (getenv("OPENBLAS_CORETYPE")) return;
+    const char *detected = blas_core_running();
+    const char *better = blas_core_better(detected, blas_cpu_isa());
+    if (!better || setenv("OPENBLAS_CORETYPE", better, 1) ||
+        setenv("ATTNSWEEP_BLAS_DETECTED", detected, 1))
+        return;
+    execv("/proc/self/exe", argv);
+    int why = errno; /* no /proc: go on with OpenBLAS's choice, and say so */
+    unsetenv("OPENBLAS_CORETYPE");
+    unsetenv("ATTNSWEEP_BLAS_DETECTED");
+    fprintf(stderr, "attnsweep: OpenBLAS runs its %s kernels on a CPU that runs %s's; could not "
+            "run again with OPENBLAS_CORETYPE=%s (%s): set it yourself for a faster forward\n",
+            detected, better, better, strerror(why));
+}
+
+static void print_version(void) {
+    printf("attnsweep %s (%s)\n", AS_VERSION, AS_GIT_COMMIT);
+    const char *detected = getenv("ATTNSWEEP_BLAS_DETECTED");
+    printf("blas: %s kernels", blas_core_running());
+    if (detected)
+        printf(" (OPENBLAS_CORETYPE set by attnsweep: OpenBLAS took this CPU for %s)", detected);
+    else if (getenv("OPENBLAS_CORETYPE"))
+        printf(" (OPENBLAS_CORETYPE=%s)", getenv("OPENBLAS_CORETYPE"));
+    printf("\n");
+}
+
 int main(int argc, char **argv) {
+    rerun_on_better_blas(argv);
     int version = 0, code;
     arg_list pos = {0};
     const arg_opt opts[] = {OPT_FLAG("version", &version, "the version and git commit"), OPT_END()};
@@ -57,7 +94,7 @@ int main(int argc, char **argv) {
     const char *name = pos.n ? pos.v[0] : NULL;
     args_free(&spec);
     if (version) {
-        printf("attnsweep %s (%s)\n", AS_VERSION, AS_GIT_COMMIT);
+        print_version();
         return AS_EXIT_OK;
     }
     if (!name) {

@@ -45,6 +45,8 @@ while [ $# -gt 0 ]; do
     esac
 done
 py=/usr/bin/python3
+. "$here/tests/bench/blas_env.sh"
+bench_blas_env "$build/attnsweep"
 for b in attnsweep bench_families; do
     [ -x "$build/$b" ] || { echo "bench_families.sh: $build/$b is missing: build first (give --build DIR)" >&2; exit 2; }
 done

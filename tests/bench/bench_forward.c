@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "blas_core.h"
 #include "forward.h"
 #include "model.h"
 
@@ -93,6 +94,12 @@ int main(int argc, char **argv) {
     const char *model_dir = NULL, *ref = "tests/reference/ref_gpt2.py", *python = "/usr/bin/python3";
     size_t lengths[8] = {64, 256, 1024}, threads[4] = {1, 2};
     int n_len = 3, n_thr = 2, repeat = 3, torch = 1;
+    const char *better = getenv("OPENBLAS_CORETYPE") ? NULL
+                         : blas_core_better(blas_core_running(), blas_cpu_isa());
+    if (better) /* attnsweep itself would run these (blas_core.h) */
+        fprintf(stderr, "bench_forward: OpenBLAS runs its %s kernels on a CPU that runs %s's; "
+                "attnsweep runs the latter: set OPENBLAS_CORETYPE=%s to time what it runs\n",
+                blas_core_running(), better, better);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--model") && v) model_dir = v, i++;

@@ -31,6 +31,8 @@ while [ $# -gt 0 ]; do
 done
 [ -x "$bin" ] || { echo "bench_minimal_cell.sh: $bin is not an executable (give --bin)" >&2; exit 2; }
 py=/usr/bin/python3
+. "$here/tests/bench/blas_env.sh"
+bench_blas_env "$bin"
 mkdir -p "$work"
 model=$work/gpt2-f32
 [ -f "$model/model.safetensors" ] || "$bin" synth --preset gpt2 --dtype f32 --seed 1 --out "$model" >/dev/null

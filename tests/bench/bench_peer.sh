@@ -35,5 +35,7 @@ if [ ! -f "$model/model.safetensors" ] || [ ! -f "$text" ]; then
     exit 0
 fi
 mkdir -p "$work"
+. "$here/tests/bench/blas_env.sh"
+bench_blas_env "$bin"
 exec /usr/bin/python3 "$here/tests/bench/peer_metrics.py" bench "$bin" "$model" "$work" \
     --L "$Ls" --heads "$heads" --mem-gb "$mem" --text "$text"

@@ -32,6 +32,8 @@ while [ $# -gt 0 ]; do
     esac
 done
 cd "$here"
+. tests/bench/blas_env.sh
+bench_blas_env build/attnsweep
 for b in bench_forward bench_master bench_store bench_tokenizer attnsweep; do
     [ -x "build/$b" ] || { echo "perf-report.sh: build/$b is missing: run jobs/setup.sh --tests first" >&2; exit 2; }
 done
