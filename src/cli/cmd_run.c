@@ -35,7 +35,12 @@ static const char run_exit[] =
     "  ATTNSWEEP_SYNC_COMMIT=1      the master commits on its receiving thread (no writer\n"
     "                               thread), to compare the two on a real sweep\n"
     "  ATTNSWEEP_PRIVATE_WEIGHTS=1  every rank loads its own weights copy instead of one\n"
-    "                               shared copy per node (memory comparisons)\n";
+    "                               shared copy per node (memory comparisons)\n"
+    "  OPENBLAS_CORETYPE=CORE       OpenBLAS's kernels (SkylakeX, Haswell, ...). Unset, attnsweep\n"
+    "                               sets it to the CPU's own level where OpenBLAS took the CPU\n"
+    "                               for an older one (ATTNSWEEP_BLAS_DETECTED keeps that core\n"
+    "                               name); `attnsweep --version` says which run. The forward's\n"
+    "                               float rounding, not its meaning, differs between cores.\n";
 
 /* --shard I/K into the run_opts the option points at. */
 static int parse_shard(const arg_opt *o, const char *v, const char **why) {
