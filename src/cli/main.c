@@ -44,8 +44,8 @@ static void list_commands(FILE *out) {
 /* OpenBLAS chose its kernels as it loaded, before main. When it took this CPU for an older
  * one (blas_core.h), the process runs itself again with OPENBLAS_CORETYPE naming the kernels
  * the CPU runs; ATTNSWEEP_BLAS_DETECTED keeps OpenBLAS's own choice for --version. Every MPI
- * rank does this on its own before MPI_Init (exec keeps the process id). A user's
- * OPENBLAS_CORETYPE is left alone. */
+ * rank does this on its own before MPI_Init (exec keeps the process id and, from the
+ * program's own path, its name). A user's OPENBLAS_CORETYPE is left alone. */
 static void rerun_on_better_blas(char **argv) {
     if (getenv("OPENBLAS_CORETYPE")) return;
     const char *detected = blas_core_running();
@@ -53,7 +53,13 @@ static void rerun_on_better_blas(char **argv) {
     if (!better || setenv("OPENBLAS_CORETYPE", better, 1) ||
         setenv("ATTNSWEEP_BLAS_DETECTED", detected, 1))
         return;
-    execv("/proc/self/exe", argv);
+    /* the program's own path, not /proc/self/exe: the process keeps its name (ps, pkill) */
+    char self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n > 0) {
+        self[n] = '\0';
+        execv(self, argv);
+    }
     int why = errno; /* no /proc: go on with OpenBLAS's choice, and say so */
     unsetenv("OPENBLAS_CORETYPE");
     unsetenv("ATTNSWEEP_BLAS_DETECTED");
